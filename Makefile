@@ -1,0 +1,101 @@
+# mfud -- the one build entry point.
+#   make          build build/mfu (CLI) and build/mfud (daemon)
+#   make test     build and run every test; ends with "N passed, N failed"
+#   make run      install missing Debian packages if needed, build, serve on :8080
+#   make bench    run the benchmarks under bench/
+#
+# Sources are picked up by wildcard: core/*.c -> libmfucore.a (C11 + libm only),
+# api/*.c -> libmfuapi.a (jansson), db/*.c -> libmfudb.a (sqlite3),
+# server/*.c -> build/mfud except server/mfu.c -> build/mfu.
+# tests/unit/test_*.c each become one test binary linked with all libraries.
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  ?= $(OPT) -g
+WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
+ALLCFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) $(SAN) -Icore -Iapi -Idb -Iserver -I$(BUILD)
+LDLIBS_API = -ljansson
+LDLIBS_SRV = -lmicrohttpd -luv -lsqlite3 -lpthread
+LDLIBS_ALL = $(LDLIBS_API) $(LDLIBS_SRV) -lm
+
+CORE_SRC   := $(wildcard core/*.c)
+API_SRC    := $(wildcard api/*.c)
+DB_SRC     := $(wildcard db/*.c)
+CLI_SRC    := server/mfu.c
+SRV_SRC    := $(filter-out $(CLI_SRC),$(wildcard server/*.c))
+TEST_SRC   := $(wildcard tests/unit/test_*.c)
+BENCH_SRC  := $(wildcard bench/*.c)
+PRESETS    := $(sort $(wildcard presets/models/*.json presets/hardware/*.json))
+
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
+API_OBJ  := $(API_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/presets_data.o
+DB_OBJ   := $(DB_SRC:%.c=$(BUILD)/obj/%.o)
+SRV_OBJ  := $(SRV_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+LIBS := $(BUILD)/libmfuapi.a $(BUILD)/libmfudb.a $(BUILD)/libmfucore.a
+
+.PHONY: all test unit run bench clean deps
+all: $(BUILD)/mfu $(if $(SRV_SRC),$(BUILD)/mfud)
+
+$(BUILD)/obj/%.o: %.c $(wildcard core/*.h api/*.h db/*.h server/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -c $< -o $@
+
+# The core must stay pure: C11 + libm, no third-party headers, no I/O.
+$(BUILD)/obj/core/%.o: core/%.c $(wildcard core/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Wno-missing-prototypes -c $< -o $@
+
+$(BUILD)/embed: tools/embed.c
+	@mkdir -p $(BUILD)
+	$(CC) -std=c11 -O1 -Wall -Wextra $< -o $@
+
+$(BUILD)/presets_data.c: $(BUILD)/embed $(PRESETS)
+	$(BUILD)/embed $(PRESETS) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/presets_data.o: $(BUILD)/presets_data.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(CFLAGS) $(SAN) -c $< -o $@
+
+$(BUILD)/libmfucore.a: $(CORE_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(BUILD)/libmfuapi.a: $(API_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(BUILD)/libmfudb.a: $(DB_OBJ)
+	@rm -f $@; ar rcs $@ $^
+
+$(BUILD)/mfu: $(BUILD)/obj/server/mfu.o $(LIBS)
+	$(CC) $(SAN) $< $(LIBS) $(LDLIBS_API) -lm -o $@
+
+$(BUILD)/mfud: $(SRV_OBJ) $(LIBS)
+	$(CC) $(SAN) $(SRV_OBJ) $(LIBS) $(LDLIBS_ALL) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c tests/check.h $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Itests $< $(LIBS) $(LDLIBS_ALL) -o $@
+
+$(BUILD)/bench/%: bench/%.c $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $< $(LIBS) $(LDLIBS_ALL) -o $@
+
+test: all $(TEST_BIN)
+	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BIN)
+
+bench: all $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do $$b; done
+	@if [ -x bench/http ]; then BUILD=$(BUILD) bench/http; fi
+
+deps:
+	@sh docker/deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@mkdir -p var
+	$(BUILD)/mfud --port $${PORT:-8080} --db $${MFUD_DB:-var/mfud.db}
+
+clean:
+	rm -rf $(BUILD)

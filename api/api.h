@@ -1,0 +1,126 @@
+/* api/api.h -- JSON <-> core (jansson): request parsing and validation with
+ * JSON-pointer errors, presets, result rendering, the cache key.
+ *
+ * The CLI (server/mfu.c) and the daemon (server/) both go through these
+ * functions, so they give the same answers. Every function is reentrant:
+ * callable from worker threads as long as each thread uses its own json_t
+ * objects.
+ *
+ * Ownership follows jansson: functions returning json_t * return a new
+ * reference the caller must json_decref(); arguments are borrowed.
+ */
+#ifndef MFU_API_H
+#define MFU_API_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hardware.h"
+#include "model.h"
+
+/* Bumped whenever results for the same request may change: part of the
+ * cache key, so a new engine never serves an old engine's numbers. */
+#define MFU_ENGINE_VERSION "0.3.0"
+
+/* ---- errors ------------------------------------------------------------ */
+
+#define API_MAX_ERRORS 16
+
+typedef struct api_error {
+    char pointer[256]; /* RFC 6901 JSON pointer into the request */
+    char detail[320];
+} api_error;
+
+typedef struct api_status {
+    int status;        /* 0 = ok; else an HTTP status: 400, 413, 422, 500 */
+    char title[96];
+    char type[64];     /* problem type, a relative URI like /problems/invalid-request */
+    int n_errors;
+    api_error errors[API_MAX_ERRORS];
+} api_status;
+
+void api_status_init(api_status *st);
+/* Record an error at `pointer` (printf-style detail). The first call sets
+ * st->status; later calls add to the list (up to API_MAX_ERRORS). */
+void api_fail(api_status *st, int status, const char *pointer, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+
+    ;
+/* RFC 9457 problem details: {type, title, status, detail, errors:[{pointer, detail}]}. */
+json_t *api_problem_json(const api_status *st);
+
+/* ---- the model and hardware descriptions ------------------------------- */
+
+/* Parse our model IR (docs/model-ir.md) at `ptr` (JSON pointer prefix used in
+ * error messages). Returns 0 on success. */
+int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *out, api_status *st);
+/* Parse a hardware description (docs/hardware.md). */
+int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_status *st);
+
+/* Resolve request["model"] (preset | hf_config | IR, with overrides) into IR
+ * JSON. Returns a new reference, and sets *source to "preset", "hf_config" or
+ * "ir" and *overridden to a new array of overridden field names (or NULL). */
+json_t *api_resolve_model(json_t *model, json_t **source, json_t **overridden, api_status *st);
+json_t *api_resolve_hardware(json_t *hw, json_t **overridden, api_status *st);
+
+/* HF config.json -> model IR (api/hf.c). ptr is the pointer of the hf_config
+ * object in the request, for error messages. */
+json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st);
+
+/* ---- presets (data files under presets/, embedded at build time) ------- */
+
+/* The preset file's JSON ({name, source, description, model|hf_config|hardware}),
+ * borrowed from a process-wide table built on first use (thread-safe), or NULL. */
+json_t *api_preset_model(const char *name);
+json_t *api_preset_hardware(const char *name);
+/* Lists with key figures, for GET /presets/... and `mfu presets`. */
+json_t *api_presets_models(void);
+json_t *api_presets_hardware(void);
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* Validate and normalize a request: presets resolved, aliases and defaults
+ * applied, numbers in canonical types. The normalized form is what the cache
+ * key hashes and what the engines consume. NULL on error. */
+json_t *api_normalize(json_t *request, api_status *st);
+
+/* SHA-256 (hex, 64 chars + NUL) of the canonical dump of a normalized
+ * request plus MFU_ENGINE_VERSION. */
+void api_cache_key(json_t *normalized, char out_hex[65]);
+
+/* Progress callback for long searches: fraction in [0,1], configurations
+ * evaluated so far. Return nonzero to cancel. Called from the calling thread. */
+typedef int (*api_progress_fn)(void *ctx, double fraction, uint64_t evaluated);
+
+/* Run the engines on a request (raw or normalized). Result JSON per the
+ * contract in openapi.yaml; NULL on error with st filled. */
+json_t *api_roofline(json_t *request, api_status *st);
+json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ctx);
+
+/* ---- rendering --------------------------------------------------------- */
+
+/* Ranked configs of a search result as CSV (RFC 4180), malloc'd. */
+char *api_result_csv(json_t *result);
+/* Human tables (malloc'd): roofline ops table / ranked config table. */
+char *api_roofline_table(json_t *result);
+char *api_search_table(json_t *result);
+
+/* ---- limits (explicit, documented in openapi.yaml) ---------------------- */
+#define API_MAX_DEVICES   (1 << 20)
+#define API_MAX_LAYERS    100000
+#define API_MAX_DIM       (1LL << 24)   /* d_model, ffn widths, vocab */
+#define API_MAX_EXPERTS   65536
+#define API_MAX_SEQ       (1LL << 24)
+
+
+
+/* ---- helpers shared by api/ and its callers ----------------------------- */
+json_t *api_model_to_ir(const mfu_model *m);
+json_t *api_hardware_to_json(const mfu_hardware *hw);
+const char *api_dtype_name(mfu_dtype d);
+json_t *api_preset_model_names(void);
+json_t *api_preset_hardware_names(void);
+#endif

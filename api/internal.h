@@ -1,0 +1,38 @@
+/* api/internal.h -- shared between the api/ sources, not part of the api. */
+#ifndef MFU_API_INTERNAL_H
+#define MFU_API_INTERNAL_H
+
+#include "api.h"
+#include "roofline.h"
+#include "search.h"
+#include "system.h"
+
+typedef struct api_request {
+    json_t *model_ir;          /* resolved IR (new reference) */
+    json_t *model_source;      /* "preset" | "hf_config" | "ir" */
+    json_t *model_overridden;  /* array or NULL */
+    json_t *hw_json;
+    json_t *hw_overridden;
+    mfu_model model;
+    mfu_hardware hw;
+    int64_t devices;
+    mfu_training train;
+    int tp_overlap, ep_overlap;
+} api_request;
+
+extern const char *const api_schedule_names[];
+extern const char *const api_recompute_names[];
+
+int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st);
+void api_request_free(api_request *r);
+
+/* rendering (api/render.c) */
+json_t *api_render_model(const api_request *r);
+json_t *api_render_hardware(const api_request *r);
+/* ops NULL: summary only */
+json_t *api_render_roofline(const api_request *r, const mfu_roofline *roof, const mfu_op *ops);
+json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev, int rank);
+json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev,
+                            double step_time_s);
+
+#endif

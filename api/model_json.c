@@ -1,0 +1,416 @@
+/* api/model_json.c -- model IR and hardware description <-> core structs.
+ *
+ * Parsing validates every field (type, range, divisibility) and reports each
+ * problem with the JSON pointer of the field. Rendering writes every field,
+ * defaults included, so a parse -> render round trip is the normal form the
+ * cache key hashes. Format: docs/model-ir.md. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "jsonv.h"
+
+static const char *const ATTN_KINDS[] = {"mha", "mla", "gla", NULL};
+static const char *const MLP_KINDS[] = {"dense", "moe", NULL};
+static const char *const ACTS[] = {"silu", "gelu", "relu", NULL};
+static const char *const NORMS[] = {"rmsnorm", "layernorm", NULL};
+static const char *const POS[] = {"rope", "learned", "none", NULL};
+static const char *const DTYPES[] = {"bf16", "fp16", "fp8", "fp32", NULL};
+
+const char *api_dtype_name(mfu_dtype d) { return DTYPES[d]; }
+
+static int parse_attention(json_t *a, const char *ptr, const mfu_model *m, mfu_attention *out,
+                           api_status *st)
+{
+    int bad = 0, kind = 0;
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(a)) {
+        api_fail(st, 422, ptr, "must be an object");
+        return -1;
+    }
+    bad |= jv_enum(a, "type", ptr, JV_OPTIONAL, 0, ATTN_KINDS, &kind, st);
+    out->kind = (mfu_attn_kind)kind;
+    bad |= jv_int(a, "n_heads", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->n_heads, st);
+    if (bad) return -1;
+    char p[256];
+    int qb = 0;
+    switch (out->kind) {
+    case MFU_ATTN_MHA:
+        bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
+                      &out->n_kv_heads, st);
+        bad |= jv_int(a, "head_dim", ptr, JV_OPTIONAL,
+                      m->d_model % out->n_heads == 0 ? m->d_model / out->n_heads : 0, 1,
+                      API_MAX_DIM, &out->head_dim, st);
+        bad |= jv_int(a, "window", ptr, JV_OPTIONAL, 0, 0, API_MAX_SEQ, &out->window, st);
+        bad |= jv_bool(a, "qkv_bias", ptr, JV_OPTIONAL, 0, &qb, st);
+        out->qkv_bias = qb;
+        if (!bad && out->n_heads % out->n_kv_heads != 0) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"),
+                     "must divide n_heads (%lld), got %lld", (long long)out->n_heads,
+                     (long long)out->n_kv_heads);
+            bad = -1;
+        }
+        if (!bad && out->head_dim == 0) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "head_dim"),
+                     "required when n_heads (%lld) does not divide d_model (%lld)",
+                     (long long)out->n_heads, (long long)m->d_model);
+            bad = -1;
+        }
+        break;
+    case MFU_ATTN_MLA:
+        bad |= jv_int(a, "q_lora_rank", ptr, JV_OPTIONAL, 0, 0, API_MAX_DIM, &out->q_lora_rank, st);
+        bad |= jv_int(a, "kv_lora_rank", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->kv_lora_rank, st);
+        bad |= jv_int(a, "qk_nope_head_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM,
+                      &out->qk_nope_head_dim, st);
+        bad |= jv_int(a, "qk_rope_head_dim", ptr, JV_REQUIRED, 0, 0, API_MAX_DIM,
+                      &out->qk_rope_head_dim, st);
+        bad |= jv_int(a, "v_head_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->v_head_dim, st);
+        out->n_kv_heads = out->n_heads;
+        break;
+    case MFU_ATTN_GLA: {
+        int og = 1;
+        bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
+                      &out->n_kv_heads, st);
+        bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
+        bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
+        /* fla GatedLinearAttention: gate_low_rank_dim = 16, chunk size 64 */
+        bad |= jv_int(a, "gate_rank", ptr, JV_OPTIONAL, 16, 1, API_MAX_DIM, &out->gate_rank, st);
+        bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
+        bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
+        out->output_gate = og;
+        if (!bad && out->n_heads % out->n_kv_heads != 0) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"), "must divide n_heads (%lld)",
+                     (long long)out->n_heads);
+            bad = -1;
+        }
+        if (!bad && (out->key_dim % out->n_heads || out->value_dim % out->n_heads)) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "key_dim"),
+                     "key_dim and value_dim must be multiples of n_heads (%lld)",
+                     (long long)out->n_heads);
+            bad = -1;
+        }
+        break;
+    }
+    }
+    return bad ? -1 : 0;
+}
+
+static int parse_mlp(json_t *o, const char *ptr, mfu_mlp *out, api_status *st)
+{
+    int bad = 0, kind = 0, act = 0, gated = 1;
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(o)) {
+        api_fail(st, 422, ptr, "must be an object");
+        return -1;
+    }
+    bad |= jv_enum(o, "type", ptr, JV_OPTIONAL, 0, MLP_KINDS, &kind, st);
+    bad |= jv_bool(o, "gated", ptr, JV_OPTIONAL, 1, &gated, st);
+    bad |= jv_enum(o, "activation", ptr, JV_OPTIONAL, 0, ACTS, &act, st);
+    out->kind = (mfu_mlp_kind)kind;
+    out->gated = gated;
+    out->act = (mfu_act)act;
+    out->capacity_factor = 1.0;
+    if (out->kind == MFU_MLP_DENSE) {
+        bad |= jv_int(o, "ffn_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->ffn_dim, st);
+    } else {
+        bad |= jv_int(o, "n_experts", ptr, JV_REQUIRED, 0, 1, API_MAX_EXPERTS, &out->n_experts, st);
+        bad |= jv_int(o, "top_k", ptr, JV_REQUIRED, 0, 1, API_MAX_EXPERTS, &out->top_k, st);
+        bad |= jv_int(o, "expert_ffn_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM,
+                      &out->expert_ffn_dim, st);
+        bad |= jv_int(o, "n_shared_experts", ptr, JV_OPTIONAL, 0, 0, API_MAX_EXPERTS,
+                      &out->n_shared_experts, st);
+        bad |= jv_int(o, "shared_ffn_dim", ptr, JV_OPTIONAL, out->expert_ffn_dim, 0, API_MAX_DIM,
+                      &out->shared_ffn_dim, st);
+        bad |= jv_num(o, "capacity_factor", ptr, JV_OPTIONAL, 1.0, 1.0, 64.0,
+                      &out->capacity_factor, st);
+        char p[256];
+        if (!bad && out->top_k > out->n_experts) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "top_k"),
+                     "must not exceed n_experts (%lld)", (long long)out->n_experts);
+            bad = -1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *m, api_status *st)
+{
+    int bad = 0, tie = 0, norm = 0, pos = 0, bias = 0, dropout = 0;
+    char p[256], q[256];
+    memset(m, 0, sizeof *m);
+    if (!json_is_object(ir)) {
+        api_fail(st, 422, ptr, "model must be an object");
+        return -1;
+    }
+    json_t *name = json_object_get(ir, "name");
+    if (name && !json_is_string(name)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "name"), "must be a string");
+        bad = -1;
+    }
+    if (json_is_string(name) && strlen(json_string_value(name)) >= sizeof m->name) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "name"), "at most %d bytes",
+                 (int)sizeof m->name - 1);
+        bad = -1;
+    }
+    snprintf(m->name, sizeof m->name, "%s", json_is_string(name) ? json_string_value(name) : "custom");
+    bad |= jv_int(ir, "d_model", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &m->d_model, st);
+    bad |= jv_int(ir, "vocab", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &m->vocab, st);
+    bad |= jv_bool(ir, "tie_embeddings", ptr, JV_OPTIONAL, 0, &tie, st);
+    bad |= jv_enum(ir, "norm", ptr, JV_OPTIONAL, 0, NORMS, &norm, st);
+    bad |= jv_enum(ir, "position", ptr, JV_OPTIONAL, 0, POS, &pos, st);
+    bad |= jv_bool(ir, "bias", ptr, JV_OPTIONAL, 0, &bias, st);
+    bad |= jv_bool(ir, "dropout", ptr, JV_OPTIONAL, 0, &dropout, st);
+    m->tie_embeddings = tie;
+    m->norm = (mfu_norm)norm;
+    m->position = (mfu_pos)pos;
+    m->bias = bias;
+    m->dropout = dropout;
+    bad |= jv_int(ir, "max_positions", ptr, m->position == MFU_POS_LEARNED, 0, 0, API_MAX_SEQ,
+                  &m->max_positions, st);
+    json_t *layers = json_object_get(ir, "layers");
+    jv_ptr(p, sizeof p, ptr, "layers");
+    if (!json_is_array(layers) || json_array_size(layers) == 0) {
+        api_fail(st, 422, p, "must be a non-empty array of layer runs");
+        return -1;
+    }
+    if (json_array_size(layers) > MFU_MAX_RUNS) {
+        api_fail(st, 422, p, "at most %d layer runs (merge identical consecutive layers)",
+                 MFU_MAX_RUNS);
+        return -1;
+    }
+    if (bad) return -1;
+    int64_t total = 0;
+    size_t i;
+    json_t *run;
+    json_array_foreach(layers, i, run) {
+        mfu_layer_run *lr = &m->runs[m->n_runs];
+        jv_ptr_i(q, sizeof q, p, i);
+        if (!json_is_object(run)) {
+            api_fail(st, 422, q, "must be an object {count, attention, mlp}");
+            bad = -1;
+            continue;
+        }
+        char pa[256], pm[256];
+        int b2 = jv_int(run, "count", q, JV_OPTIONAL, 1, 1, API_MAX_LAYERS, &lr->count, st);
+        b2 |= parse_attention(json_object_get(run, "attention"), jv_ptr(pa, sizeof pa, q, "attention"),
+                              m, &lr->attn, st);
+        b2 |= parse_mlp(json_object_get(run, "mlp"), jv_ptr(pm, sizeof pm, q, "mlp"), &lr->mlp, st);
+        if (b2) {
+            bad = -1;
+            continue;
+        }
+        total += lr->count;
+        m->n_runs++;
+    }
+    if (!bad && total > API_MAX_LAYERS) {
+        api_fail(st, 422, p, "at most %d layers in all, got %lld", API_MAX_LAYERS, (long long)total);
+        bad = -1;
+    }
+    return bad ? -1 : 0;
+}
+
+json_t *api_model_to_ir(const mfu_model *m)
+{
+    json_t *layers = json_array();
+    for (int r = 0; r < m->n_runs; r++) {
+        const mfu_layer_run *lr = &m->runs[r];
+        const mfu_attention *a = &lr->attn;
+        const mfu_mlp *p = &lr->mlp;
+        json_t *aj;
+        switch (a->kind) {
+        case MFU_ATTN_MHA:
+            aj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:b}", "type", "mha", "n_heads", (json_int_t)a->n_heads,
+                           "n_kv_heads", (json_int_t)a->n_kv_heads, "head_dim", (json_int_t)a->head_dim,
+                           "window", (json_int_t)a->window, "qkv_bias", a->qkv_bias);
+            break;
+        case MFU_ATTN_MLA:
+            aj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "type", "mla", "n_heads",
+                           (json_int_t)a->n_heads, "q_lora_rank", (json_int_t)a->q_lora_rank,
+                           "kv_lora_rank", (json_int_t)a->kv_lora_rank, "qk_nope_head_dim",
+                           (json_int_t)a->qk_nope_head_dim, "qk_rope_head_dim",
+                           (json_int_t)a->qk_rope_head_dim, "v_head_dim", (json_int_t)a->v_head_dim);
+            break;
+        default:
+            aj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "type", "gla", "n_heads",
+                           (json_int_t)a->n_heads, "n_kv_heads", (json_int_t)a->n_kv_heads, "key_dim",
+                           (json_int_t)a->key_dim, "value_dim", (json_int_t)a->value_dim, "gate_rank",
+                           (json_int_t)a->gate_rank, "chunk_size", (json_int_t)a->chunk_size,
+                           "output_gate", a->output_gate);
+            break;
+        }
+        json_t *mj;
+        if (p->kind == MFU_MLP_DENSE)
+            mj = json_pack("{s:s,s:I,s:b,s:s}", "type", "dense", "ffn_dim", (json_int_t)p->ffn_dim,
+                           "gated", p->gated, "activation", ACTS[p->act]);
+        else
+            mj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:s,s:f}", "type", "moe", "n_experts",
+                           (json_int_t)p->n_experts, "top_k", (json_int_t)p->top_k, "expert_ffn_dim",
+                           (json_int_t)p->expert_ffn_dim, "n_shared_experts",
+                           (json_int_t)p->n_shared_experts, "shared_ffn_dim",
+                           (json_int_t)p->shared_ffn_dim, "gated", p->gated, "activation",
+                           ACTS[p->act], "capacity_factor", p->capacity_factor);
+        json_array_append_new(layers, json_pack("{s:I,s:o,s:o}", "count", (json_int_t)lr->count,
+                                                "attention", aj, "mlp", mj));
+    }
+    return json_pack("{s:s,s:I,s:I,s:b,s:s,s:s,s:I,s:b,s:b,s:o}", "name", m->name, "d_model",
+                     (json_int_t)m->d_model, "vocab", (json_int_t)m->vocab, "tie_embeddings",
+                     m->tie_embeddings, "norm", NORMS[m->norm], "position", POS[m->position],
+                     "max_positions", (json_int_t)m->max_positions, "bias", m->bias, "dropout",
+                     m->dropout, "layers", layers);
+}
+
+/* ---- hardware ---------------------------------------------------------- */
+
+int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_status *st)
+{
+    int bad = 0;
+    char p[256], q[256];
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(hw)) {
+        api_fail(st, 422, ptr, "hardware must be an object");
+        return -1;
+    }
+    json_t *name = json_object_get(hw, "name");
+    if (name && (!json_is_string(name) || strlen(json_string_value(name)) >= sizeof out->name)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "name"), "must be a string of at most %d bytes",
+                 (int)sizeof out->name - 1);
+        return -1;
+    }
+    snprintf(out->name, sizeof out->name, "%s", json_is_string(name) ? json_string_value(name) : "custom");
+    json_t *pf = json_object_get(hw, "peak_flops");
+    jv_ptr(p, sizeof p, ptr, "peak_flops");
+    if (!json_is_object(pf)) {
+        api_fail(st, 422, p, "required object {bf16, fp16, fp8, fp32} of FLOP/s is missing");
+        bad = -1;
+    } else {
+        for (int d = 0; d < MFU_DT_COUNT; d++)
+            bad |= jv_num(pf, DTYPES[d], p, d == MFU_DT_BF16, 0.0, 0.0, 1e18, &out->peak_flops[d], st);
+        if (!bad && out->peak_flops[MFU_DT_BF16] <= 0) {
+            api_fail(st, 422, jv_ptr(q, sizeof q, p, "bf16"), "must be positive");
+            bad = -1;
+        }
+    }
+    bad |= jv_num(hw, "hbm_bytes", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bytes, st);
+    bad |= jv_num(hw, "hbm_bw_bytes_s", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bw_bytes_s, st);
+    json_t *tiers = json_object_get(hw, "tiers");
+    jv_ptr(p, sizeof p, ptr, "tiers");
+    if (!json_is_array(tiers) || json_array_size(tiers) == 0 ||
+        json_array_size(tiers) > MFU_MAX_TIERS) {
+        api_fail(st, 422, p, "must be an array of 1 to %d network tiers, innermost first",
+                 MFU_MAX_TIERS);
+        return -1;
+    }
+    size_t i;
+    json_t *t;
+    int64_t prev = 0;
+    json_array_foreach(tiers, i, t) {
+        mfu_net_tier *nt = &out->tiers[i];
+        jv_ptr_i(q, sizeof q, p, i);
+        json_t *tn = json_object_get(t, "name");
+        if (tn && (!json_is_string(tn) || strlen(json_string_value(tn)) >= sizeof nt->name)) {
+            char r[256];
+            api_fail(st, 422, jv_ptr(r, sizeof r, q, "name"), "must be a string of at most %d bytes",
+                     (int)sizeof nt->name - 1);
+            return -1;
+        }
+        snprintf(nt->name, sizeof nt->name, "%s", json_is_string(tn) ? json_string_value(tn) : "tier");
+        int b2 = jv_int(t, "domain_size", q, JV_REQUIRED, 0, 1, API_MAX_DEVICES, &nt->domain_size, st);
+        b2 |= jv_num(t, "bw_bytes_s", q, JV_REQUIRED, 0, 1e3, 1e15, &nt->bw_bytes_s, st);
+        b2 |= jv_num(t, "latency_s", q, JV_OPTIONAL, 0.0, 0.0, 1.0, &nt->latency_s, st);
+        if (!b2 && nt->domain_size <= prev) {
+            char r[256];
+            api_fail(st, 422, jv_ptr(r, sizeof r, q, "domain_size"),
+                     "tiers go innermost first: domain_size must grow (previous %lld)",
+                     (long long)prev);
+            b2 = -1;
+        }
+        prev = nt->domain_size;
+        bad |= b2;
+    }
+    out->n_tiers = (int)json_array_size(tiers);
+    mfu_efficiency_ideal(&out->eff);
+    json_t *eff = json_object_get(hw, "efficiency");
+    if (eff && !json_is_null(eff)) {
+        jv_ptr(p, sizeof p, ptr, "efficiency");
+        if (!json_is_object(eff)) {
+            api_fail(st, 422, p, "must be an object");
+            return -1;
+        }
+        out->has_profile = 1;
+        json_t *g = json_object_get(eff, "gemm");
+        if (g) {
+            jv_ptr(q, sizeof q, p, "gemm");
+            if (!json_is_array(g) || json_array_size(g) > MFU_MAX_EFF_POINTS) {
+                api_fail(st, 422, q, "must be an array of at most %d [flops, efficiency] pairs",
+                         MFU_MAX_EFF_POINTS);
+                return -1;
+            }
+            json_t *pt;
+            json_array_foreach(g, i, pt) {
+                double f = json_number_value(json_array_get(pt, 0));
+                double e = json_number_value(json_array_get(pt, 1));
+                if (!json_is_array(pt) || json_array_size(pt) != 2 || !(f > 0) || !(e > 0) || e > 1 ||
+                    (i > 0 && f <= out->eff.gemm_flops[i - 1])) {
+                    char r[256];
+                    api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i),
+                             "must be [flops > previous, 0 < efficiency <= 1]");
+                    return -1;
+                }
+                out->eff.gemm_flops[i] = f;
+                out->eff.gemm_eff[i] = e;
+            }
+            out->eff.n_gemm = (int)json_array_size(g);
+        }
+        bad |= jv_num(eff, "attention", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.attn_eff, st);
+        bad |= jv_num(eff, "hbm", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.hbm_eff, st);
+        bad |= jv_num(eff, "step_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e3,
+                      &out->eff.step_overhead_s, st);
+        json_t *net = json_object_get(eff, "net");
+        if (net) {
+            jv_ptr(q, sizeof q, p, "net");
+            if (!json_is_array(net) || (int)json_array_size(net) != out->n_tiers) {
+                api_fail(st, 422, q, "must be an array with one efficiency per tier (%d)", out->n_tiers);
+                return -1;
+            }
+            json_t *e;
+            json_array_foreach(net, i, e) {
+                double v = json_number_value(e);
+                if (!json_is_number(e) || !(v > 0) || v > 1) {
+                    char r[256];
+                    api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i), "must be in (0, 1]");
+                    return -1;
+                }
+                out->eff.net_eff[i] = v;
+            }
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+json_t *api_hardware_to_json(const mfu_hardware *hw)
+{
+    json_t *pf = json_object();
+    for (int d = 0; d < MFU_DT_COUNT; d++)
+        if (hw->peak_flops[d] > 0) json_object_set_new(pf, DTYPES[d], json_real(hw->peak_flops[d]));
+    json_t *tiers = json_array();
+    for (int i = 0; i < hw->n_tiers; i++)
+        json_array_append_new(tiers, json_pack("{s:s,s:I,s:f,s:f}", "name", hw->tiers[i].name,
+                                               "domain_size", (json_int_t)hw->tiers[i].domain_size,
+                                               "bw_bytes_s", hw->tiers[i].bw_bytes_s, "latency_s",
+                                               hw->tiers[i].latency_s));
+    json_t *o = json_pack("{s:s,s:o,s:f,s:f,s:o}", "name", hw->name, "peak_flops", pf, "hbm_bytes",
+                          hw->hbm_bytes, "hbm_bw_bytes_s", hw->hbm_bw_bytes_s, "tiers", tiers);
+    if (hw->has_profile) {
+        const mfu_efficiency *e = &hw->eff;
+        json_t *g = json_array(), *net = json_array();
+        for (int i = 0; i < e->n_gemm; i++)
+            json_array_append_new(g, json_pack("[f,f]", e->gemm_flops[i], e->gemm_eff[i]));
+        for (int i = 0; i < hw->n_tiers; i++) json_array_append_new(net, json_real(e->net_eff[i]));
+        json_object_set_new(o, "efficiency",
+                            json_pack("{s:o,s:f,s:f,s:o,s:f}", "gemm", g, "attention", e->attn_eff,
+                                      "hbm", e->hbm_eff, "net", net, "step_overhead_s",
+                                      e->step_overhead_s));
+    }
+    return o;
+}

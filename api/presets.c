@@ -1,0 +1,150 @@
+/* api/presets.c -- the preset library: data files under presets/models and
+ * presets/hardware, embedded at build time by tools/embed.c. Parsed once, on
+ * first use (pthread_once), into a read-only table shared by all threads. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+
+struct mfu_embedded_file { const char *path; const char *data; size_t len; };
+extern const struct mfu_embedded_file mfu_embedded_files[];
+extern const size_t mfu_embedded_count;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static json_t *models;   /* name -> preset file JSON */
+static json_t *hardware; /* name -> preset file JSON */
+
+static void load(void)
+{
+    models = json_object();
+    hardware = json_object();
+    for (size_t i = 0; i < mfu_embedded_count; i++) {
+        const struct mfu_embedded_file *f = &mfu_embedded_files[i];
+        json_error_t err;
+        json_t *j = json_loadb(f->data, f->len, 0, &err);
+        json_t *name = json_object_get(j, "name");
+        if (!j || !json_is_string(name)) {
+            /* A broken preset is a build defect; tests/unit/test_presets.c
+             * loads every file, so it never ships. Skip it here. */
+            json_decref(j);
+            continue;
+        }
+        json_t *dst = strstr(f->path, "presets/hardware/") ? hardware : models;
+        json_object_set_new(dst, json_string_value(name), j);
+    }
+}
+
+json_t *api_preset_model(const char *name)
+{
+    pthread_once(&once, load);
+    return json_object_get(models, name);
+}
+
+json_t *api_preset_hardware(const char *name)
+{
+    pthread_once(&once, load);
+    return json_object_get(hardware, name);
+}
+
+static json_t *names_of(json_t *table)
+{
+    json_t *a = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(table, k, v) json_array_append_new(a, json_string(k));
+    return a;
+}
+
+json_t *api_preset_model_names(void)
+{
+    pthread_once(&once, load);
+    return names_of(models);
+}
+
+json_t *api_preset_hardware_names(void)
+{
+    pthread_once(&once, load);
+    return names_of(hardware);
+}
+
+json_t *api_presets_models(void)
+{
+    pthread_once(&once, load);
+    json_t *out = json_array();
+    const char *k;
+    json_t *v;
+    /* jansson objects iterate in insertion order; sort names for a stable list */
+    json_t *names = names_of(models);
+    size_t n = json_array_size(names);
+    const char **sorted = malloc(n * sizeof *sorted);
+    for (size_t i = 0; i < n; i++) sorted[i] = json_string_value(json_array_get(names, i));
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(sorted[j - 1], sorted[j]) > 0; j--) {
+            const char *t = sorted[j]; sorted[j] = sorted[j - 1]; sorted[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        k = sorted[i];
+        v = json_object_get(models, k);
+        api_status st;
+        api_status_init(&st);
+        json_t *req = json_pack("{s:s}", "preset", k);
+        json_t *src = NULL, *ovr = NULL;
+        json_t *ir = api_resolve_model(req, &src, &ovr, &st);
+        json_t *item = json_pack("{s:s,s:O,s:O}", "name", k, "description",
+                                 json_object_get(v, "description") ? json_object_get(v, "description") : json_null(),
+                                 "source", json_object_get(v, "source") ? json_object_get(v, "source") : json_null());
+        mfu_model m;
+        if (ir && api_model_from_ir(ir, "/model", &m, &st) == 0) {
+            mfu_params p;
+            mfu_model_params(&m, &p);
+            json_object_set_new(item, "params_total", json_real(p.total));
+            json_object_set_new(item, "params_active", json_real(p.active));
+            json_object_set_new(item, "layers", json_integer(mfu_model_layers(&m)));
+            json_object_set_new(item, "d_model", json_integer(m.d_model));
+            json_object_set_new(item, "format", json_string(json_object_get(v, "hf_config") ? "hf_config" : "ir"));
+        } else {
+            json_object_set_new(item, "error", json_string(st.n_errors ? st.errors[0].detail : "unresolved"));
+        }
+        json_array_append_new(out, item);
+        json_decref(req);
+        json_decref(ir);
+        json_decref(src);
+        json_decref(ovr);
+    }
+    free(sorted);
+    json_decref(names);
+    return out;
+}
+
+json_t *api_presets_hardware(void)
+{
+    pthread_once(&once, load);
+    json_t *out = json_array();
+    json_t *names = names_of(hardware);
+    size_t n = json_array_size(names);
+    const char **sorted = malloc(n * sizeof *sorted);
+    for (size_t i = 0; i < n; i++) sorted[i] = json_string_value(json_array_get(names, i));
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(sorted[j - 1], sorted[j]) > 0; j--) {
+            const char *t = sorted[j]; sorted[j] = sorted[j - 1]; sorted[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_object_get(hardware, sorted[i]);
+        json_t *hw = json_object_get(v, "hardware");
+        json_t *tiers = json_object_get(hw, "tiers");
+        json_t *item = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:I,s:b}", "name", sorted[i],
+                                 "description", json_object_get(v, "description") ? json_object_get(v, "description") : json_null(),
+                                 "source", json_object_get(v, "source") ? json_object_get(v, "source") : json_null(),
+                                 "peak_flops", json_object_get(hw, "peak_flops") ? json_object_get(hw, "peak_flops") : json_null(),
+                                 "hbm_bytes", json_object_get(hw, "hbm_bytes") ? json_object_get(hw, "hbm_bytes") : json_null(),
+                                 "hbm_bw_bytes_s", json_object_get(hw, "hbm_bw_bytes_s") ? json_object_get(hw, "hbm_bw_bytes_s") : json_null(),
+                                 "tiers", (json_int_t)json_array_size(tiers),
+                                 "efficiency_profile", json_object_get(hw, "efficiency") != NULL);
+        json_array_append_new(out, item);
+    }
+    free(sorted);
+    json_decref(names);
+    return out;
+}

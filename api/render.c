@@ -1,0 +1,325 @@
+/* api/render.c -- results as JSON (the contract in openapi.yaml), CSV and
+ * human tables. Field names carry units (_s, _bytes, _flops). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const CONV_NAMES[] = {"causal", "full", "none"};
+
+json_t *api_render_model(const api_request *r)
+{
+    mfu_params p;
+    mfu_model_params(&r->model, &p);
+    json_t *ir = api_model_to_ir(&r->model);
+    json_t *layers = json_incref(json_object_get(ir, "layers"));
+    double fpt = mfu_model_flops_per_token_fwd(&r->model, r->train.seq, r->train.conv);
+    json_t *resolved = json_pack("{s:o,s:f,s:f,s:f,s:I}", "ir", ir, "params_total", p.total,
+                                 "params_active", p.active, "flops_per_token_fwd", fpt,
+                                 "layers_total", (json_int_t)mfu_model_layers(&r->model));
+    json_t *o = json_pack("{s:s,s:O,s:f,s:f,s:f,s:f,s:o,s:o}", "name", r->model.name, "source",
+                          r->model_source ? r->model_source : json_null(), "params_total", p.total,
+                          "params_active", p.active, "params_embedding", p.embedding,
+                          "flops_per_token_fwd", fpt, "layers", layers, "resolved", resolved);
+    if (r->model_overridden && json_array_size(r->model_overridden))
+        json_object_set(o, "overridden", r->model_overridden);
+    return o;
+}
+
+json_t *api_render_hardware(const api_request *r)
+{
+    json_t *o = api_hardware_to_json(&r->hw);
+    if (r->hw_overridden && json_array_size(r->hw_overridden))
+        json_object_set(o, "overridden", r->hw_overridden);
+    return o;
+}
+
+json_t *api_render_roofline(const api_request *r, const mfu_roofline *roof, const mfu_op *ops)
+{
+    const mfu_hardware *hw = &r->hw;
+    json_t *o = json_pack("{s:f,s:f,s:f,s:f,s:s,s:f,s:f,s:f,s:f,s:I,s:I}", "mfu", roof->mfu,
+                          "step_time_s", roof->step_time_s, "f_useful_flops", roof->f_useful_flops,
+                          "f_executed_flops", roof->f_exec_flops, "convention",
+                          CONV_NAMES[r->train.conv], "ridge_point_flops_per_byte",
+                          mfu_ridge_point(hw, r->train.dtype), "compute_bound_s",
+                          roof->compute_bound_s, "memory_bound_s", roof->memory_bound_s,
+                          "global_batch_tokens", r->train.global_batch_tokens, "seq_len",
+                          (json_int_t)r->train.seq, "devices", (json_int_t)1);
+    if (!ops) return o;
+    json_t *arr = json_array();
+    for (int i = 0; i < roof->n_ops; i++) {
+        const mfu_op *op = &ops[i];
+        double t = mfu_op_time(op, hw, r->train.dtype, NULL);
+        json_t *e = json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:s,s:f}", "name", op->name, "phase",
+                              op->phase == MFU_FWD ? "fwd" : "bwd", "run", op->run, "count",
+                              op->count, "flops", op->flops, "bytes", op->bytes, "intensity",
+                              op->bytes > 0 ? op->flops / op->bytes : 0.0, "bound",
+                              mfu_op_compute_bound(op, hw, r->train.dtype) ? "compute" : "memory",
+                              "time_s", t * op->count);
+        json_array_append_new(arr, e);
+    }
+    json_object_set_new(o, "ops", arr);
+    return o;
+}
+
+static json_t *times_json(const mfu_times *t)
+{
+    json_t *comm = json_object();
+    for (int i = 0; i < MFU_COMM_COUNT; i++)
+        json_object_set_new(comm, mfu_comm_names[i],
+                            json_pack("{s:f,s:f}", "total_s", t->comm_total_s[i], "exposed_s",
+                                      t->comm_exposed_s[i]));
+    return json_pack("{s:f,s:f,s:o,s:f,s:f,s:f,s:f}", "compute_s", t->compute_s, "recompute_s",
+                     t->recompute_s, "comm", comm, "bubble_s", t->bubble_s, "optimizer_s",
+                     t->optimizer_s, "overhead_s", t->overhead_s, "step_time_s", t->step_time_s);
+}
+
+/* Gap components in seconds and MFU points: point_i = mfu_roof * s_i / T_step,
+ * so the points add up to mfu_roof - mfu_system exactly (design.md). */
+static json_t *gap_json(const mfu_system *sys, const mfu_times *t, int with_kernel)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < MFU_GAP_COUNT; i++) {
+        if (i == MFU_GAP_KERNEL_EFFICIENCY && !with_kernel) continue;
+        double pts = sys->roofline_mfu * t->gap_s[i] / t->step_time_s;
+        json_array_append_new(a, json_pack("{s:s,s:f,s:f}", "name", mfu_gap_names[i], "seconds",
+                                           t->gap_s[i], "mfu_points", pts));
+    }
+    return a;
+}
+
+static json_t *megatron_args(const mfu_config *c, const mfu_system *sys)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "--tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld "
+                     "--context-parallel-size %lld --expert-model-parallel-size %lld "
+                     "--micro-batch-size %lld --global-batch-size %lld",
+                     (long long)c->ax[MFU_AX_TP], (long long)c->ax[MFU_AX_PP],
+                     (long long)c->ax[MFU_AX_CP], (long long)c->ax[MFU_AX_EP], (long long)c->mbs,
+                     (long long)(c->mbs * c->grad_accum * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] *
+                                 c->ax[MFU_AX_EP]));
+    if (sys->moe_layers > 0 && c->etp > 1)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " --expert-tensor-parallel-size %lld", (long long)c->etp);
+    if (c->sp) n += snprintf(buf + n, sizeof buf - (size_t)n, " --sequence-parallel");
+    if (c->zero >= 1) n += snprintf(buf + n, sizeof buf - (size_t)n, " --use-distributed-optimizer");
+    if (c->ax[MFU_AX_FSDP] > 1)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " --use-torch-fsdp2 (fsdp=%lld)", (long long)c->ax[MFU_AX_FSDP]);
+    if (c->schedule == MFU_SCHED_INTERLEAVED)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " --num-layers-per-virtual-pipeline-stage %lld",
+                      (long long)(sys->layers / (c->ax[MFU_AX_PP] * c->vpp)));
+    if (c->recompute == MFU_RC_SELECTIVE)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " --recompute-granularity selective");
+    else if (c->recompute == MFU_RC_FULL)
+        n += snprintf(buf + n, sizeof buf - (size_t)n,
+                      " --recompute-granularity full --recompute-method block --recompute-num-layers %lld",
+                      (long long)(c->recompute_layers < 0 ? (sys->layers + c->ax[MFU_AX_PP] - 1) / c->ax[MFU_AX_PP]
+                                                          : c->recompute_layers));
+    else if (c->recompute == MFU_RC_SAVE_DOT_EXCEPT_MLP)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " --recompute-granularity selective --recompute-modules mlp");
+    if (c->tp_overlap) n += snprintf(buf + n, sizeof buf - (size_t)n, " --tp-comm-overlap");
+    (void)n;
+    return json_string(buf);
+}
+
+json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev, int rank)
+{
+    const mfu_memory *m = &ev->mem;
+    json_t *ratio = json_object();
+    for (int i = 0; i < MFU_COMM_COUNT; i++)
+        json_object_set_new(ratio, mfu_comm_names[i], json_real(ev->overlap_ratio[i]));
+    json_t *o = json_pack(
+        "{s:i,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:I},s:s,s:I,s:I,s:I,s:I,s:s,s:I,s:b,s:b,s:b}",
+        "rank", rank, "parallel", "dp", (json_int_t)c->ax[MFU_AX_DP], "fsdp",
+        (json_int_t)c->ax[MFU_AX_FSDP], "tp", (json_int_t)c->ax[MFU_AX_TP], "ep",
+        (json_int_t)c->ax[MFU_AX_EP], "pp", (json_int_t)c->ax[MFU_AX_PP], "cp",
+        (json_int_t)c->ax[MFU_AX_CP], "sp", c->sp, "zero", c->zero, "etp", (json_int_t)c->etp,
+        "schedule", api_schedule_names[c->schedule], "vpp", (json_int_t)c->vpp, "mbs",
+        (json_int_t)c->mbs, "grad_accum", (json_int_t)c->grad_accum, "global_batch_tokens",
+        (json_int_t)ev->global_batch_tokens, "recompute", api_recompute_names[c->recompute],
+        "recompute_layers", (json_int_t)c->recompute_layers, "tp_overlap", c->tp_overlap,
+        "ep_overlap", c->ep_overlap, "feasible", ev->feasible);
+    json_object_set_new(o, "memory",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "weights_bytes",
+                                  m->weights_bytes, "grads_bytes", m->grads_bytes,
+                                  "optimizer_bytes", m->optimizer_bytes, "activations_bytes",
+                                  m->activations_bytes, "buffers_bytes", m->buffers_bytes,
+                                  "reserve_bytes", m->reserve_bytes, "total_bytes", m->total_bytes,
+                                  "capacity_bytes", m->capacity_bytes, "headroom_bytes",
+                                  m->headroom_bytes));
+    json_object_set_new(o, "time", times_json(&ev->bound));
+    json_object_set_new(o, "time_expected", times_json(&ev->expected));
+    json_object_set_new(o, "bound", json_pack("{s:f,s:f,s:f}", "step_time_s", ev->bound.step_time_s,
+                                              "mfu", ev->bound.mfu, "hfu", ev->bound.hfu));
+    json_object_set_new(o, "expected",
+                        json_pack("{s:f,s:f,s:f,s:f}", "step_time_s", ev->expected.step_time_s,
+                                  "mfu", ev->expected.mfu, "hfu", ev->expected.hfu,
+                                  "tokens_per_s", ev->tokens_per_s));
+    json_object_set_new(o, "overlap_ratio", ratio);
+    json_object_set_new(o, "gap", gap_json(sys, &ev->bound, 0));
+    json_object_set_new(o, "gap_expected", gap_json(sys, &ev->expected, 1));
+    json_object_set_new(o, "roofline_mfu", json_real(sys->roofline_mfu));
+    json_object_set_new(o, "megatron_args", megatron_args(c, sys));
+    return o;
+}
+
+/* Seed 000 Phases 3-4: measured MFU/HFU and the System -> Measured gap.
+ * The expected profile explains part of it (kernel and network efficiency,
+ * overhead); the rest is unexplained (scheduling, stragglers, data loading). */
+json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev,
+                            double step_time_s)
+{
+    double N = (double)sys->devices, peak = sys->hw->peak_flops[sys->train.dtype];
+    double mfu = ev->f_useful_flops / (N * peak * step_time_s);
+    double hfu = ev->f_hw_flops / (N * peak * step_time_s);
+    const mfu_times *b = &ev->bound, *e = &ev->expected;
+    double exp_comm_b = 0, exp_comm_e = 0;
+    for (int i = 0; i < MFU_COMM_COUNT; i++) {
+        exp_comm_b += b->comm_exposed_s[i];
+        exp_comm_e += e->comm_exposed_s[i];
+    }
+    double comps[5] = {
+        (e->compute_s + e->recompute_s) - (b->compute_s + b->recompute_s),
+        exp_comm_e - exp_comm_b,
+        (e->bubble_s - b->bubble_s) + (e->optimizer_s - b->optimizer_s),
+        e->overhead_s - b->overhead_s,
+        step_time_s - e->step_time_s,
+    };
+    static const char *const names[5] = {"kernel_efficiency", "network_efficiency",
+                                         "bubble_and_optimizer_efficiency", "overhead",
+                                         "unexplained"};
+    json_t *gap = json_array();
+    for (int i = 0; i < 5; i++)
+        json_array_append_new(gap, json_pack("{s:s,s:f,s:f}", "name", names[i], "seconds", comps[i],
+                                             "mfu_points", b->mfu * comps[i] / step_time_s));
+    json_t *cfg = api_render_config(sys, c, ev, 0);
+    return json_pack("{s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "config", cfg, "step_time_s",
+                     step_time_s, "mfu", mfu, "hfu", hfu, "system_mfu", b->mfu,
+                     "expected_mfu", e->mfu, "system_step_time_s", b->step_time_s,
+                     "expected_step_time_s", e->step_time_s, "gap", gap);
+}
+
+/* ---- text renderings ------------------------------------------------------ */
+
+typedef struct sbuf { char *p; size_t n, cap; } sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->p && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)k;
+        char *q = realloc(b->p, cap);
+        if (!q) return;
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+static double num(json_t *o, const char *path)
+{
+    /* path like "a.b.c" */
+    char key[64];
+    const char *s = path;
+    while (o && *s) {
+        const char *dot = strchr(s, '.');
+        size_t n = dot ? (size_t)(dot - s) : strlen(s);
+        if (n >= sizeof key) return NAN;
+        memcpy(key, s, n);
+        key[n] = 0;
+        o = json_object_get(o, key);
+        s = dot ? dot + 1 : s + n;
+    }
+    return json_is_number(o) ? json_number_value(o) : NAN;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_string(v) ? json_string_value(v) : "";
+}
+
+char *api_roofline_table(json_t *result)
+{
+    sbuf b = {0};
+    json_t *roof = json_object_get(result, "roofline");
+    json_t *ops = json_object_get(roof, "ops");
+    sb_printf(&b, "%-22s %-3s %4s %7s %12s %12s %10s %-7s %12s\n", "op", "ph", "run", "count",
+              "GFLOPs", "MB", "FLOP/B", "bound", "time_ms");
+    size_t i;
+    json_t *op;
+    json_array_foreach(ops, i, op) {
+        sb_printf(&b, "%-22s %-3s %4d %7.0f %12.3f %12.3f %10.1f %-7s %12.4f\n", str(op, "name"),
+                  str(op, "phase"), (int)num(op, "run"), num(op, "count"), num(op, "flops") / 1e9,
+                  num(op, "bytes") / 1e6, num(op, "intensity"), str(op, "bound"),
+                  num(op, "time_s") * 1e3);
+    }
+    sb_printf(&b, "\ntotal: step %.4f s  (compute-bound %.4f s, memory-bound %.4f s)\n",
+              num(roof, "step_time_s"), num(roof, "compute_bound_s"), num(roof, "memory_bound_s"));
+    sb_printf(&b, "useful %.4g FLOPs (convention %s), executed %.4g FLOPs\n",
+              num(roof, "f_useful_flops"), str(roof, "convention"), num(roof, "f_executed_flops"));
+    sb_printf(&b, "roofline MFU %.2f %%  (ridge point %.1f FLOPs/byte)\n", 100.0 * num(roof, "mfu"),
+              num(roof, "ridge_point_flops_per_byte"));
+    return b.p;
+}
+
+char *api_search_table(json_t *result)
+{
+    sbuf b = {0};
+    json_t *cfgs = json_object_get(result, "configs");
+    sb_printf(&b, "roofline MFU %.2f %%\n", 100.0 * num(result, "roofline.mfu"));
+    sb_printf(&b, "%4s %5s %5s %3s %3s %3s %3s %2s %2s %3s %-11s %3s %4s %5s %-19s %9s %7s %9s %7s %8s\n",
+              "rank", "dp", "fsdp", "tp", "ep", "pp", "cp", "sp", "z", "etp", "schedule", "vpp",
+              "mbs", "ga", "recompute", "bound_s", "mfu%", "expect_s", "mfu%", "mem_GB");
+    size_t i;
+    json_t *c;
+    json_array_foreach(cfgs, i, c) {
+        json_t *p = json_object_get(c, "parallel");
+        sb_printf(&b, "%4d %5d %5d %3d %3d %3d %3d %2d %2d %3d %-11s %3d %4d %5d %-19s %9.4f %7.2f %9.4f %7.2f %8.1f\n",
+                  (int)num(c, "rank"), (int)num(p, "dp"), (int)num(p, "fsdp"), (int)num(p, "tp"),
+                  (int)num(p, "ep"), (int)num(p, "pp"), (int)num(p, "cp"),
+                  json_is_true(json_object_get(p, "sp")), (int)num(p, "zero"), (int)num(p, "etp"),
+                  str(c, "schedule"), (int)num(c, "vpp"), (int)num(c, "mbs"),
+                  (int)num(c, "grad_accum"), str(c, "recompute"), num(c, "bound.step_time_s"),
+                  100.0 * num(c, "bound.mfu"), num(c, "expected.step_time_s"),
+                  100.0 * num(c, "expected.mfu"), num(c, "memory.total_bytes") / 1e9);
+    }
+    json_t *s = json_object_get(result, "search");
+    sb_printf(&b, "\nspace %.0f, evaluated %.0f, fully evaluated %.0f, feasible %.0f, %.3f s%s\n",
+              num(s, "space_size"), num(s, "evaluated"), num(s, "fully_evaluated"),
+              num(s, "feasible"), num(s, "elapsed_s"),
+              json_is_true(json_object_get(s, "truncated")) ? " (truncated)" : "");
+    return b.p ? b.p : strdup("");
+}
+
+char *api_result_csv(json_t *result)
+{
+    sbuf b = {0};
+    sb_printf(&b, "rank,dp,fsdp,tp,ep,pp,cp,sp,zero,etp,schedule,vpp,mbs,grad_accum,"
+                  "global_batch_tokens,recompute,recompute_layers,bound_step_time_s,bound_mfu,"
+                  "bound_hfu,expected_step_time_s,expected_mfu,expected_hfu,tokens_per_s,"
+                  "memory_total_bytes,memory_headroom_bytes\r\n");
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(result, "configs"), i, c) {
+        json_t *p = json_object_get(c, "parallel");
+        sb_printf(&b, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%.0f,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\r\n",
+                  (int)num(c, "rank"), (int)num(p, "dp"), (int)num(p, "fsdp"), (int)num(p, "tp"),
+                  (int)num(p, "ep"), (int)num(p, "pp"), (int)num(p, "cp"),
+                  json_is_true(json_object_get(p, "sp")), (int)num(p, "zero"), (int)num(p, "etp"),
+                  str(c, "schedule"), (int)num(c, "vpp"), (int)num(c, "mbs"),
+                  (int)num(c, "grad_accum"), num(c, "global_batch_tokens"), str(c, "recompute"),
+                  (int)num(c, "recompute_layers"), num(c, "bound.step_time_s"), num(c, "bound.mfu"),
+                  num(c, "bound.hfu"), num(c, "expected.step_time_s"), num(c, "expected.mfu"),
+                  num(c, "expected.hfu"), num(c, "expected.tokens_per_s"),
+                  num(c, "memory.total_bytes"), num(c, "memory.headroom_bytes"));
+    }
+    return b.p;
+}

@@ -1,0 +1,586 @@
+/* api/request.c -- requests: resolve model and hardware (preset, hf_config,
+ * IR; overrides), validate every field with its JSON pointer, normalize,
+ * hash, and run the engines.
+ *
+ * Normal form: the request is parsed into core structs and rendered back
+ * with every default filled in and every number in its canonical type, so
+ * `4096` and `4096.0`, key order, defaults and aliases all give one
+ * normalized document -- and one cache key. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api.h"
+#include "internal.h"
+#include "jsonv.h"
+#include "sha256.h"
+
+static const char *const CONVS[] = {"causal", "full", "none", NULL};
+static const char *const IMPLS[] = {"flash", "unfused", NULL};
+static const char *const DTYPES[] = {"bf16", "fp16", "fp8", "fp32", NULL};
+const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", NULL};
+const char *const api_recompute_names[] = {"none", "selective", "save_dot_except_mlp", "full", NULL};
+static const char *const AXES[] = {"dp", "fsdp", "tp", "ep", "pp", "cp", NULL};
+static const char *const RANKS[] = {"expected", "bound", NULL};
+
+/* ---- model and hardware resolution -------------------------------------- */
+
+static json_t *overrides_of(json_t *obj, const char *skip)
+{
+    json_t *o = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) if (strcmp(k, skip)) json_array_append_new(o, json_string(k));
+    return o;
+}
+
+json_t *api_resolve_model(json_t *model, json_t **source, json_t **overridden, api_status *st)
+{
+    *source = NULL;
+    *overridden = NULL;
+    if (!json_is_object(model)) {
+        api_fail(st, 422, "/model", "must be an object: {\"preset\": name}, {\"hf_config\": {...}} or the model IR");
+        return NULL;
+    }
+    json_t *preset = json_object_get(model, "preset");
+    json_t *hf = json_object_get(model, "hf_config");
+    if (preset) {
+        if (!json_is_string(preset)) {
+            api_fail(st, 422, "/model/preset", "must be a string");
+            return NULL;
+        }
+        json_t *p = api_preset_model(json_string_value(preset));
+        if (!p) {
+            json_t *names = api_preset_model_names();
+            char *list = json_dumps(names, JSON_COMPACT);
+            api_fail(st, 422, "/model/preset", "unknown model preset \"%.64s\"; known: %.200s",
+                     json_string_value(preset), list ? list : "");
+            free(list);
+            json_decref(names);
+            return NULL;
+        }
+        *source = json_string("preset");
+        *overridden = overrides_of(model, "preset");
+        json_t *base = json_object_get(p, "hf_config");
+        if (base) {
+            json_t *merged = json_deep_copy(base);
+            const char *k;
+            json_t *v;
+            json_object_foreach(model, k, v) if (strcmp(k, "preset")) json_object_set(merged, k, v);
+            json_t *ir = api_hf_to_ir(merged, "/model", st);
+            json_decref(merged);
+            return ir;
+        }
+        json_t *ir = json_deep_copy(json_object_get(p, "model"));
+        const char *k;
+        json_t *v;
+        json_object_foreach(model, k, v) if (strcmp(k, "preset")) json_object_set(ir, k, v);
+        if (!json_object_get(ir, "name")) json_object_set_new(ir, "name", json_string(json_string_value(preset)));
+        return ir;
+    }
+    if (hf) {
+        *source = json_string("hf_config");
+        return api_hf_to_ir(hf, "/model/hf_config", st);
+    }
+    *source = json_string("ir");
+    return json_incref(model);
+}
+
+json_t *api_resolve_hardware(json_t *hw, json_t **overridden, api_status *st)
+{
+    *overridden = NULL;
+    if (!json_is_object(hw)) {
+        api_fail(st, 422, "/hardware", "must be an object: {\"preset\": name} or a hardware description");
+        return NULL;
+    }
+    json_t *preset = json_object_get(hw, "preset");
+    if (!preset) return json_incref(hw);
+    if (!json_is_string(preset)) {
+        api_fail(st, 422, "/hardware/preset", "must be a string");
+        return NULL;
+    }
+    json_t *p = api_preset_hardware(json_string_value(preset));
+    if (!p) {
+        json_t *names = api_preset_hardware_names();
+        char *list = json_dumps(names, JSON_COMPACT);
+        api_fail(st, 422, "/hardware/preset", "unknown hardware preset \"%.64s\"; known: %.200s",
+                 json_string_value(preset), list ? list : "");
+        free(list);
+        json_decref(names);
+        return NULL;
+    }
+    json_t *out = json_deep_copy(json_object_get(p, "hardware"));
+    *overridden = overrides_of(hw, "preset");
+    const char *k;
+    json_t *v;
+    json_object_foreach(hw, k, v) if (strcmp(k, "preset")) json_object_set(out, k, v);
+    return out;
+}
+
+/* ---- request parsing ----------------------------------------------------- */
+
+void api_request_free(api_request *r)
+{
+    json_decref(r->model_ir);
+    json_decref(r->model_source);
+    json_decref(r->model_overridden);
+    json_decref(r->hw_json);
+    json_decref(r->hw_overridden);
+    memset(r, 0, sizeof *r);
+}
+
+static int parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c,
+                        api_status *st)
+{
+    char p[256];
+    int bad = 0, v;
+    memset(c, 0, sizeof *c);
+    if (!json_is_object(cj)) {
+        api_fail(st, 422, ptr, "must be an object");
+        return -1;
+    }
+    json_t *par = json_object_get(cj, "parallel");
+    const char *pp = jv_ptr(p, sizeof p, ptr, "parallel");
+    if (!json_is_object(par)) {
+        api_fail(st, 422, pp, "required object {dp, fsdp, tp, ep, pp, cp, sp, zero, etp}");
+        return -1;
+    }
+    for (int a = 0; a < MFU_AX_COUNT; a++)
+        bad |= jv_int(par, AXES[a], pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->ax[a], st);
+    int sp = 0;
+    int64_t zero = 0;
+    bad |= jv_bool(par, "sp", pp, JV_OPTIONAL, 0, &sp, st);
+    bad |= jv_int(par, "zero", pp, JV_OPTIONAL, 0, 0, 2, &zero, st);
+    bad |= jv_int(par, "etp", pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->etp, st);
+    c->sp = sp;
+    c->zero = (int)zero;
+    bad |= jv_enum(cj, "schedule", ptr, JV_OPTIONAL, 0, api_schedule_names, &v, st);
+    c->schedule = (mfu_schedule)v;
+    bad |= jv_int(cj, "vpp", ptr, JV_OPTIONAL, 1, 1, 1024, &c->vpp, st);
+    bad |= jv_int(cj, "mbs", ptr, JV_OPTIONAL, 1, 1, 1 << 20, &c->mbs, st);
+    bad |= jv_enum(cj, "recompute", ptr, JV_OPTIONAL, 0, api_recompute_names, &v, st);
+    c->recompute = (mfu_recompute)v;
+    bad |= jv_int(cj, "recompute_layers", ptr, JV_OPTIONAL, -1, -1, API_MAX_LAYERS, &c->recompute_layers, st);
+    int to = sys->train.conv; /* placeholder to keep types aligned */
+    (void)to;
+    if (bad) return -1;
+    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
+    double per = (double)c->mbs * (double)D * (double)sys->train.seq;
+    int64_t ga_default = (int64_t)floor(sys->train.global_batch_tokens / per + 0.5);
+    if (ga_default < 1) ga_default = 1;
+    bad |= jv_int(cj, "grad_accum", ptr, JV_OPTIONAL, ga_default, 1, 1 << 24, &c->grad_accum, st);
+    if (bad) return -1;
+    const char *why;
+    if (mfu_config_check(sys, c, &why) >= 0) {
+        api_fail(st, 422, ptr, "illegal configuration: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, double *deadline,
+                        api_status *st)
+{
+    const char *ptr = "/search";
+    char p[256], q[256];
+    int bad = 0, v;
+    mfu_search_defaults(sys, o);
+    *deadline = 60.0;
+    if (!sj) return 0;
+    if (!json_is_object(sj)) {
+        api_fail(st, 422, ptr, "must be an object");
+        return -1;
+    }
+    int64_t k = 10, me = 0;
+    bad |= jv_int(sj, "top_k", ptr, JV_OPTIONAL, 10, 1, MFU_MAX_TOP_K, &k, st);
+    o->top_k = (int)k;
+    bad |= jv_enum(sj, "rank_by", ptr, JV_OPTIONAL, 0, RANKS, &v, st);
+    o->rank_by_bound = v;
+    bad |= jv_int(sj, "max_evaluations", ptr, JV_OPTIONAL, 0, 0, (int64_t)1 << 40, &me, st);
+    o->max_evaluations = (uint64_t)me;
+    bad |= jv_num(sj, "deadline_s", ptr, JV_OPTIONAL, 60.0, 0.001, 3600.0, deadline, st);
+    bad |= jv_int(sj, "max_tp", ptr, JV_OPTIONAL, o->max_ax[MFU_AX_TP], 1, API_MAX_DEVICES,
+                  &o->max_ax[MFU_AX_TP], st);
+    bad |= jv_int(sj, "max_mbs", ptr, JV_OPTIONAL, o->max_mbs, 1, 1024, &o->max_mbs, st);
+    bad |= jv_int(sj, "max_vpp", ptr, JV_OPTIONAL, o->max_vpp, 1, 64, &o->max_vpp, st);
+    int pr = 1;
+    bad |= jv_bool(sj, "partial_recompute", ptr, JV_OPTIONAL, 1, &pr, st);
+    o->partial_recompute = pr;
+    json_t *fix = json_object_get(sj, "fix");
+    if (fix) {
+        const char *fp = jv_ptr(p, sizeof p, ptr, "fix");
+        if (!json_is_object(fix)) {
+            api_fail(st, 422, fp, "must be an object");
+            return -1;
+        }
+        for (int a = 0; a < MFU_AX_COUNT; a++) {
+            int64_t val;
+            if (!json_object_get(fix, AXES[a])) continue;
+            if (jv_int(fix, AXES[a], fp, JV_REQUIRED, 1, 1, API_MAX_DEVICES, &val, st)) { bad = -1; continue; }
+            o->n_allowed[a] = 1;
+            o->allowed[a][0] = val;
+            if (a == MFU_AX_TP && val > o->max_ax[MFU_AX_TP]) o->max_ax[MFU_AX_TP] = val;
+        }
+        int b = 0;
+        if (json_object_get(fix, "sp")) { bad |= jv_bool(fix, "sp", fp, JV_REQUIRED, 0, &b, st); o->fix_sp = b; }
+        int64_t iv;
+        if (json_object_get(fix, "zero")) { bad |= jv_int(fix, "zero", fp, JV_REQUIRED, 0, 0, 2, &iv, st); o->fix_zero = (int)iv; }
+        if (json_object_get(fix, "etp")) { bad |= jv_int(fix, "etp", fp, JV_REQUIRED, 1, 1, API_MAX_DEVICES, &o->fix_etp, st); }
+        if (json_object_get(fix, "vpp")) { bad |= jv_int(fix, "vpp", fp, JV_REQUIRED, 1, 1, 64, &o->fix_vpp, st); }
+        if (json_object_get(fix, "mbs")) { bad |= jv_int(fix, "mbs", fp, JV_REQUIRED, 1, 1, 1 << 20, &o->fix_mbs, st);
+            if (o->fix_mbs > o->max_mbs) o->max_mbs = o->fix_mbs; }
+        if (json_object_get(fix, "schedule")) { bad |= jv_enum(fix, "schedule", fp, JV_REQUIRED, 0, api_schedule_names, &v, st); o->fix_schedule = v; }
+        if (json_object_get(fix, "recompute")) { bad |= jv_enum(fix, "recompute", fp, JV_REQUIRED, 0, api_recompute_names, &v, st); o->fix_recompute = v; }
+        const char *kk;
+        json_t *vv;
+        json_object_foreach(fix, kk, vv) {
+            int known = 0;
+            for (int a = 0; AXES[a]; a++) known |= !strcmp(kk, AXES[a]);
+            const char *other[] = {"sp", "zero", "etp", "vpp", "mbs", "schedule", "recompute", NULL};
+            for (int a = 0; other[a]; a++) known |= !strcmp(kk, other[a]);
+            if (!known) {
+                api_fail(st, 422, jv_ptr(q, sizeof q, fp, kk),
+                         "unknown switch; fixable: dp, fsdp, tp, ep, pp, cp, sp, zero, etp, vpp, mbs, schedule, recompute");
+                bad = -1;
+            }
+        }
+    }
+    json_t *al = json_object_get(sj, "allowed");
+    if (al) {
+        const char *ap = jv_ptr(p, sizeof p, ptr, "allowed");
+        if (!json_is_object(al)) {
+            api_fail(st, 422, ap, "must be an object of axis -> [values]");
+            return -1;
+        }
+        const char *kk;
+        json_t *vv;
+        json_object_foreach(al, kk, vv) {
+            int a = -1;
+            for (int i = 0; AXES[i]; i++) if (!strcmp(kk, AXES[i])) a = i;
+            const char *axp = jv_ptr(q, sizeof q, ap, kk);
+            if (a < 0) { api_fail(st, 422, axp, "unknown axis; axes: dp, fsdp, tp, ep, pp, cp"); bad = -1; continue; }
+            if (!json_is_array(vv) || json_array_size(vv) == 0 || json_array_size(vv) > MFU_MAX_ALLOWED) {
+                api_fail(st, 422, axp, "must be an array of 1 to %d integers", MFU_MAX_ALLOWED);
+                bad = -1;
+                continue;
+            }
+            size_t i;
+            json_t *e;
+            o->n_allowed[a] = 0;
+            json_array_foreach(vv, i, e) {
+                double d = json_number_value(e);
+                if (!json_is_number(e) || d != floor(d) || d < 1 || d > API_MAX_DEVICES) {
+                    char r[256];
+                    api_fail(st, 422, jv_ptr_i(r, sizeof r, axp, i), "must be an integer in [1, %d]", API_MAX_DEVICES);
+                    bad = -1;
+                    continue;
+                }
+                o->allowed[a][o->n_allowed[a]++] = (int64_t)d;
+                if (a == MFU_AX_TP && (int64_t)d > o->max_ax[MFU_AX_TP]) o->max_ax[MFU_AX_TP] = (int64_t)d;
+            }
+        }
+    }
+    json_t *bs = json_object_get(sj, "batch_seqs");
+    if (bs) {
+        const char *bp = jv_ptr(p, sizeof p, ptr, "batch_seqs");
+        double lo = json_number_value(json_array_get(bs, 0)), hi = json_number_value(json_array_get(bs, 1));
+        if (!json_is_array(bs) || json_array_size(bs) != 2 || lo != floor(lo) || hi != floor(hi) ||
+            lo < 1 || hi < lo || hi > 1e9) {
+            api_fail(st, 422, bp, "must be [min, max] global batch in sequences, 1 <= min <= max");
+            return -1;
+        }
+        o->batch_min_seqs = (int64_t)lo;
+        o->batch_max_seqs = (int64_t)hi;
+    }
+    return bad ? -1 : 0;
+}
+
+int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st)
+{
+    memset(r, 0, sizeof *r);
+    if (!json_is_object(req)) {
+        api_fail(st, 422, "", "the request must be a JSON object");
+        return -1;
+    }
+    static const char *const KNOWN[] = {"model", "hardware", "devices", "training", "mfu_convention",
+                                        "search", "measured", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach(req, k, v) {
+        int known = 0;
+        for (int i = 0; KNOWN[i]; i++) known |= !strcmp(k, KNOWN[i]);
+        if (!known) {
+            char p[256];
+            api_fail(st, 422, jv_ptr(p, sizeof p, "", k),
+                     "unknown field; a request has model, hardware, devices, training, mfu_convention, search, measured");
+        }
+    }
+    if (st->status) return -1;
+    json_t *mj = json_object_get(req, "model");
+    if (!mj) { api_fail(st, 422, "/model", "required field is missing"); return -1; }
+    r->model_ir = api_resolve_model(mj, &r->model_source, &r->model_overridden, st);
+    if (!r->model_ir) return -1;
+    const char *mptr = json_object_get(mj, "hf_config") ? "/model/hf_config" : "/model";
+    if (api_model_from_ir(r->model_ir, mptr, &r->model, st)) return -1;
+    json_t *hj = json_object_get(req, "hardware");
+    if (!hj) { api_fail(st, 422, "/hardware", "required field is missing"); return -1; }
+    r->hw_json = api_resolve_hardware(hj, &r->hw_overridden, st);
+    if (!r->hw_json) return -1;
+    if (api_hardware_from_json(r->hw_json, "/hardware", &r->hw, st)) return -1;
+
+    int bad = 0, v2;
+    bad |= jv_int(req, "devices", "", need_devices ? JV_REQUIRED : JV_OPTIONAL, 1, 1,
+                  API_MAX_DEVICES, &r->devices, st);
+    json_t *tj = json_object_get(req, "training");
+    if (!json_is_object(tj)) {
+        api_fail(st, 422, "/training", "required object {seq_len, global_batch_tokens, dtype} is missing");
+        return -1;
+    }
+    int64_t seq;
+    bad |= jv_int(tj, "seq_len", "/training", JV_REQUIRED, 0, 1, API_MAX_SEQ, &seq, st);
+    if (bad) return -1;
+    r->train.seq = seq;
+    json_t *sj = json_object_get(req, "search");
+    int batch_range = json_is_object(sj) && json_object_get(sj, "batch_seqs");
+    int64_t gbt;
+    bad |= jv_int(tj, "global_batch_tokens", "/training", batch_range ? JV_OPTIONAL : JV_REQUIRED,
+                  seq, 1, (int64_t)1 << 40, &gbt, st);
+    if (!bad && gbt % seq) {
+        api_fail(st, 422, "/training/global_batch_tokens",
+                 "must be a multiple of seq_len (%lld): the batch is whole sequences", (long long)seq);
+        bad = -1;
+    }
+    r->train.global_batch_tokens = (double)gbt;
+    bad |= jv_enum(tj, "dtype", "/training", JV_OPTIONAL, 0, DTYPES, &v2, st);
+    r->train.dtype = (mfu_dtype)v2;
+    bad |= jv_enum(tj, "attention_impl", "/training", JV_OPTIONAL, 0, IMPLS, &v2, st);
+    r->train.attn_impl = (mfu_attn_impl)v2;
+    int tpo = 0, epo = 0;
+    bad |= jv_bool(tj, "tp_overlap", "/training", JV_OPTIONAL, 0, &tpo, st);
+    bad |= jv_bool(tj, "ep_overlap", "/training", JV_OPTIONAL, 0, &epo, st);
+    bad |= jv_enum(req, "mfu_convention", "", JV_OPTIONAL, 0, CONVS, &v2, st);
+    r->train.conv = (mfu_convention)v2;
+    if (bad) return -1;
+    if (r->hw.peak_flops[r->train.dtype] <= 0) {
+        api_fail(st, 422, "/training/dtype", "hardware %s has no %s peak", r->hw.name,
+                 DTYPES[r->train.dtype]);
+        return -1;
+    }
+    r->tp_overlap = tpo;
+    r->ep_overlap = epo;
+    return 0;
+}
+
+/* ---- normal form and key ------------------------------------------------- */
+
+static json_t *config_json_min(const mfu_config *c);
+
+json_t *api_normalize(json_t *request, api_status *st)
+{
+    api_request r;
+    int need = json_is_object(request) && (json_object_get(request, "search") ||
+                                            json_object_get(request, "devices"));
+    if (api_parse_request(request, need, &r, st)) {
+        api_request_free(&r);
+        return NULL;
+    }
+    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    mfu_system sys;
+    mfu_system_init(&sys, &r.model, &r.hw, &r.train, r.devices, ops);
+    mfu_search_opts o;
+    double deadline;
+    json_t *out = NULL;
+    if (parse_search(json_object_get(request, "search"), &sys, &o, &deadline, st)) goto done;
+    mfu_config mc;
+    json_t *meas = json_object_get(request, "measured");
+    json_t *mj = NULL;
+    if (meas) {
+        double t;
+        if (!json_is_object(meas)) { api_fail(st, 422, "/measured", "must be an object {config, step_time_s}"); goto done; }
+        if (jv_num(meas, "step_time_s", "/measured", JV_REQUIRED, 0, 1e-6, 1e7, &t, st)) goto done;
+        json_t *cj = json_object_get(meas, "config");
+        if (!cj) { api_fail(st, 422, "/measured/config", "required field is missing"); goto done; }
+        if (parse_config(cj, "/measured/config", &sys, &mc, st)) goto done;
+        mc.tp_overlap = r.tp_overlap;
+        mc.ep_overlap = r.ep_overlap;
+        mj = json_pack("{s:o,s:f}", "config", config_json_min(&mc), "step_time_s", t);
+    }
+    json_t *allowed = json_object();
+    for (int a = 0; a < MFU_AX_COUNT; a++) {
+        if (!o.n_allowed[a]) continue;
+        json_t *arr = json_array();
+        for (int i = 0; i < o.n_allowed[a]; i++) json_array_append_new(arr, json_integer(o.allowed[a][i]));
+        json_object_set_new(allowed, AXES[a], arr);
+    }
+    json_t *fix = json_pack("{s:i,s:i,s:i,s:i,s:I,s:I,s:I}", "sp", o.fix_sp, "zero", o.fix_zero,
+                            "schedule", o.fix_schedule, "recompute", o.fix_recompute, "etp",
+                            (json_int_t)o.fix_etp, "vpp", (json_int_t)o.fix_vpp, "mbs", (json_int_t)o.fix_mbs);
+    json_t *search = json_pack("{s:i,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:o,s:o,s:[I,I]}", "top_k", o.top_k,
+                               "rank_by", RANKS[o.rank_by_bound], "max_evaluations",
+                               (json_int_t)o.max_evaluations, "deadline_s", deadline, "max_tp",
+                               (json_int_t)o.max_ax[MFU_AX_TP], "max_mbs", (json_int_t)o.max_mbs,
+                               "max_vpp", (json_int_t)o.max_vpp, "partial_recompute",
+                               o.partial_recompute, "allowed", allowed, "fix", fix, "batch_seqs",
+                               (json_int_t)o.batch_min_seqs, (json_int_t)o.batch_max_seqs);
+    json_t *model = api_model_to_ir(&r.model);
+    out = json_pack("{s:o,s:o,s:I,s:{s:I,s:f,s:s,s:s,s:b,s:b},s:s,s:o}", "model", model, "hardware",
+                    api_hardware_to_json(&r.hw), "devices", (json_int_t)r.devices, "training",
+                    "seq_len", (json_int_t)r.train.seq, "global_batch_tokens",
+                    r.train.global_batch_tokens, "dtype", DTYPES[r.train.dtype], "attention_impl",
+                    IMPLS[r.train.attn_impl], "tp_overlap", r.tp_overlap, "ep_overlap",
+                    r.ep_overlap, "mfu_convention", CONVS[r.train.conv], "search", search);
+    if (mj) json_object_set_new(out, "measured", mj);
+    /* provenance is kept outside the hashed part: same model, same key */
+    json_object_set_new(out, "_source", json_pack("{s:O,s:O,s:O}", "model", r.model_source,
+                                                  "model_overridden", r.model_overridden ? r.model_overridden : json_null(),
+                                                  "hardware_overridden", r.hw_overridden ? r.hw_overridden : json_null()));
+done:
+    free(ops);
+    api_request_free(&r);
+    return out;
+}
+
+void api_cache_key(json_t *normalized, char out_hex[65])
+{
+    json_t *copy = json_copy(normalized);
+    json_object_del(copy, "_source");
+    char *s = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+    size_t n = strlen(s);
+    char *buf = malloc(n + sizeof MFU_ENGINE_VERSION + 1);
+    memcpy(buf, s, n);
+    buf[n] = '\n';
+    memcpy(buf + n + 1, MFU_ENGINE_VERSION, sizeof MFU_ENGINE_VERSION);
+    mfu_sha256_hex(buf, n + sizeof MFU_ENGINE_VERSION, out_hex);
+    free(buf);
+    free(s);
+    json_decref(copy);
+}
+
+/* ---- engines -------------------------------------------------------------- */
+
+static json_t *config_json_min(const mfu_config *c)
+{
+    return json_pack("{s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:I},s:s,s:I,s:I,s:I,s:s,s:I}", "parallel",
+                     "dp", (json_int_t)c->ax[MFU_AX_DP], "fsdp", (json_int_t)c->ax[MFU_AX_FSDP], "tp",
+                     (json_int_t)c->ax[MFU_AX_TP], "ep", (json_int_t)c->ax[MFU_AX_EP], "pp",
+                     (json_int_t)c->ax[MFU_AX_PP], "cp", (json_int_t)c->ax[MFU_AX_CP], "sp", c->sp,
+                     "zero", c->zero, "etp", (json_int_t)c->etp, "schedule",
+                     api_schedule_names[c->schedule], "vpp", (json_int_t)c->vpp, "mbs",
+                     (json_int_t)c->mbs, "grad_accum", (json_int_t)c->grad_accum, "recompute",
+                     api_recompute_names[c->recompute], "recompute_layers",
+                     (json_int_t)c->recompute_layers);
+}
+
+json_t *api_roofline(json_t *request, api_status *st)
+{
+    api_request r;
+    if (api_parse_request(request, 0, &r, st)) {
+        api_request_free(&r);
+        return NULL;
+    }
+    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    mfu_roofline roof;
+    mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof);
+    json_t *out = json_pack("{s:o,s:o,s:o}", "model", api_render_model(&r),
+                            "hardware", api_render_hardware(&r),
+                            "roofline", api_render_roofline(&r, &roof, ops));
+    free(ops);
+    api_request_free(&r);
+    return out;
+}
+
+typedef struct deadline_ctx {
+    api_progress_fn fn;
+    void *ctx;
+    struct timespec start;
+    double deadline_s;
+    int hit;
+} deadline_ctx;
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static int progress_bridge(void *p, double frac, uint64_t evaluated)
+{
+    deadline_ctx *d = p;
+    if (since(&d->start) > d->deadline_s) {
+        d->hit = 1;
+        return 1;
+    }
+    return d->fn ? d->fn(d->ctx, frac, evaluated) : 0;
+}
+
+json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ctx)
+{
+    api_request r;
+    if (api_parse_request(request, 1, &r, st)) {
+        api_request_free(&r);
+        return NULL;
+    }
+    json_t *out = NULL;
+    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    void *cache = malloc(mfu_search_cache_bytes());
+    mfu_ranked *top = NULL;
+    mfu_system sys;
+    mfu_system_init(&sys, &r.model, &r.hw, &r.train, r.devices, ops);
+    mfu_search_opts o;
+    double deadline;
+    if (parse_search(json_object_get(request, "search"), &sys, &o, &deadline, st)) goto done;
+    o.tp_overlap = r.tp_overlap;
+    o.ep_overlap = r.ep_overlap;
+    mfu_config mc;
+    json_t *meas = json_object_get(request, "measured");
+    double meas_t = 0;
+    if (meas) {
+        if (!json_is_object(meas)) { api_fail(st, 422, "/measured", "must be an object {config, step_time_s}"); goto done; }
+        if (jv_num(meas, "step_time_s", "/measured", JV_REQUIRED, 0, 1e-6, 1e7, &meas_t, st)) goto done;
+        if (parse_config(json_object_get(meas, "config"), "/measured/config", &sys, &mc, st)) goto done;
+        mc.tp_overlap = r.tp_overlap;
+        mc.ep_overlap = r.ep_overlap;
+    }
+    top = malloc(sizeof *top * (size_t)o.top_k);
+    mfu_search_result res = {0, top, {0}};
+    mfu_search_scratch sc = {ops, cache};
+    deadline_ctx d = {fn, ctx, {0, 0}, deadline, 0};
+    clock_gettime(CLOCK_MONOTONIC, &d.start);
+    mfu_search(&sys, &o, &sc, progress_bridge, &d, &res);
+    double elapsed = since(&d.start);
+    mfu_roofline roof;
+    mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof);
+    json_t *configs = json_array();
+    for (int i = 0; i < res.n; i++)
+        json_array_append_new(configs, api_render_config(&sys, &top[i].config, &top[i].eval, i + 1));
+    json_t *pruned = json_object();
+    for (int i = 0; i < MFU_PRUNE_COUNT; i++)
+        json_object_set_new(pruned, mfu_prune_names[i], json_integer((json_int_t)res.stats.pruned[i]));
+    json_t *stats = json_pack("{s:I,s:I,s:I,s:I,s:o,s:f,s:b,s:s,s:I,s:s}", "space_size",
+                              (json_int_t)res.stats.space_size, "evaluated", (json_int_t)res.stats.evaluated,
+                              "fully_evaluated", (json_int_t)res.stats.fully_evaluated, "feasible",
+                              (json_int_t)res.stats.feasible, "pruned", pruned, "elapsed_s", elapsed,
+                              "truncated", res.stats.truncated, "truncated_by",
+                              !res.stats.truncated ? "" : d.hit ? "deadline_s" :
+                              (o.max_evaluations && res.stats.evaluated >= o.max_evaluations) ? "max_evaluations" : "cancelled",
+                              "shape_inventories", (json_int_t)res.stats.shape_costs,
+                              "rank_by", RANKS[o.rank_by_bound]);
+    json_t *roof_j = api_render_roofline(&r, &roof, NULL);
+    out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "model", api_render_model(&r), "hardware",
+                    api_render_hardware(&r), "devices", (json_int_t)r.devices, "roofline", roof_j,
+                    "configs", configs, "search", stats);
+    if (meas) {
+        mfu_eval ev;
+        mfu_evaluate(&sys, &mc, ops, &ev);
+        json_object_set_new(out, "measured", api_render_measured(&sys, &mc, &ev, meas_t));
+    }
+done:
+    free(top);
+    free(cache);
+    free(ops);
+    api_request_free(&r);
+    return out;
+}

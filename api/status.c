@@ -1,0 +1,199 @@
+/* api/status.c -- error collection and RFC 9457 problem details, and the
+ * typed field readers of api/jsonv.h. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "jsonv.h"
+
+void api_status_init(api_status *st)
+{
+    memset(st, 0, sizeof *st);
+}
+
+static const char *title_for(int status)
+{
+    switch (status) {
+    case 400: return "Malformed request";
+    case 404: return "Not found";
+    case 405: return "Method not allowed";
+    case 413: return "Request body too large";
+    case 415: return "Unsupported media type";
+    case 422: return "Invalid request";
+    case 503: return "Service overloaded";
+    default: return "Internal error";
+    }
+}
+
+static const char *type_for(int status)
+{
+    switch (status) {
+    case 400: return "/problems/malformed-json";
+    case 404: return "/problems/not-found";
+    case 405: return "/problems/method-not-allowed";
+    case 413: return "/problems/body-too-large";
+    case 415: return "/problems/unsupported-media-type";
+    case 422: return "/problems/invalid-request";
+    case 503: return "/problems/overloaded";
+    default: return "/problems/internal";
+    }
+}
+
+void api_fail(api_status *st, int status, const char *pointer, const char *fmt, ...)
+{
+    if (!st->status) {
+        st->status = status;
+        snprintf(st->title, sizeof st->title, "%s", title_for(status));
+        snprintf(st->type, sizeof st->type, "%s", type_for(status));
+    }
+    if (st->n_errors >= API_MAX_ERRORS) return;
+    api_error *e = &st->errors[st->n_errors++];
+    snprintf(e->pointer, sizeof e->pointer, "%s", pointer ? pointer : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->detail, sizeof e->detail, fmt, ap);
+    va_end(ap);
+}
+
+json_t *api_problem_json(const api_status *st)
+{
+    int status = st->status ? st->status : 500;
+    json_t *errs = json_array();
+    for (int i = 0; i < st->n_errors; i++)
+        json_array_append_new(errs, json_pack("{s:s,s:s}", "pointer", st->errors[i].pointer,
+                                              "detail", st->errors[i].detail));
+    const char *detail = st->n_errors ? st->errors[0].detail : title_for(status);
+    return json_pack("{s:s,s:s,s:i,s:s,s:o}", "type", st->type[0] ? st->type : type_for(status),
+                     "title", st->title[0] ? st->title : title_for(status), "status", status,
+                     "detail", detail, "errors", errs);
+}
+
+const char *jv_ptr(char *buf, size_t n, const char *ptr, const char *key)
+{
+    size_t len = (size_t)snprintf(buf, n, "%s/", ptr ? ptr : "");
+    for (const char *k = key; *k && len + 3 < n; k++) {
+        if (*k == '~') { buf[len++] = '~'; buf[len++] = '0'; }
+        else if (*k == '/') { buf[len++] = '~'; buf[len++] = '1'; }
+        else buf[len++] = *k;
+    }
+    buf[len < n ? len : n - 1] = '\0';
+    return buf;
+}
+
+const char *jv_ptr_i(char *buf, size_t n, const char *ptr, size_t index)
+{
+    snprintf(buf, n, "%s/%zu", ptr ? ptr : "", index);
+    return buf;
+}
+
+int jv_int(json_t *obj, const char *key, const char *ptr, int required, int64_t def,
+           int64_t min, int64_t max, int64_t *out, api_status *st)
+{
+    char p[256];
+    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required integer field is missing");
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    double d;
+    if (json_is_integer(v)) d = (double)json_integer_value(v);
+    else if (json_is_real(v)) d = json_real_value(v);
+    else {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be an integer");
+        return -1;
+    }
+    if (!isfinite(d) || d != floor(d)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be an integer, got %g", d);
+        return -1;
+    }
+    if (d < (double)min || d > (double)max) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be in [%lld, %lld], got %.17g",
+                 (long long)min, (long long)max, d);
+        return -1;
+    }
+    *out = json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)d;
+    return 0;
+}
+
+int jv_num(json_t *obj, const char *key, const char *ptr, int required, double def, double min,
+           double max, double *out, api_status *st)
+{
+    char p[256];
+    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required number field is missing");
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    if (!json_is_number(v)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be a number");
+        return -1;
+    }
+    double d = json_number_value(v);
+    if (!isfinite(d) || d < min || d > max) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be in [%g, %g], got %g", min, max,
+                 d);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+int jv_bool(json_t *obj, const char *key, const char *ptr, int required, int def, int *out,
+            api_status *st)
+{
+    char p[256];
+    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required boolean field is missing");
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    if (!json_is_boolean(v)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be true or false");
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+int jv_enum(json_t *obj, const char *key, const char *ptr, int required, int def,
+            const char *const *choices, int *out, api_status *st)
+{
+    char p[256];
+    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required field is missing");
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    if (json_is_string(v)) {
+        for (int i = 0; choices[i]; i++)
+            if (strcmp(json_string_value(v), choices[i]) == 0) {
+                *out = i;
+                return 0;
+            }
+    }
+    char list[256] = "";
+    for (int i = 0; choices[i]; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, choices[i], sizeof list - strlen(list) - 1);
+    }
+    api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be one of: %s", list);
+    return -1;
+}

@@ -1,0 +1,41 @@
+/* core/hardware.c -- ridge point, efficiency curve lookup, tier selection. */
+#include "hardware.h"
+
+#include <math.h>
+
+double mfu_ridge_point(const mfu_hardware *hw, mfu_dtype dt)
+{
+    return hw->peak_flops[dt] / hw->hbm_bw_bytes_s;
+}
+
+void mfu_efficiency_ideal(mfu_efficiency *e)
+{
+    e->n_gemm = 0;
+    e->attn_eff = 1.0;
+    e->hbm_eff = 1.0;
+    for (int i = 0; i < MFU_MAX_TIERS; i++) e->net_eff[i] = 1.0;
+    e->step_overhead_s = 0.0;
+}
+
+double mfu_gemm_eff(const mfu_efficiency *e, double flops)
+{
+    int n = e->n_gemm;
+    if (n <= 0) return 1.0;
+    if (flops <= e->gemm_flops[0]) return e->gemm_eff[0];
+    if (flops >= e->gemm_flops[n - 1]) return e->gemm_eff[n - 1];
+    for (int i = 1; i < n; i++) {
+        if (flops <= e->gemm_flops[i]) {
+            double x0 = log(e->gemm_flops[i - 1]), x1 = log(e->gemm_flops[i]);
+            double t = (log(flops) - x0) / (x1 - x0);
+            return e->gemm_eff[i - 1] + t * (e->gemm_eff[i] - e->gemm_eff[i - 1]);
+        }
+    }
+    return e->gemm_eff[n - 1];
+}
+
+int mfu_tier_for_span(const mfu_hardware *hw, int64_t span)
+{
+    for (int i = 0; i < hw->n_tiers; i++)
+        if (span <= hw->tiers[i].domain_size) return i;
+    return hw->n_tiers - 1;
+}

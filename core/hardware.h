@@ -1,0 +1,68 @@
+/* core/hardware.h -- the hardware IR: peak FLOPs per dtype, HBM, network tiers,
+ * and an efficiency profile that turns bounds into expected values.
+ *
+ * Presets and their sources live as data in presets/hardware/ (read by
+ * api/); the core only sees this struct. Design: ../shared/design.md
+ * "The hardware IR".
+ */
+#ifndef MFU_HARDWARE_H
+#define MFU_HARDWARE_H
+
+#include <stdint.h>
+
+typedef enum { MFU_DT_BF16 = 0, MFU_DT_FP16, MFU_DT_FP8, MFU_DT_FP32, MFU_DT_COUNT } mfu_dtype;
+
+#define MFU_MAX_TIERS 4
+#define MFU_MAX_EFF_POINTS 12
+
+typedef struct mfu_net_tier {
+    char name[24];
+    int64_t domain_size;   /* devices reachable on this tier (cumulative, innermost first) */
+    double bw_bytes_s;     /* per device, one direction */
+    double latency_s;      /* per hop / per collective step */
+} mfu_net_tier;
+
+/* Efficiency profile (design.md: "GEMM efficiency by size, HBM and per-tier
+ * network efficiency, fixed per-step overhead"). The ideal profile is all 1
+ * with no overhead; gemm curve points are (FLOPs of one GEMM, efficiency),
+ * interpolated in log(FLOPs), clamped at both ends. */
+typedef struct mfu_efficiency {
+    int n_gemm;
+    double gemm_flops[MFU_MAX_EFF_POINTS];
+    double gemm_eff[MFU_MAX_EFF_POINTS];
+    double attn_eff;        /* fused attention kernels vs peak */
+    double hbm_eff;         /* achieved / peak HBM bandwidth */
+    double net_eff[MFU_MAX_TIERS];
+    double step_overhead_s; /* fixed per step: launch, data loader, sync */
+} mfu_efficiency;
+
+typedef struct mfu_hardware {
+    char name[48];
+    double peak_flops[MFU_DT_COUNT]; /* dense, no sparsity; 0 = unsupported */
+    double hbm_bytes;
+    double hbm_bw_bytes_s;
+    int n_tiers;
+    mfu_net_tier tiers[MFU_MAX_TIERS];
+    int has_profile;        /* eff was given (else expected = bound) */
+    mfu_efficiency eff;
+} mfu_hardware;
+
+static inline double mfu_dtype_bytes(mfu_dtype d)
+{
+    return d == MFU_DT_FP8 ? 1.0 : d == MFU_DT_FP32 ? 4.0 : 2.0;
+}
+
+/* Ridge point (seed 002): peak / HBM bandwidth, FLOPs per byte. */
+double mfu_ridge_point(const mfu_hardware *hw, mfu_dtype dt);
+
+/* GEMM efficiency for one GEMM of `flops` under profile e (1 if no points). */
+double mfu_gemm_eff(const mfu_efficiency *e, double flops);
+
+/* The ideal profile: every efficiency 1, no overhead. */
+void mfu_efficiency_ideal(mfu_efficiency *e);
+
+/* Index of the innermost tier whose domain holds a group of `span` devices
+ * (placed contiguously from the innermost axis); the outermost if none. */
+int mfu_tier_for_span(const mfu_hardware *hw, int64_t span);
+
+#endif

@@ -1,0 +1,406 @@
+/* core/ops.c -- operator inventory, forward and backward, per layer run.
+ *
+ * Conventions (seed 000 Phase 1 step 2, seed 002):
+ *   - matmul [M,K] x [K,N]: FLOPs 2MKN, bytes (MK + KN) * operand bytes +
+ *     MN * activation bytes; it saves its input X ([M,K]) for the weight
+ *     gradient unless another op already saved the same tensor.
+ *   - backward of a matmul is two GEMMs (Narayanan et al. 2021: "backward =
+ *     2x forward"): dgrad dX = dY W^T and wgrad dW = X^T dY; wgrad accumulates
+ *     into fp32 main gradients (Megatron gradient-accumulation fusion), so it
+ *     reads and writes K*N*4 bytes.
+ *   - flash attention (Dao et al. 2022): forward 2 matmuls (S = QK^T, O = PV),
+ *     backward 5 (recomputed S, dP = dO V^T, dV = P^T dO, dQ = dS K,
+ *     dK = dS^T Q); executes only the causal blocks. Unfused attention
+ *     materialises the s x s score matrix (Korthikanti et al. 2022 sec. 4.1).
+ *   - activations are 2-byte (bf16/fp16) or 4-byte (fp32); GEMM operands use
+ *     the training dtype (fp8: 1 byte).
+ *   - saved bytes reproduce Korthikanti et al. 2022 sec. 4.1 for the GPT block:
+ *     attention 11sbh + 5as^2b, MLP 19sbh, two layernorms 4sbh.
+ */
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct builder {
+    mfu_op *out;
+    int n, max;
+    int run;
+    double count;
+    double eb; /* GEMM operand bytes */
+    double ab; /* activation bytes */
+} builder;
+
+static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, double flops,
+                    double bytes, double saved)
+{
+    if (b->n >= b->max) return NULL;
+    mfu_op *o = &b->out[b->n++];
+    o->name = name;
+    o->phase = ph;
+    o->tags = tags;
+    o->run = b->run;
+    o->count = b->count;
+    o->flops = flops;
+    o->bytes = bytes;
+    o->gemm_flops = (tags & MFU_TAG_MATMUL) ? flops : 0.0;
+    o->saved_bytes = ph == MFU_FWD ? saved : 0.0;
+    return o;
+}
+
+/* A linear layer: forward GEMM and its two backward GEMMs. `groups` GEMMs of
+ * equal size share the work (MoE experts: M rows spread over local experts,
+ * every local expert's weights read). */
+static void matmul3(builder *b, const char *fwd, const char *dgrad, const char *wgrad,
+                    unsigned tags, double M, double K, double N, double groups, double saved)
+{
+    double eb = b->eb, ab = b->ab;
+    double flops = 2.0 * M * K * N;
+    double wbytes = K * N * groups;
+    tags |= MFU_TAG_MATMUL;
+    mfu_op *o = push(b, fwd, MFU_FWD, tags, flops, eb * (M * K + wbytes) + ab * M * N, saved);
+    if (o) o->gemm_flops = flops / groups;
+    o = push(b, dgrad, MFU_BWD, tags, flops, eb * (M * N + wbytes) + ab * M * K, 0);
+    if (o) o->gemm_flops = flops / groups;
+    o = push(b, wgrad, MFU_BWD, tags | MFU_TAG_WGRAD, flops, eb * (M * K + M * N) + 8.0 * wbytes, 0);
+    if (o) o->gemm_flops = flops / groups;
+}
+
+/* An elementwise op over n_in input and n_out output elements, with its
+ * backward reading the saved inputs and dY and writing dX. */
+static void elementwise(builder *b, const char *fwd, const char *bwd, unsigned tags, double n_in,
+                        double n_out, double flops_per_out, double saved)
+{
+    double ab = b->ab;
+    push(b, fwd, MFU_FWD, tags, flops_per_out * n_out, ab * (n_in + n_out), saved);
+    push(b, bwd, MFU_BWD, tags, 2.0 * flops_per_out * n_out, ab * (2.0 * n_in + n_out), 0);
+}
+
+static double norm_flops_per_elem(const mfu_model *m)
+{
+    /* RMSNorm: square, sum, scale, weight (4); LayerNorm adds mean and bias (5). */
+    return m->norm == MFU_NORM_LAYER ? 5.0 : 4.0;
+}
+
+/* Residual add of the block output, with dropout before it when the model
+ * has dropout (Korthikanti: the dropout mask costs 1 byte per element). */
+static void residual(builder *b, const mfu_model *m, const char *fwd, const char *bwd, double Te,
+                     double h)
+{
+    double n = Te * h, ab = b->ab;
+    double mask = m->dropout ? n : 0.0;
+    push(b, fwd, MFU_FWD, MFU_TAG_LAYER | MFU_TAG_TP_REPL, (m->dropout ? 2.0 : 1.0) * n,
+         ab * 3.0 * n + mask, mask);
+    push(b, bwd, MFU_BWD, MFU_TAG_LAYER, (m->dropout ? 2.0 : 1.0) * n, ab * 3.0 * n + mask, 0);
+}
+
+static double act_flops(mfu_act a)
+{
+    /* GeLU (tanh form) ~8 FLOPs per element, SiLU x*sigmoid(x) ~4, ReLU 1. */
+    return a == MFU_ACT_GELU ? 8.0 : a == MFU_ACT_SILU ? 4.0 : 1.0;
+}
+
+/* Dense MLP (or shared experts) on T tokens, widths split over tp. */
+static void dense_mlp(builder *b, const mfu_mlp *p, double T, double Te, double h, double I,
+                      double tp, int first_saves_input, unsigned extra, const char **names)
+{
+    double ab = b->ab;
+    double up_n = (p->gated ? 2.0 : 1.0) * I / tp;
+    unsigned t = MFU_TAG_LAYER | MFU_TAG_MLP | extra;
+    matmul3(b, names[0], names[1], names[2], t, T, h, up_n, 1.0,
+            first_saves_input ? ab * Te * h : 0.0);
+    /* activation: gated reads gate and up, writes one; saves its inputs. */
+    double n_out = T * I / tp;
+    double n_in = (p->gated ? 2.0 : 1.0) * n_out;
+    elementwise(b, names[3], names[4], t, n_in, n_out,
+                act_flops(p->act) + (p->gated ? 1.0 : 0.0), ab * n_in);
+    matmul3(b, names[5], names[6], names[7], t, T, I / tp, h, 1.0, ab * n_out);
+}
+
+static const char *MLP_NAMES[] = {"mlp_up", "mlp_up.dgrad", "mlp_up.wgrad", "mlp_act",
+                                  "mlp_act.bwd", "mlp_down", "mlp_down.dgrad", "mlp_down.wgrad"};
+static const char *SHARED_NAMES[] = {"shared_up", "shared_up.dgrad", "shared_up.wgrad",
+                                     "shared_act", "shared_act.bwd", "shared_down",
+                                     "shared_down.dgrad", "shared_down.wgrad"};
+static const char *EXPERT_NAMES[] = {"expert_up", "expert_up.dgrad", "expert_up.wgrad",
+                                     "expert_act", "expert_act.bwd", "expert_down",
+                                     "expert_down.dgrad", "expert_down.wgrad"};
+
+/* Attention core on local shapes. Hq, Hkv: heads on this device; dqk, dv per
+ * head; T local queries; Tkv keys/values read (all of the sequence with cp). */
+static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
+                      const mfu_shape *s, double Hq, double Hkv, double dqk, double dv, double T,
+                      double Tkv)
+{
+    double ab = b->ab;
+    double cp = (double)s->cp;
+    unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
+    if (a->kind == MFU_ATTN_GLA) {
+        /* Chunked GLA kernel (Yang et al. 2024 sec. 4; fla chunk_gla): per token
+         * per head 2C(dk+dv) intra-chunk + 4 dk dv inter-chunk FLOPs (see
+         * core/model.c). It writes the chunk states [T/C, H, dk, dv] and the
+         * backward recomputes them (+2 dk dv per token per head) and runs the
+         * transposed products (2x forward). */
+        double C = (double)(a->chunk_size < s->seq ? a->chunk_size : s->seq);
+        double f_tok = 2.0 * C * (dqk + dv) + 4.0 * dqk * dv;
+        double io = ab * T * (Hq * dqk + Hkv * dqk * 2.0 + Hkv * dv + Hq * dv);
+        double states = ab * (T / C) * Hq * dqk * dv;
+        double saved = ab * T * (Hq * dqk + 2.0 * Hkv * dqk + Hkv * dv) + states;
+        push(b, "gla_chunk", MFU_FWD, t, Hq * T * f_tok, io + states, saved);
+        push(b, "gla_chunk.bwd", MFU_BWD, t, Hq * T * (2.0 * f_tok + 2.0 * dqk * dv),
+             2.0 * io + 2.0 * states, 0);
+        return;
+    }
+    int64_t window = a->kind == MFU_ATTN_MHA ? a->window : 0;
+    double mbs = s->mbs;
+    if (s->attn_impl == MFU_ATTN_FLASH) {
+        /* Flash: executes the causal (window-limited) blocks only; per device
+         * 1/cp of the pairs (causal load balancing, Llama 3 sec. 3.3.2). */
+        double pairs = mbs * mfu_attn_pairs(s->seq, window, MFU_CONV_CAUSAL) / cp;
+        double q = T * Hq * dqk, k = Tkv * Hkv * dqk, v = Tkv * Hkv * dv, o = T * Hq * dv;
+        double lse = 4.0 * T * Hq; /* fp32 log-sum-exp per query row */
+        /* saves Q, K, V (the local shard with cp) and the LSE; O is saved by out_proj */
+        double saved = ab * (q + (T * Hkv * dqk) + (T * Hkv * dv)) + lse;
+        push(b, "attn_core", MFU_FWD, t | MFU_TAG_FUSED_ATTN, 2.0 * pairs * Hq * (dqk + dv),
+             ab * (q + k + v + o) + lse, saved);
+        push(b, "attn_core.bwd", MFU_BWD, t | MFU_TAG_FUSED_ATTN,
+             2.0 * pairs * Hq * (3.0 * dqk + 2.0 * dv), ab * (2.0 * q + 2.0 * k + 2.0 * v + 2.0 * o) + lse,
+             0);
+        return;
+    }
+    /* Unfused (Korthikanti sec. 4.1): S = QK^T [b, a, s, s] materialised; the
+     * full square is computed, the causal mask applied afterwards. */
+    double S = mbs * Hq * (double)s->seq * (double)s->seq / cp; /* score elements */
+    double q = T * Hq * dqk, k = Tkv * Hkv * dqk, v = Tkv * Hkv * dv, o = T * Hq * dv;
+    unsigned tm = t | MFU_TAG_MATMUL;
+    double fs = 2.0 * S * dqk, fv = 2.0 * S * dv;
+    /* scores: saves Q and K (Korthikanti: 4sbh) */
+    push(b, "attn_scores", MFU_FWD, tm, fs, ab * (q + k + S), ab * (q + T * Hkv * dqk));
+    push(b, "attn_scores.bwd", MFU_BWD, tm, 2.0 * fs, ab * (2.0 * q + 2.0 * k + S), 0);
+    /* softmax: saves its output (2as^2b) */
+    push(b, "attn_softmax", MFU_FWD, t | MFU_TAG_SCORES, 5.0 * S, ab * 2.0 * S, ab * S);
+    push(b, "attn_softmax.bwd", MFU_BWD, t | MFU_TAG_SCORES, 4.0 * S, ab * 3.0 * S, 0);
+    if (m->dropout) {
+        /* attention dropout: mask (as^2b, 1 byte) + its output (2as^2b, kept by PV) */
+        push(b, "attn_dropout", MFU_FWD, t | MFU_TAG_SCORES, S, ab * 2.0 * S + S, S + ab * S);
+        push(b, "attn_dropout.bwd", MFU_BWD, t | MFU_TAG_SCORES, S, ab * 2.0 * S + S, 0);
+    }
+    /* PV: saves V (2sbh); P is the softmax (or dropout) output saved above. */
+    push(b, "attn_av", MFU_FWD, tm, fv, ab * (S + v + o), ab * T * Hkv * dv);
+    push(b, "attn_av.bwd", MFU_BWD, tm, 2.0 * fv, ab * (S + v + 2.0 * o + S + v), 0);
+}
+
+int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max)
+{
+    const mfu_layer_run *run = &m->runs[r];
+    const mfu_attention *a = &run->attn;
+    const mfu_mlp *p = &run->mlp;
+    builder b = {out, 0, max, r, (double)run->count, mfu_dtype_bytes(s->dtype),
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0};
+    double ab = b.ab;
+    double h = (double)m->d_model;
+    double tp = (double)s->tp, cp = (double)s->cp;
+    double T = s->mbs * (double)s->seq / cp; /* local tokens (queries) */
+    double Tkv = T * cp;                     /* keys/values read by the core */
+    double Te = s->sp ? T / tp : T;          /* tokens of norms / residuals */
+    unsigned L = MFU_TAG_LAYER;
+    double nf = norm_flops_per_elem(m);
+
+    /* ---- attention block ---- */
+    elementwise(&b, "attn_norm", "attn_norm.bwd", L | MFU_TAG_TP_REPL, Te * h, Te * h, nf,
+                ab * Te * h);
+    double Hq = (double)a->n_heads / tp;
+    double Hkv, dqk, dv;
+    switch (a->kind) {
+    case MFU_ATTN_MHA: {
+        double kvh = (double)a->n_kv_heads;
+        Hkv = kvh >= tp ? kvh / tp : 1.0; /* MQA/GQA with kv heads < tp: replicated */
+        dqk = dv = (double)a->head_dim;
+        matmul3(&b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L, T, h,
+                (Hq + 2.0 * Hkv) * dqk, 1.0, ab * Te * h);
+        if (m->position == MFU_POS_ROPE)
+            elementwise(&b, "rope", "rope.bwd", L, T * (Hq + Hkv) * dqk, T * (Hq + Hkv) * dqk, 3.0,
+                        0);
+        break;
+    }
+    case MFU_ATTN_MLA: {
+        double rq = (double)a->q_lora_rank, rkv = (double)a->kv_lora_rank;
+        double dn = (double)a->qk_nope_head_dim, dr = (double)a->qk_rope_head_dim;
+        Hkv = Hq;
+        dqk = dn + dr;
+        dv = (double)a->v_head_dim;
+        /* DeepSeek-V2 sec. 2.1.2-2.1.3: down-projections are not split over tp. */
+        if (rq > 0) {
+            matmul3(&b, "q_down", "q_down.dgrad", "q_down.wgrad", L, T, h, rq, 1.0, ab * Te * h);
+            elementwise(&b, "q_norm", "q_norm.bwd", L, T * rq, T * rq, nf, ab * T * rq);
+            matmul3(&b, "q_up", "q_up.dgrad", "q_up.wgrad", L, T, rq, Hq * dqk, 1.0, ab * T * rq);
+        } else {
+            matmul3(&b, "q_proj", "q_proj.dgrad", "q_proj.wgrad", L, T, h, Hq * dqk, 1.0,
+                    ab * Te * h);
+        }
+        /* kv_down reads the same norm output q_down/q_proj saved: nothing new saved. */
+        matmul3(&b, "kv_down", "kv_down.dgrad", "kv_down.wgrad", L, T, h, rkv + dr, 1.0, 0.0);
+        elementwise(&b, "kv_norm", "kv_norm.bwd", L, T * rkv, T * rkv, nf, ab * T * rkv);
+        matmul3(&b, "kv_up", "kv_up.dgrad", "kv_up.wgrad", L, T, rkv, Hq * (dn + dv), 1.0,
+                ab * T * rkv);
+        elementwise(&b, "rope", "rope.bwd", L, T * (Hq + 1.0) * dr, T * (Hq + 1.0) * dr, 3.0, 0);
+        break;
+    }
+    case MFU_ATTN_GLA:
+    default: {
+        double H = (double)a->n_heads;
+        double kvh = (double)(a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads);
+        double g = H / kvh;
+        Hkv = kvh >= tp ? kvh / tp : 1.0;
+        dqk = (double)a->key_dim / H;
+        dv = (double)a->value_dim / H;
+        double kd = (double)a->key_dim, vd = (double)a->value_dim;
+        double n = (kd + kd / g + vd / g + (a->output_gate ? vd : 0.0)) / tp;
+        matmul3(&b, "qkvg_proj", "qkvg_proj.dgrad", "qkvg_proj.wgrad", L, T, h, n, 1.0,
+                ab * Te * h);
+        double gr = (double)a->gate_rank;
+        matmul3(&b, "gk_down", "gk_down.dgrad", "gk_down.wgrad", L, T, h, gr, 1.0, 0.0);
+        matmul3(&b, "gk_up", "gk_up.dgrad", "gk_up.wgrad", L, T, gr, kd / g / tp, 1.0, ab * T * gr);
+        break;
+    }
+    }
+    attn_core(&b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
+    if (a->kind == MFU_ATTN_GLA && a->output_gate) {
+        /* fused RMSNorm * swish(g) on the output */
+        double n = T * Hq * dv;
+        elementwise(&b, "gla_out_gate", "gla_out_gate.bwd", L, 2.0 * n, n, 8.0, ab * 2.0 * n);
+    }
+    matmul3(&b, "out_proj", "out_proj.dgrad", "out_proj.wgrad", L, T, Hq * dv, h, 1.0,
+            ab * T * Hq * dv);
+    residual(&b, m, "attn_residual", "attn_residual.bwd", Te, h);
+
+    /* ---- MLP block ---- */
+    elementwise(&b, "mlp_norm", "mlp_norm.bwd", L | MFU_TAG_TP_REPL | MFU_TAG_MLP, Te * h, Te * h,
+                nf, ab * Te * h);
+    if (p->kind == MFU_MLP_DENSE) {
+        dense_mlp(&b, p, T, Te, h, (double)p->ffn_dim, tp, 1, 0, MLP_NAMES);
+    } else {
+        unsigned t = L | MFU_TAG_MLP;
+        double E = (double)p->n_experts, k = (double)p->top_k;
+        double ep = (double)s->ep, etp = (double)s->etp;
+        /* Router on the local (sequence-parallel) tokens: GEMM h x E, fp32
+         * probabilities, top-k. Saves its input (the norm output) once. */
+        matmul3(&b, "router", "router.dgrad", "router.wgrad", t, Te, h, E, 1.0, ab * Te * h);
+        push(&b, "router_topk", MFU_FWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 4.0 * Te * E);
+        push(&b, "router_topk.bwd", MFU_BWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 0);
+        /* Token slots per device: every token goes to k experts, padded by the
+         * capacity factor; spread evenly over the ep group; with etp = tp the
+         * tp ranks share slots and split expert widths, with etp = 1 the
+         * tokens are split over tp instead (Megatron-Core MoE). */
+        double Ts = T * k * p->capacity_factor * etp / tp;
+        double local = E / ep;
+        double slots = Ts * h;
+        push(&b, "moe_dispatch", MFU_FWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);
+        push(&b, "moe_dispatch.bwd", MFU_BWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);
+        double I = (double)p->expert_ffn_dim;
+        double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
+        unsigned te = t | MFU_TAG_EXPERT;
+        matmul3(&b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
+                ab * slots);
+        double n_out = Ts * I / etp;
+        double n_in = (p->gated ? 2.0 : 1.0) * n_out;
+        elementwise(&b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
+                    act_flops(p->act) + (p->gated ? 1.0 : 0.0), ab * n_in);
+        matmul3(&b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
+                ab * n_out);
+        /* combine: weighted sum of the k expert outputs back into token order */
+        push(&b, "moe_combine", MFU_FWD, te, 2.0 * slots, ab * (slots + Te * h), ab * slots);
+        push(&b, "moe_combine.bwd", MFU_BWD, te, 2.0 * slots, ab * (2.0 * slots + Te * h), 0);
+        if (p->n_shared_experts > 0) {
+            double Is = (double)(p->n_shared_experts * p->shared_ffn_dim);
+            dense_mlp(&b, p, T, Te, h, Is, tp, 0, 0, SHARED_NAMES);
+        }
+    }
+    residual(&b, m, "mlp_residual", "mlp_residual.bwd", Te, h);
+    return b.n;
+}
+
+int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
+{
+    builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0};
+    double h = (double)m->d_model, ab = b.ab;
+    double T = s->mbs * (double)s->seq / (double)s->cp;
+    double Te = s->sp ? T / (double)s->tp : T;
+    /* Lookup: gather T rows, write the embeddings (vocab-parallel over tp). */
+    push(&b, "embedding", MFU_FWD, 0, 0, ab * (T * h + Te * h), 0);
+    /* Backward: scatter-add dY rows into the fp32 gradient table (read and
+     * write the touched rows, 8 bytes per element). */
+    push(&b, "embedding.bwd", MFU_BWD, 0, T * h, ab * T * h + 8.0 * T * h, 0);
+    if (m->position == MFU_POS_LEARNED) {
+        push(&b, "pos_embedding", MFU_FWD, 0, Te * h, ab * 3.0 * Te * h, 0);
+        push(&b, "pos_embedding.bwd", MFU_BWD, 0, Te * h, ab * Te * h + 8.0 * Te * h, 0);
+    }
+    if (m->dropout) {
+        /* embedding dropout mask (Korthikanti sec. 4.3: sbhp/t on the first stage) */
+        push(&b, "embedding_dropout", MFU_FWD, 0, Te * h, ab * 2.0 * Te * h + Te * h, Te * h);
+        push(&b, "embedding_dropout.bwd", MFU_BWD, 0, Te * h, ab * 2.0 * Te * h + Te * h, 0);
+    }
+    return b.n;
+}
+
+int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
+{
+    builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0};
+    double h = (double)m->d_model, ab = b.ab;
+    double tp = (double)s->tp;
+    double T = s->mbs * (double)s->seq / (double)s->cp;
+    double Te = s->sp ? T / tp : T;
+    double V = (double)m->vocab;
+    elementwise(&b, "final_norm", "final_norm.bwd", MFU_TAG_TP_REPL, Te * h, Te * h,
+                norm_flops_per_elem(m), ab * Te * h);
+    matmul3(&b, "lm_head", "lm_head.dgrad", "lm_head.wgrad", 0, T, h, V / tp, 1.0, ab * Te * h);
+    /* Cross-entropy over the (vocab-parallel) logits in fp32 (Megatron
+     * vocab_parallel_cross_entropy): reads the bf16 logits, keeps the fp32
+     * softmax for the backward (Korthikanti sec. 4.3: 4sbv/t bytes). */
+    double n = T * V / tp;
+    push(&b, "loss", MFU_FWD, 0, 5.0 * n, ab * n + 4.0 * n, 4.0 * n);
+    push(&b, "loss.bwd", MFU_BWD, 0, 2.0 * n, 4.0 * n + ab * n, 0);
+    return b.n;
+}
+
+int mfu_ops_model(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
+{
+    int n = mfu_ops_embed(m, s, out, max);
+    for (int r = 0; r < m->n_runs; r++) n += mfu_ops_layer(m, r, s, out + n, max - n);
+    n += mfu_ops_head(m, s, out + n, max - n);
+    return n;
+}
+
+double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
+                   const mfu_efficiency *eff)
+{
+    double peak = hw->peak_flops[dt];
+    double e = 1.0, be = 1.0;
+    if (eff) {
+        if (op->tags & MFU_TAG_FUSED_ATTN) e = eff->attn_eff;
+        else if (op->tags & MFU_TAG_MATMUL) e = mfu_gemm_eff(eff, op->gemm_flops);
+        be = eff->hbm_eff;
+    }
+    /* Elementwise ops run on the vector units; they are memory bound in any
+     * case, so the matmul peak is an adequate (optimistic) compute roof. */
+    double tc = op->flops / (peak * e);
+    double tm = op->bytes / (hw->hbm_bw_bytes_s * be);
+    return tc > tm ? tc : tm;
+}
+
+int mfu_op_compute_bound(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)
+{
+    return op->flops / hw->peak_flops[dt] >= op->bytes / hw->hbm_bw_bytes_s;
+}
+
+double mfu_matmul_intensity(double M, double N, double K, double elem_bytes)
+{
+    return 2.0 * M * N * K / (elem_bytes * (M * N + N * K + M * K));
+}
+
+double mfu_attention_intensity(double T, double S, double H, double H_kv)
+{
+    return 2.0 * T / (T / S + H_kv / H);
+}

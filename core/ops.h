@@ -1,0 +1,76 @@
+/* core/ops.h -- the operator inventory (seed 000, Phase 1 step 2).
+ *
+ * For one micro-batch at given (possibly sharded) shapes, every forward and
+ * backward operator of the model: FLOPs, HBM bytes, and what each forward op
+ * saves for the backward (the activation memory model reads these).
+ */
+#ifndef MFU_OPS_H
+#define MFU_OPS_H
+
+#include "hardware.h"
+#include "model.h"
+
+typedef enum { MFU_FWD = 0, MFU_BWD = 1 } mfu_phase;
+
+/* Op tags: what an op belongs to, for recompute policies and efficiency. */
+enum {
+    MFU_TAG_MATMUL = 1u << 0,    /* a GEMM (efficiency curve applies) */
+    MFU_TAG_ATTN_CORE = 1u << 1, /* scores / softmax / AV (selective recompute) */
+    MFU_TAG_MLP = 1u << 2,       /* MLP block (save_dot_except_mlp recomputes it) */
+    MFU_TAG_LAYER = 1u << 3,     /* inside a transformer layer (full recompute) */
+    MFU_TAG_EXPERT = 1u << 4,    /* routed-expert work (divided over ep) */
+    MFU_TAG_WGRAD = 1u << 5,     /* weight-gradient GEMM (zero-bubble W pass) */
+    MFU_TAG_TP_REPL = 1u << 6,   /* saved tensor replicated over tp without sp */
+    MFU_TAG_FUSED_ATTN = 1u << 7, /* fused attention kernel (attention efficiency) */
+    MFU_TAG_SCORES = 1u << 8      /* s x s score tensors (unfused softmax, dropout) */
+};
+
+typedef struct mfu_op {
+    const char *name;   /* static string */
+    mfu_phase phase;
+    unsigned tags;
+    int run;            /* layer run index, -1 for embedding / head / loss */
+    double count;       /* invocations: layers of the run (1 outside layers) */
+    double flops;       /* executed FLOPs per invocation */
+    double bytes;       /* HBM bytes per invocation */
+    double gemm_flops;  /* FLOPs of one GEMM call (for the efficiency curve) */
+    double saved_bytes; /* fwd only: bytes kept for the backward */
+} mfu_op;
+
+typedef enum { MFU_ATTN_FLASH = 0, MFU_ATTN_UNFUSED } mfu_attn_impl;
+
+/* Shapes of one micro-batch on one device. */
+typedef struct mfu_shape {
+    double mbs;          /* sequences per micro-batch */
+    int64_t seq;         /* sequence length */
+    int64_t tp, cp, ep, etp;
+    int sp;              /* sequence parallel (with tp) */
+    mfu_dtype dtype;
+    mfu_attn_impl attn_impl;
+} mfu_shape;
+
+#define MFU_MAX_OPS 2048
+
+/* Fill out[] with the ops of layer run r (count = layers of the run) and
+ * return how many; at most `max`. */
+int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max);
+/* Ops outside the layers: embedding (+ positions), final norm, LM head, loss. */
+int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
+int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
+/* Everything: embed, every run, head. */
+int mfu_ops_model(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
+
+/* T_op = max(FLOPs / (peak * eff), bytes / (bw * hbm_eff)) (seed 000 step 3).
+ * With eff == NULL the ideal roofline. */
+double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
+                   const mfu_efficiency *eff);
+int mfu_op_compute_bound(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt);
+
+/* Seed 002: intensity of a [M,K]x[K,N] matmul, MNK/(MN+NK+MK) for 2-byte
+ * elements (FLOPs per byte = 2MNK / (2(MN+NK+MK))). */
+double mfu_matmul_intensity(double M, double N, double K, double elem_bytes);
+/* Seed 002: attention intensity 2T/(T/S + H_kv/H) (FLOPs per byte, 2-byte
+ * elements, T queries, S keys). */
+double mfu_attention_intensity(double T, double S, double H, double H_kv);
+
+#endif

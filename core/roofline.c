@@ -1,0 +1,39 @@
+/* core/roofline.c -- seed 000 Phase 1, steps 1-4. */
+#include <stddef.h>
+#include "roofline.h"
+
+double mfu_useful_flops(const mfu_model *m, const mfu_training *t)
+{
+    return 3.0 * t->global_batch_tokens * mfu_model_flops_per_token_fwd(m, t->seq, t->conv);
+}
+
+int mfu_roofline_compute(const mfu_model *m, const mfu_hardware *hw, const mfu_training *t,
+                         mfu_op *ops, int max, mfu_roofline *out)
+{
+    mfu_shape s = {0};
+    s.mbs = t->global_batch_tokens / (double)t->seq;
+    s.seq = t->seq;
+    s.tp = s.cp = s.ep = s.etp = 1;
+    s.sp = 0;
+    s.dtype = t->dtype;
+    s.attn_impl = t->attn_impl;
+    int n = mfu_ops_model(m, &s, ops, max);
+    out->n_ops = n;
+    out->f_useful_flops = mfu_useful_flops(m, t);
+    out->f_exec_flops = out->step_time_s = 0.0;
+    out->compute_bound_s = out->memory_bound_s = out->memory_bound_excess_s = 0.0;
+    double peak = hw->peak_flops[t->dtype];
+    for (int i = 0; i < n; i++) {
+        double ti = mfu_op_time(&ops[i], hw, t->dtype, NULL) * ops[i].count;
+        out->step_time_s += ti;
+        out->f_exec_flops += ops[i].flops * ops[i].count;
+        if (mfu_op_compute_bound(&ops[i], hw, t->dtype)) {
+            out->compute_bound_s += ti;
+        } else {
+            out->memory_bound_s += ti;
+            out->memory_bound_excess_s += ti - ops[i].flops * ops[i].count / peak;
+        }
+    }
+    out->mfu = out->step_time_s > 0 ? out->f_useful_flops / (peak * out->step_time_s) : 0.0;
+    return n >= max ? -1 : 0;
+}

@@ -1,0 +1,42 @@
+/* core/roofline.h -- the Roofline Bound (seed 000, Phase 1).
+ *
+ * One device, infinite memory, no parallelism, no recompute: the whole global
+ * batch runs as one micro-batch; T_step = sum over every op of
+ * max(FLOPs/peak, bytes/HBM bandwidth); MFU = F_useful / (peak * T_step) with
+ * F_useful = 3 * F_forward under the stated attention convention.
+ */
+#ifndef MFU_ROOFLINE_H
+#define MFU_ROOFLINE_H
+
+#include "hardware.h"
+#include "model.h"
+#include "ops.h"
+
+typedef struct mfu_training {
+    int64_t seq;                /* sequence length */
+    double global_batch_tokens; /* tokens per optimizer step */
+    mfu_dtype dtype;            /* GEMM dtype */
+    mfu_attn_impl attn_impl;
+    mfu_convention conv;        /* MFU convention for attention FLOPs */
+} mfu_training;
+
+typedef struct mfu_roofline {
+    double f_useful_flops;      /* 3 * F_forward (model FLOPs of the step) */
+    double f_exec_flops;        /* FLOPs the ops execute */
+    double step_time_s;         /* sum of T_op */
+    double mfu;
+    double compute_bound_s;     /* time in compute-bound ops */
+    double memory_bound_s;      /* time in memory-bound ops */
+    double memory_bound_excess_s; /* sum over memory-bound ops of T_op - FLOPs/peak */
+    int n_ops;
+} mfu_roofline;
+
+/* Useful (model) FLOPs of a step: 3 x forward (seed 000 "MFU 定义"). */
+double mfu_useful_flops(const mfu_model *m, const mfu_training *t);
+
+/* Fill ops[0..max) with the inventory at roofline shapes and compute the
+ * bound. Returns 0, or -1 if max was too small. */
+int mfu_roofline_compute(const mfu_model *m, const mfu_hardware *hw, const mfu_training *t,
+                         mfu_op *ops, int max, mfu_roofline *out);
+
+#endif

@@ -1,0 +1,431 @@
+/* core/search.c -- enumeration, pruning and ranking of configurations.
+ *
+ * Order of work per point (design.md "Search"): divisibility (cheapest,
+ * usually whole subtrees), memory (from cached per-shape costs), a lower
+ * bound on the step (compute + recompute + optimizer, which communication
+ * can only lengthen) against the k-th best, then the full System Bound.
+ *
+ * Per-shape op inventories depend only on (tp, cp, ep, etp, sp, mbs); they
+ * are built once per shape and kept in a small cache the caller provides.
+ */
+#include "search.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- seed 003 closed forms -------------------------------------------- */
+
+double mfu_seed003_dp_ratio(double params, double tokens_per_device, double dp, double peak_flops,
+                            double bw_bytes_s, double bytes_per_param)
+{
+    /* t_comm = 2 P b (DP-1)/DP / B ; t_compute = 4 T P / F (backward) */
+    double t_comm = 2.0 * params * bytes_per_param * (dp - 1.0) / dp / bw_bytes_s;
+    double t_comp = 4.0 * tokens_per_device * params / peak_flops;
+    return t_comm / t_comp;
+}
+
+double mfu_seed003_zero3_ratio(double seq, double mbs, double dp, double peak_flops,
+                               double bw_bytes_s, double layer_params)
+{
+    /* t_comm = 2 P_l 2 (DP-1)/DP / B ; t_compute = 2 s mbs P_l / F (layer forward) */
+    double t_comm = 2.0 * layer_params * 2.0 * (dp - 1.0) / dp / bw_bytes_s;
+    double t_comp = 2.0 * seq * mbs * layer_params / peak_flops;
+    return t_comm / t_comp;
+}
+
+void mfu_seed003_mfu_hfu(double params, double tokens, double step_s, double peak_flops,
+                         double recompute_extra, double *mfu, double *hfu)
+{
+    double required = 6.0 * tokens * params; /* seed 003 sec. 2.A: 6 P T */
+    *mfu = required / (step_s * peak_flops);
+    *hfu = required * (1.0 + recompute_extra) / (step_s * peak_flops);
+}
+
+/* ---- shape cache -------------------------------------------------------- */
+
+#define CACHE_SLOTS 512
+
+typedef struct cache_entry {
+    int used;
+    int64_t key[6];
+    mfu_shape_cost bound, expected;
+} cache_entry;
+
+typedef struct shape_cache {
+    cache_entry e[CACHE_SLOTS];
+} shape_cache;
+
+size_t mfu_search_cache_bytes(void) { return sizeof(shape_cache); }
+
+static uint64_t key_hash(const int64_t *k)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < 6; i++) {
+        h ^= (uint64_t)k[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static const cache_entry *costs_for(const mfu_system *sys, const mfu_config *c,
+                                    mfu_search_scratch *sc, mfu_search_stats *st)
+{
+    shape_cache *cache = sc->cache;
+    int64_t key[6] = {c->ax[MFU_AX_TP], c->ax[MFU_AX_CP], c->ax[MFU_AX_EP], c->etp, c->sp, c->mbs};
+    uint64_t h = key_hash(key) % CACHE_SLOTS;
+    cache_entry *e = &cache->e[h];
+    if (e->used && memcmp(e->key, key, sizeof key) == 0) return e;
+    /* miss (or collision: overwrite; the cache is an optimisation only) */
+    mfu_shape s;
+    mfu_config_shape(sys, c, &s);
+    mfu_shape_costs(sys, &s, NULL, sc->ops, &e->bound);
+    if (sys->hw->has_profile) mfu_shape_costs(sys, &s, &sys->hw->eff, sc->ops, &e->expected);
+    else e->expected = e->bound;
+    memcpy(e->key, key, sizeof key);
+    e->used = 1;
+    st->shape_costs++;
+    return e;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+void mfu_search_defaults(const mfu_system *sys, mfu_search_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->top_k = 10;
+    o->fix_sp = o->fix_zero = o->fix_schedule = o->fix_recompute = -1;
+    o->fix_etp = o->fix_vpp = o->fix_mbs = -1;
+    o->max_mbs = 16;
+    o->max_vpp = 8;
+    o->partial_recompute = 1;
+    /* seed 003 step 1: TP stays inside the fast domain (NVLink node) */
+    o->max_ax[MFU_AX_TP] = sys->hw->tiers[0].domain_size;
+    int64_t b = (int64_t)(sys->train.global_batch_tokens / (double)sys->train.seq);
+    o->batch_min_seqs = o->batch_max_seqs = b;
+}
+
+static int allowed(const mfu_search_opts *o, int ax, int64_t v)
+{
+    if (o->max_ax[ax] > 0 && v > o->max_ax[ax]) return 0;
+    if (o->n_allowed[ax] == 0) return 1;
+    for (int i = 0; i < o->n_allowed[ax]; i++)
+        if (o->allowed[ax][i] == v) return 1;
+    return 0;
+}
+
+/* ---- ranking ------------------------------------------------------------ */
+
+/* Stable total order: score, then the configuration fields in a fixed order. */
+static int cmp_ranked(const mfu_ranked *a, const mfu_ranked *b)
+{
+    if (a->score < b->score) return -1;
+    if (a->score > b->score) return 1;
+    const mfu_config *x = &a->config, *y = &b->config;
+    int64_t kx[] = {x->ax[0], x->ax[1], x->ax[2], x->ax[3], x->ax[4], x->ax[5], x->sp, x->zero,
+                    x->etp, x->schedule, x->vpp, x->mbs, x->grad_accum, x->recompute,
+                    x->recompute_layers};
+    int64_t ky[] = {y->ax[0], y->ax[1], y->ax[2], y->ax[3], y->ax[4], y->ax[5], y->sp, y->zero,
+                    y->etp, y->schedule, y->vpp, y->mbs, y->grad_accum, y->recompute,
+                    y->recompute_layers};
+    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
+        if (kx[i] < ky[i]) return -1;
+        if (kx[i] > ky[i]) return 1;
+    }
+    return 0;
+}
+
+static void insert_top(mfu_search_result *r, int k, const mfu_ranked *cand)
+{
+    if (r->n == k && cmp_ranked(cand, &r->top[k - 1]) >= 0) return;
+    int i = r->n < k ? r->n++ : k - 1;
+    while (i > 0 && cmp_ranked(cand, &r->top[i - 1]) < 0) {
+        r->top[i] = r->top[i - 1];
+        i--;
+    }
+    r->top[i] = *cand;
+}
+
+/* ---- enumeration -------------------------------------------------------- */
+
+typedef struct ctx {
+    const mfu_system *sys;
+    const mfu_search_opts *o;
+    mfu_search_scratch *sc;
+    mfu_search_result *res;
+    mfu_progress_fn fn;
+    void *fctx;
+    double frac;
+    int stop;
+} ctx;
+
+static void prune(ctx *x, int reason, uint64_t n)
+{
+    x->res->stats.pruned[reason] += n;
+    x->res->stats.space_size += n;
+}
+
+/* Score one point; the config is complete except recompute_layers for
+ * partial recompute. */
+static void score_point(ctx *x, mfu_config *c, const cache_entry *ce)
+{
+    const mfu_system *sys = x->sys;
+    mfu_search_result *res = x->res;
+    const char *why;
+    res->stats.space_size++;
+    if (x->o->max_evaluations && res->stats.evaluated >= x->o->max_evaluations) {
+        res->stats.truncated = 1;
+        x->stop = 1;
+        return;
+    }
+    if (mfu_config_check(sys, c, &why) >= 0) {
+        res->stats.pruned[MFU_PRUNE_DIVISIBILITY]++;
+        return;
+    }
+    res->stats.evaluated++;
+    if ((res->stats.evaluated & 0xffff) == 0 && x->fn &&
+        x->fn(x->fctx, x->frac, res->stats.evaluated)) {
+        res->stats.truncated = 1;
+        x->stop = 1;
+    }
+    mfu_memory mem;
+    mfu_memory_costs(sys, c, &ce->bound, &mem);
+    if (mem.headroom_bytes < 0) {
+        res->stats.pruned[MFU_PRUNE_MEMORY]++;
+        return;
+    }
+    res->stats.feasible++;
+    /* lower bound: compute + recompute of the ranking profile */
+    const mfu_shape_cost *k = x->o->rank_by_bound ? &ce->bound : &ce->expected;
+    double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP]);
+    double gbt = (double)c->mbs * (double)c->grad_accum * D * (double)sys->train.seq;
+    int64_t ls = (sys->layers + c->ax[MFU_AX_PP] - 1) / c->ax[MFU_AX_PP];
+    double lb = (double)c->grad_accum * (double)ls * (k->avg.fwd_s + k->avg.bwd_s);
+    if (res->n == x->o->top_k && lb / gbt > res->top[res->n - 1].score) {
+        res->stats.pruned[MFU_PRUNE_BOUND]++;
+        return;
+    }
+    mfu_ranked cand;
+    cand.config = *c;
+    mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &cand.eval);
+    res->stats.fully_evaluated++;
+    const mfu_times *t = x->o->rank_by_bound ? &cand.eval.bound : &cand.eval.expected;
+    cand.score = t->step_time_s / gbt;
+    insert_top(res, x->o->top_k, &cand);
+}
+
+/* Fewest fully recomputed layers per stage that make c fit (0 < n < ls),
+ * or 0 if none is needed or none helps. Memory falls linearly in n. */
+static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce)
+{
+    int64_t ls = (x->sys->layers + c->ax[MFU_AX_PP] - 1) / c->ax[MFU_AX_PP];
+    if (ls < 2) return 0;
+    mfu_memory m0, m1;
+    c->recompute = MFU_RC_FULL;
+    c->recompute_layers = 1;
+    mfu_memory_costs(x->sys, c, &ce->bound, &m1);
+    c->recompute = MFU_RC_NONE;
+    c->recompute_layers = -1;
+    mfu_memory_costs(x->sys, c, &ce->bound, &m0);
+    if (m0.headroom_bytes >= 0) return 0;
+    /* headroom(n) = h1 + (n - 1) * step, with step = h1 - h0 + extra of n=1;
+     * estimate from two points n = 1 and n = ls. */
+    mfu_memory mls;
+    c->recompute = MFU_RC_FULL;
+    c->recompute_layers = ls;
+    mfu_memory_costs(x->sys, c, &ce->bound, &mls);
+    c->recompute = MFU_RC_NONE;
+    c->recompute_layers = -1;
+    if (mls.headroom_bytes < 0 || ls == 1) return 0;
+    double step = (mls.headroom_bytes - m1.headroom_bytes) / (double)(ls - 1);
+    if (step <= 0) return 0;
+    int64_t n = 1;
+    if (m1.headroom_bytes < 0) n = 1 + (int64_t)ceil(-m1.headroom_bytes / step);
+    if (n >= ls) return 0;
+    return n;
+}
+
+static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
+{
+    for (int rc = 0; rc < MFU_RC_COUNT && !x->stop; rc++) {
+        if (x->o->fix_recompute >= 0 && rc != x->o->fix_recompute) {
+            prune(x, MFU_PRUNE_CONSTRAINT, 1);
+            continue;
+        }
+        c->recompute = (mfu_recompute)rc;
+        c->recompute_layers = -1;
+        score_point(x, c, ce);
+        if (rc == MFU_RC_FULL && x->o->partial_recompute) {
+            int64_t n = min_rc_layers(x, c, ce);
+            c->recompute = MFU_RC_FULL;
+            if (n > 0) {
+                c->recompute_layers = n;
+                score_point(x, c, ce);
+            }
+            c->recompute_layers = -1;
+        }
+    }
+}
+
+/* Points below the shape level (batch x zero x schedule x recompute), for
+ * the space size when a whole shape is pruned. */
+static uint64_t subtree_points(const ctx *x, const mfu_config *c)
+{
+    const mfu_search_opts *o = x->o;
+    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
+    int64_t per = c->mbs * D;
+    int64_t lo = (o->batch_min_seqs + per - 1) / per, hi = o->batch_max_seqs / per;
+    if (lo < 1) lo = 1;
+    uint64_t n_ga = hi >= lo ? (uint64_t)(hi - lo + 1) : 1;
+    uint64_t n_zero = (c->ax[MFU_AX_DP] > 1 && o->fix_zero < 0) ? 3 : 1;
+    int64_t pp = c->ax[MFU_AX_PP];
+    uint64_t n_sched = 1;
+    if (pp > 1 && o->fix_schedule < 0) {
+        n_sched = 2;
+        for (int64_t v = 2; v <= o->max_vpp && pp * v <= x->sys->layers; v++) n_sched++;
+    }
+    uint64_t n_rc = o->fix_recompute >= 0 ? 1 : MFU_RC_COUNT;
+    return n_ga * n_zero * n_sched * n_rc;
+}
+
+static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
+{
+    const mfu_search_opts *o = x->o;
+    int64_t pp = c->ax[MFU_AX_PP];
+    for (int s = 0; s < MFU_SCHED_COUNT && !x->stop; s++) {
+        if (o->fix_schedule >= 0 && s != o->fix_schedule) continue;
+        if (pp == 1 && s != MFU_SCHED_1F1B) continue;
+        c->schedule = (mfu_schedule)s;
+        if (s == MFU_SCHED_INTERLEAVED) {
+            for (int64_t v = 2; v <= o->max_vpp && pp * v <= x->sys->layers && !x->stop; v++) {
+                if (o->fix_vpp > 0 && v != o->fix_vpp) continue;
+                c->vpp = v;
+                recompute_loop(x, c, ce);
+            }
+        } else {
+            if (o->fix_vpp > 1) continue;
+            c->vpp = 1;
+            recompute_loop(x, c, ce);
+        }
+    }
+}
+
+static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
+{
+    int zmax = c->ax[MFU_AX_DP] > 1 ? 2 : 0;
+    for (int z = 0; z <= zmax && !x->stop; z++) {
+        if (x->o->fix_zero >= 0 && z != x->o->fix_zero) continue;
+        c->zero = z;
+        schedule_loop(x, c, ce);
+    }
+}
+
+static void batch_loop(ctx *x, mfu_config *c, const cache_entry *ce)
+{
+    const mfu_search_opts *o = x->o;
+    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
+    int64_t per = c->mbs * D; /* sequences per micro-batch round */
+    int64_t lo = (o->batch_min_seqs + per - 1) / per, hi = o->batch_max_seqs / per;
+    if (lo < 1) lo = 1;
+    if (hi < lo) {
+        prune(x, MFU_PRUNE_BATCH, 1);
+        return;
+    }
+    for (int64_t ga = lo; ga <= hi && !x->stop; ga++) {
+        c->grad_accum = ga;
+        zero_loop(x, c, ce);
+    }
+}
+
+static void shape_loop(ctx *x, mfu_config *c)
+{
+    const mfu_search_opts *o = x->o;
+    int64_t tp = c->ax[MFU_AX_TP];
+    int moe = x->sys->moe_layers > 0;
+    for (int64_t etp = 1; etp <= tp && !x->stop; etp = etp == 1 ? (tp > 1 ? tp : 2) : tp + 1) {
+        if (!moe && etp != 1) break;
+        if (o->fix_etp > 0 && etp != o->fix_etp) continue;
+        c->etp = etp;
+        for (int sp = 0; sp <= (tp > 1 ? 1 : 0) && !x->stop; sp++) {
+            if (o->fix_sp >= 0 && sp != o->fix_sp) continue;
+            c->sp = sp;
+            for (int64_t mbs = 1; mbs <= o->max_mbs && !x->stop; mbs++) {
+                if (o->fix_mbs > 0 && mbs != o->fix_mbs) continue;
+                /* powers of two and divisors of the fixed batch per replica */
+                int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
+                int fixed = o->batch_min_seqs == o->batch_max_seqs;
+                if (fixed) {
+                    if (o->batch_min_seqs % (D * mbs)) continue;
+                } else if (mbs & (mbs - 1)) {
+                    continue;
+                }
+                c->mbs = mbs;
+                /* divisibility of the shape before building its costs */
+                const char *why;
+                c->grad_accum = 1;
+                c->zero = 0;
+                c->schedule = MFU_SCHED_1F1B;
+                c->vpp = 1;
+                c->recompute = MFU_RC_NONE;
+                c->recompute_layers = -1;
+                /* with these defaults only the axes and the shape can fail */
+                if (mfu_config_check(x->sys, c, &why) >= 0) {
+                    prune(x, MFU_PRUNE_DIVISIBILITY, subtree_points(x, c));
+                    continue;
+                }
+                const cache_entry *ce = costs_for(x->sys, c, x->sc, &x->res->stats);
+                batch_loop(x, c, ce);
+            }
+        }
+    }
+}
+
+/* Enumerate factorizations of n over axes a..COUNT-1. */
+static void factor_loop(ctx *x, mfu_config *c, int a, int64_t rest, double f0, double f1)
+{
+    if (x->stop) return;
+    if (a == MFU_AX_COUNT - 1) {
+        if (!allowed(x->o, a, rest)) {
+            prune(x, MFU_PRUNE_CONSTRAINT, 1);
+            return;
+        }
+        c->ax[a] = rest;
+        x->frac = f0;
+        shape_loop(x, c);
+        return;
+    }
+    int64_t nd = 0;
+    for (int64_t d = 1; d <= rest; d++)
+        if (rest % d == 0) nd++;
+    int64_t i = 0;
+    for (int64_t d = 1; d <= rest && !x->stop; d++) {
+        if (rest % d) continue;
+        double g0 = f0 + (f1 - f0) * (double)i / (double)nd;
+        double g1 = f0 + (f1 - f0) * (double)(i + 1) / (double)nd;
+        i++;
+        if (!allowed(x->o, a, d)) {
+            prune(x, MFU_PRUNE_CONSTRAINT, 1);
+            continue;
+        }
+        c->ax[a] = d;
+        factor_loop(x, c, a + 1, rest / d, g0, g1);
+    }
+}
+
+int mfu_search(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
+               mfu_progress_fn fn, void *fctx, mfu_search_result *out)
+{
+    memset(&out->stats, 0, sizeof out->stats);
+    out->n = 0;
+    memset(scratch->cache, 0, sizeof(shape_cache));
+    ctx x = {sys, o, scratch, out, fn, fctx, 0.0, 0};
+    mfu_config c;
+    memset(&c, 0, sizeof c);
+    c.tp_overlap = o->tp_overlap;
+    c.ep_overlap = o->ep_overlap;
+    c.vpp = 1;
+    c.etp = 1;
+    c.recompute_layers = -1;
+    factor_loop(&x, &c, 0, sys->devices, 0.0, 1.0);
+    if (fn && !x.stop) fn(fctx, 1.0, out->stats.evaluated);
+    return 0;
+}

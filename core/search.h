@@ -1,0 +1,87 @@
+/* core/search.h -- the configuration search (seed 000 "配置空间搜索", seed
+ * 003's three steps): every legal factorization of the devices into
+ * (dp, fsdp, tp, ep, pp, cp) x sp x zero x etp x schedule/vpp x mbs x batch
+ * x recompute policy; divisibility first, then memory, then bounds; top-k.
+ *
+ * Pure and deterministic: no threads, no clock. The caller's callback sees
+ * progress and may stop the search (deadline, cancel): the result is then
+ * flagged truncated.
+ */
+#ifndef MFU_SEARCH_H
+#define MFU_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "system.h"
+
+#define MFU_MAX_ALLOWED 32
+#define MFU_MAX_TOP_K 1000
+
+typedef struct mfu_search_opts {
+    int top_k;                   /* 1..MFU_MAX_TOP_K */
+    int rank_by_bound;           /* 0: expected time per token; 1: bound */
+    uint64_t max_evaluations;    /* 0 = no limit */
+    /* per axis: allowed values (n = 0: any divisor), and a maximum (0 = none) */
+    int n_allowed[MFU_AX_COUNT];
+    int64_t allowed[MFU_AX_COUNT][MFU_MAX_ALLOWED];
+    int64_t max_ax[MFU_AX_COUNT];
+    /* switches: -1 = search, else fixed */
+    int fix_sp, fix_zero, fix_schedule, fix_recompute;
+    int64_t fix_etp, fix_vpp, fix_mbs;
+    int64_t max_mbs, max_vpp;
+    int partial_recompute;       /* also try the fewest fully recomputed layers that fit */
+    int tp_overlap, ep_overlap;  /* passed to every configuration */
+    /* global batch: fixed (min == max == training tokens / seq) or a range, in sequences */
+    int64_t batch_min_seqs, batch_max_seqs;
+} mfu_search_opts;
+
+typedef struct mfu_ranked {
+    mfu_config config;
+    mfu_eval eval;
+    double score;                /* seconds per token on the ranking profile */
+} mfu_ranked;
+
+typedef struct mfu_search_stats {
+    uint64_t space_size;         /* points enumerated */
+    uint64_t evaluated;          /* points scored (memory and bound at least) */
+    uint64_t fully_evaluated;    /* points given the full System Bound */
+    uint64_t feasible;           /* points that fit in memory */
+    uint64_t pruned[MFU_PRUNE_COUNT];
+    int truncated;               /* budget or callback stopped the search */
+    uint64_t shape_costs;        /* distinct per-shape op inventories built */
+} mfu_search_stats;
+
+typedef struct mfu_search_result {
+    int n;                       /* ranked configurations */
+    mfu_ranked *top;             /* caller-provided, top_k entries */
+    mfu_search_stats stats;
+} mfu_search_result;
+
+/* Progress: fraction in [0, 1] of the outer enumeration, points evaluated.
+ * Return nonzero to stop. May be NULL. */
+typedef int (*mfu_progress_fn)(void *ctx, double fraction, uint64_t evaluated);
+
+/* Defaults: top_k 10, everything searched, max_mbs 16, max_vpp 8,
+ * max tp = innermost tier's domain size, fixed batch. */
+void mfu_search_defaults(const mfu_system *sys, mfu_search_opts *o);
+
+/* Scratch: the caller hands memory so the core allocates nothing. */
+typedef struct mfu_search_scratch {
+    mfu_op *ops;                 /* MFU_MAX_OPS */
+    void *cache;                 /* mfu_search_cache_bytes() bytes */
+} mfu_search_scratch;
+size_t mfu_search_cache_bytes(void);
+
+int mfu_search(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
+               mfu_progress_fn fn, void *ctx, mfu_search_result *out);
+
+/* Seed 003 sec. 3 closed forms (the worked numbers are unit tests). */
+double mfu_seed003_dp_ratio(double params, double tokens_per_device, double dp, double peak_flops,
+                            double bw_bytes_s, double bytes_per_param);
+double mfu_seed003_zero3_ratio(double seq, double mbs, double dp, double peak_flops,
+                               double bw_bytes_s, double layer_params);
+void mfu_seed003_mfu_hfu(double params, double tokens, double step_s, double peak_flops,
+                         double recompute_extra, double *mfu, double *hfu);
+
+#endif

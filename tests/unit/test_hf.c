@@ -1,0 +1,817 @@
+/* tests/unit/test_hf.c -- HuggingFace config.json import (api/hf.c).
+ *
+ * Real config.json files of each family live in tests/data/hf/ (sources in
+ * tests/data/hf/SOURCES.md). Each one goes HF -> IR (api_hf_to_ir) -> model
+ * (api_model_from_ir) -> parameter counts, compared with the numbers the
+ * model authors published. Every trap of
+ * ../shared/reference/input-formats-and-rest.md section 1 has a test that
+ * fails when the trap is not handled, and bad configs must give a 422 with
+ * the pointer of the offending field. Run from the repository root.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "check.h"
+#include "model.h"
+
+#define PTR "/model/hf_config"
+
+static json_t *load(const char *name)
+{
+    char path[256];
+    json_error_t err;
+    snprintf(path, sizeof path, "tests/data/hf/%s.json", name);
+    json_t *j = json_load_file(path, 0, &err);
+    if (!j) fprintf(stderr, "cannot load %s: %s (run from the repository root)\n", path, err.text);
+    return j;
+}
+
+/* HF -> IR -> model. Returns the IR (new reference) or NULL. */
+static json_t *resolve(json_t *hf, mfu_model *m)
+{
+    api_status st;
+    api_status_init(&st);
+    json_t *ir = api_hf_to_ir(hf, PTR, &st);
+    if (!ir) {
+        fprintf(stderr, "api_hf_to_ir failed: %d %s: %s\n", st.status,
+                st.n_errors ? st.errors[0].pointer : "", st.n_errors ? st.errors[0].detail : "");
+        return NULL;
+    }
+    if (m) {
+        api_status st2;
+        api_status_init(&st2);
+        memset(m, 0, sizeof *m);
+        if (api_model_from_ir(ir, "/model", m, &st2) != 0) {
+            fprintf(stderr, "api_model_from_ir failed: %d %s: %s\n", st2.status,
+                    st2.n_errors ? st2.errors[0].pointer : "",
+                    st2.n_errors ? st2.errors[0].detail : "");
+            json_decref(ir);
+            return NULL;
+        }
+    }
+    return ir;
+}
+
+static json_t *run(json_t *ir, size_t i) { return json_array_get(json_object_get(ir, "layers"), i); }
+static size_t n_runs(json_t *ir) { return json_array_size(json_object_get(ir, "layers")); }
+static long long rget(json_t *ir, size_t i, const char *part, const char *key)
+{
+    json_t *r = run(ir, i);
+    json_t *v = part ? json_object_get(json_object_get(r, part), key) : json_object_get(r, key);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : -999;
+}
+static const char *rstr(json_t *ir, size_t i, const char *part, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(run(ir, i), part), key));
+}
+
+/* Expect a 422 whose first error pointer is `want`. */
+static void expect_422(json_t *hf, const char *want, int line)
+{
+    api_status st;
+    api_status_init(&st);
+    json_t *ir = api_hf_to_ir(hf, PTR, &st);
+    int ok = ir == NULL && st.status == 422 && st.n_errors >= 1 &&
+             strcmp(st.errors[0].pointer, want) == 0;
+    CHECK(ok);
+    if (!ok)
+        fprintf(stderr, "  line %d: want 422 at %s, got status %d pointer %s (%s)\n", line, want,
+                st.status, st.n_errors ? st.errors[0].pointer : "-",
+                st.n_errors ? st.errors[0].detail : "-");
+    json_decref(ir);
+}
+#define EXPECT_422(hf, want) expect_422((hf), (want), __LINE__)
+
+/* Load a data file, set one key, expect a 422 at PTR "/" key. */
+static void bad_value(const char *file, const char *key, json_t *value, const char *want, int line)
+{
+    json_t *hf = load(file);
+    json_object_set_new(hf, key, value);
+    expect_422(hf, want, line);
+    json_decref(hf);
+}
+#define BAD(file, key, value, want) bad_value((file), (key), (value), (want), __LINE__)
+
+/* ---- round trips against published parameter counts --------------------- */
+
+static void roundtrip(const char *file, double total, double active, double tol_active)
+{
+    json_t *hf = load(file);
+    mfu_model m;
+    json_t *ir = resolve(hf, &m);
+    CHECK(ir != NULL);
+    if (ir) {
+        mfu_params p;
+        mfu_model_params(&m, &p);
+        fprintf(stderr, "  %-20s total %.4g active %.4g (published %.4g / %.4g)\n", file, p.total,
+                p.active, total, active);
+        CHECK_NEAR(p.total, total, 0.01);
+        CHECK_NEAR(p.active, active, tol_active);
+    }
+    json_decref(ir);
+    json_decref(hf);
+}
+
+static void test_roundtrips(void)
+{
+    /* Meta model cards: Llama-3-8B 8.03B, Llama-3-70B 70.6B, Llama-3.1-405B 405B. */
+    roundtrip("llama3-8b", 8.03e9, 8.03e9, 0.01);
+    roundtrip("llama3-70b", 70.6e9, 70.6e9, 0.01);
+    roundtrip("llama3.1-405b", 405e9, 405e9, 0.01);
+    /* Mistral AI: Mistral-7B 7.24B; Mixtral-8x7B 46.7B / 12.9B active;
+     * Mixtral-8x22B 141B / 39B active. */
+    roundtrip("mistral-7b-v0.1", 7.24e9, 7.24e9, 0.01);
+    roundtrip("mixtral-8x7b", 46.7e9, 12.9e9, 0.01);
+    roundtrip("mixtral-8x22b", 141e9, 39e9, 0.01);
+    /* Qwen3 blog / model cards: 30.5B / 3.3B, 235B / 22B, Qwen3-8B 8.2B;
+     * Qwen2.5-7B 7.61B; Qwen1.5-MoE-A2.7B 14.3B / 2.7B. */
+    /* "3.3B activated" has two significant digits; the module shapes give
+     * 3.35B (embedding + head 0.62B, 48 x (attention 18.9M + 8 experts
+     * 37.7M + router 0.26M)), so the active count gets 2 %. */
+    roundtrip("qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02);
+    roundtrip("qwen3-235b-a22b", 235e9, 22e9, 0.01);
+    roundtrip("qwen3-8b", 8.2e9, 8.2e9, 0.01);
+    roundtrip("qwen2.5-7b", 7.61e9, 7.61e9, 0.01);
+    roundtrip("qwen1.5-moe-a2.7b", 14.3e9, 2.7e9, 0.01);
+    /* Google: Gemma-7B 8.54B, Gemma-2-9B 9.24B (tied embeddings). */
+    roundtrip("gemma-7b", 8.54e9, 8.54e9, 0.01);
+    roundtrip("gemma-2-9b", 9.24e9, 9.24e9, 0.01);
+    /* fla-hub gla-1.3B-100B: "1.3B" nominal; untied 32000-token embeddings
+     * make it 1.37B by the module shapes of fla's GLAForCausalLM. */
+    roundtrip("gla-1.3b", 1.365e9, 1.365e9, 0.01);
+}
+
+/* DeepSeek counts activated parameters without the input embedding (the
+ * V3 README: "36.6B activated, including 0.9B for the output head"; the
+ * 0.9B embedding is not in it). Check both conventions. */
+static void test_deepseek_published(void)
+{
+    const struct {
+        const char *file;
+        double total, active_wo_embedding, tol_active;
+    } cases[] = {
+        /* DeepSeek-V2 paper / model card: 15.7B total, 2.4B activated
+         * (two significant digits: our 2.45B is within its rounding). */
+        {"deepseek-v2-lite", 15.7e9, 2.4e9, 0.025},
+        /* DeepSeek-V3 README: 671B total, 36.6B activated ("37B"). */
+        {"deepseek-v3", 671e9, 36.6e9, 0.01},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *hf = load(cases[i].file);
+        mfu_model m;
+        json_t *ir = resolve(hf, &m);
+        CHECK(ir != NULL);
+        if (ir) {
+            mfu_params p;
+            mfu_model_params(&m, &p);
+            fprintf(stderr, "  %-20s total %.4g active %.4g active-embedding %.4g\n",
+                    cases[i].file, p.total, p.active, p.active - p.embedding);
+            CHECK_NEAR(p.total, cases[i].total, 0.01);
+            CHECK_NEAR(p.active - p.embedding, cases[i].active_wo_embedding, cases[i].tol_active);
+        }
+        json_decref(ir);
+        json_decref(hf);
+    }
+    /* With the embedding, V3 is the "37B" of the paper's abstract (to 1.5%). */
+    json_t *hf = load("deepseek-v3");
+    mfu_model m;
+    json_t *ir = resolve(hf, &m);
+    if (ir) {
+        mfu_params p;
+        mfu_model_params(&m, &p);
+        CHECK_NEAR(p.active, 37e9, 0.016);
+    }
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* ---- layer runs and the traps -------------------------------------------- */
+
+static void test_llama_ir(void)
+{
+    json_t *hf = load("llama3-8b");
+    json_t *ir = resolve(hf, NULL);
+    CHECK(ir != NULL);
+    CHECK_EQ_I(n_runs(ir), 1);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 32);
+    CHECK_STR(rstr(ir, 0, "attention", "type"), "mha");
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_heads"), 32);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 8);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 128);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
+    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
+    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 14336);
+    CHECK_STR(rstr(ir, 0, "mlp", "activation"), "silu");
+    CHECK(json_is_true(json_object_get(json_object_get(run(ir, 0), "mlp"), "gated")));
+    CHECK_EQ_I(json_integer_value(json_object_get(ir, "d_model")), 4096);
+    CHECK_EQ_I(json_integer_value(json_object_get(ir, "vocab")), 128256);
+    CHECK(json_is_false(json_object_get(ir, "tie_embeddings")));
+    CHECK_STR(json_string_value(json_object_get(ir, "norm")), "rmsnorm");
+    CHECK_STR(json_string_value(json_object_get(ir, "position")), "rope");
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* Trap: Qwen3 sets head_dim explicitly (128 with hidden 2048 and 32 heads:
+ * q width 4096 != hidden). hidden / heads would give 64. */
+static void test_trap_explicit_head_dim(void)
+{
+    json_t *hf = load("qwen3-30b-a3b");
+    mfu_model m;
+    json_t *ir = resolve(hf, &m);
+    CHECK(ir != NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 128);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_heads"), 32);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 4);
+    mfu_params with;
+    mfu_model_params(&m, &with);
+    json_decref(ir);
+    /* The field is what counts: head_dim 64 (= hidden / heads) gives
+     * 48 x (q + o: 2 x 2048 x 2048 + k, v: 2 x 2048 x 256) fewer params. */
+    json_object_set_new(hf, "head_dim", json_integer(64));
+    ir = resolve(hf, &m);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 64);
+    mfu_params narrow;
+    mfu_model_params(&m, &narrow);
+    CHECK_NEAR(with.total - narrow.total, 48.0 * (2.0 * 2048 * 2048 + 2.0 * 2048 * 256), 1e-9);
+    json_decref(ir);
+    /* Absent: Qwen3MoeConfig's default, 128 (not hidden / heads). */
+    json_object_del(hf, "head_dim");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 128);
+    json_decref(ir);
+    json_decref(hf);
+    /* Gemma: explicit 256 with hidden 3072 and 16 heads (not 192). */
+    hf = load("gemma-7b");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 256);
+    json_decref(ir);
+    json_decref(hf);
+    /* Llama without head_dim: hidden / heads. */
+    hf = load("llama3-8b");
+    json_object_set_new(hf, "head_dim", json_null());
+    json_object_set_new(hf, "hidden_size", json_integer(2048));
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 64);
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* Trap: transformers sets head_dim = qk_rope_head_dim for DeepSeek; it must
+ * not change the MLA shapes. */
+static void test_trap_deepseek_head_dim(void)
+{
+    json_t *hf = load("deepseek-v3");
+    json_t *ir1 = resolve(hf, NULL);
+    json_object_set_new(hf, "head_dim", json_integer(64));
+    json_t *ir2 = resolve(hf, NULL);
+    CHECK(ir1 && ir2 && json_equal(ir1, ir2));
+    CHECK_STR(rstr(ir2, 0, "attention", "type"), "mla");
+    CHECK(json_object_get(json_object_get(run(ir2, 0), "attention"), "head_dim") == NULL);
+    CHECK_EQ_I(rget(ir2, 0, "attention", "qk_nope_head_dim"), 128);
+    CHECK_EQ_I(rget(ir2, 0, "attention", "qk_rope_head_dim"), 64);
+    CHECK_EQ_I(rget(ir2, 0, "attention", "v_head_dim"), 128);
+    CHECK_EQ_I(rget(ir2, 0, "attention", "q_lora_rank"), 1536);
+    CHECK_EQ_I(rget(ir2, 0, "attention", "kv_lora_rank"), 512);
+    CHECK_EQ_I(rget(ir2, 0, "attention", "n_heads"), 128);
+    json_decref(ir1);
+    json_decref(ir2);
+    json_decref(hf);
+}
+
+/* Trap: q_lora_rank null (V2-Lite) = no low-rank q path; absent = error. */
+static void test_trap_q_lora_null(void)
+{
+    json_t *hf = load("deepseek-v2-lite");
+    json_t *ir = resolve(hf, NULL);
+    CHECK(ir != NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "q_lora_rank"), 0);
+    json_decref(ir);
+    json_object_del(hf, "q_lora_rank");
+    EXPECT_422(hf, PTR "/q_lora_rank");
+    json_object_set_new(hf, "q_lora_rank", json_string("none"));
+    EXPECT_422(hf, PTR "/q_lora_rank");
+    json_decref(hf);
+}
+
+/* Trap: DeepSeek first_k_dense_replace + moe_layer_freq; shared experts. */
+static void test_trap_deepseek_layers(void)
+{
+    json_t *hf = load("deepseek-v3");
+    json_t *ir = resolve(hf, NULL);
+    /* 3 dense + 58 MoE = 2 runs; MTP (num_nextn_predict_layers) ignored. */
+    CHECK_EQ_I(n_runs(ir), 2);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 3);
+    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
+    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 18432);
+    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 58);
+    CHECK_STR(rstr(ir, 1, "mlp", "type"), "moe");
+    CHECK_EQ_I(rget(ir, 1, "mlp", "n_experts"), 256);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "top_k"), 8);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "expert_ffn_dim"), 2048);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "n_shared_experts"), 1);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "shared_ffn_dim"), 2048);
+    json_decref(ir);
+
+    /* moe_layer_freq 2, first_k_dense_replace 1: MoE iff i >= 1 and i % 2 == 0:
+     * layers 0,1 dense, 2 MoE, 3 dense, 4 MoE ... (61 layers: 2 dense then
+     * 29 x (MoE, dense) with the last MoE at 60) = 1 + 59 runs. */
+    json_object_set_new(hf, "moe_layer_freq", json_integer(2));
+    json_object_set_new(hf, "first_k_dense_replace", json_integer(1));
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 60);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 2);
+    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
+    CHECK_STR(rstr(ir, 1, "mlp", "type"), "moe");
+    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 1);
+    CHECK_STR(rstr(ir, 2, "mlp", "type"), "dense");
+    CHECK_STR(rstr(ir, 59, "mlp", "type"), "moe");
+    json_decref(ir);
+
+    /* n_routed_experts null: every layer dense. */
+    json_object_set_new(hf, "n_routed_experts", json_null());
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 1);
+    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
+    json_decref(ir);
+    json_decref(hf);
+
+    /* V2-Lite: 1 dense + 26 MoE with 2 shared experts of 1408. */
+    hf = load("deepseek-v2-lite");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 2);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 1);
+    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 26);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "n_shared_experts"), 2);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "shared_ffn_dim"), 1408);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "n_experts"), 64);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "top_k"), 6);
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* Trap: Qwen MoE layer rule (decoder_sparse_step, mlp_only_layers) and the
+ * Qwen2-MoE shared expert. */
+static void test_trap_qwen_moe_layers(void)
+{
+    json_t *hf = load("qwen3-30b-a3b");
+    json_t *ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 1);
+    CHECK_STR(rstr(ir, 0, "mlp", "type"), "moe");
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 128);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "expert_ffn_dim"), 768);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_shared_experts"), 0);
+    json_decref(ir);
+
+    /* mlp_only_layers [0, 47]: dense, 46 MoE, dense (dense width 6144). */
+    json_t *mol = json_array();
+    json_array_append_new(mol, json_integer(0));
+    json_array_append_new(mol, json_integer(47));
+    json_object_set_new(hf, "mlp_only_layers", mol);
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 3);
+    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
+    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 6144);
+    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 46);
+    CHECK_STR(rstr(ir, 2, "mlp", "type"), "dense");
+    json_decref(ir);
+
+    /* decoder_sparse_step 2: MoE iff (i + 1) % 2 == 0 -> dense, MoE, ... */
+    json_object_set_new(hf, "mlp_only_layers", json_array());
+    json_object_set_new(hf, "decoder_sparse_step", json_integer(2));
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 48);
+    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
+    CHECK_STR(rstr(ir, 1, "mlp", "type"), "moe");
+    json_decref(ir);
+    json_decref(hf);
+
+    /* Qwen1.5-MoE-A2.7B: one shared expert of 5632 beside 60 x 1408. */
+    hf = load("qwen1.5-moe-a2.7b");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 1);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 60);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "top_k"), 4);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "expert_ffn_dim"), 1408);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_shared_experts"), 1);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "shared_ffn_dim"), 5632);
+    /* Qwen2 attention has q/k/v biases (modeling_qwen2_moe.py bias=True). */
+    CHECK(json_is_true(json_object_get(json_object_get(run(ir, 0), "attention"), "qkv_bias")));
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* Trap: sliding windows and per-layer attention types. */
+static void test_trap_windows(void)
+{
+    /* Mistral-7B-v0.1: a 4096 window on every layer. */
+    json_t *hf = load("mistral-7b-v0.1");
+    json_t *ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 1);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 4096);
+    json_decref(ir);
+    json_decref(hf);
+    /* Mixtral: sliding_window null = full attention. */
+    hf = load("mixtral-8x7b");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
+    json_decref(ir);
+    json_decref(hf);
+
+    /* Qwen2.5-7B: sliding_window 131072 but use_sliding_window false. */
+    hf = load("qwen2.5-7b");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 1);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
+    json_decref(ir);
+    /* use_sliding_window true: layers >= max_window_layers slide. */
+    json_object_set_new(hf, "use_sliding_window", json_true());
+    json_object_set_new(hf, "sliding_window", json_integer(4096));
+    json_object_set_new(hf, "max_window_layers", json_integer(20));
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 2);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 20);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
+    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 8);
+    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 4096);
+    json_decref(ir);
+    /* layer_types (transformers >= 4.53) wins over max_window_layers. */
+    json_t *lt = json_array();
+    for (int i = 0; i < 28; i++)
+        json_array_append_new(lt, json_string(i % 4 == 3 ? "full_attention" : "sliding_attention"));
+    json_object_set_new(hf, "layer_types", lt);
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 14);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 3);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 4096);
+    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 1);
+    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 0);
+    json_decref(ir);
+    json_decref(hf);
+
+    /* Gemma-2: sliding (4096) on even layers, global on odd: 42 runs. */
+    hf = load("gemma-2-9b");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 42);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 4096);
+    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 0);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 256);
+    CHECK_STR(rstr(ir, 0, "mlp", "activation"), "gelu");
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* Trap: GLA's derived sizes and its softmax-attention layers. */
+static void test_trap_gla(void)
+{
+    json_t *hf = load("gla-1.3b");
+    json_t *ir = resolve(hf, NULL);
+    CHECK(ir != NULL);
+    CHECK_EQ_I(n_runs(ir), 1);
+    CHECK_STR(rstr(ir, 0, "attention", "type"), "gla");
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_heads"), 4);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 4);   /* num_kv_heads null */
+    CHECK_EQ_I(rget(ir, 0, "attention", "key_dim"), 1024);   /* 2048 x expand_k 0.5 */
+    CHECK_EQ_I(rget(ir, 0, "attention", "value_dim"), 2048); /* 2048 x expand_v 1 */
+    CHECK_EQ_I(rget(ir, 0, "attention", "gate_rank"), 16);
+    CHECK_EQ_I(rget(ir, 0, "attention", "chunk_size"), 64);
+    /* int(2048 x 4 x 2/3) = 5461, rounded up to a multiple of 256: 5632. */
+    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 5632);
+    CHECK_STR(rstr(ir, 0, "mlp", "activation"), "silu");
+    CHECK(json_is_false(json_object_get(ir, "tie_embeddings")));
+    json_decref(ir);
+
+    /* num_kv_heads, expand_k, hidden_ratio, explicit intermediate_size. */
+    json_object_set_new(hf, "num_kv_heads", json_integer(2));
+    json_object_set_new(hf, "expand_k", json_real(1.0));
+    json_object_set_new(hf, "hidden_ratio", json_integer(3));
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 2);
+    CHECK_EQ_I(rget(ir, 0, "attention", "key_dim"), 2048);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 4096); /* int(2048*3*2/3) = 4096 */
+    json_decref(ir);
+    json_object_set_new(hf, "intermediate_size", json_integer(5000));
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 5000);
+    json_decref(ir);
+    json_decref(hf);
+
+    /* Hybrid: softmax attention on layers 5, 11, 17, 23. */
+    hf = load("gla-1.3b");
+    json_t *attn = json_object(), *layers = json_array();
+    for (int i = 5; i < 24; i += 6) json_array_append_new(layers, json_integer(i));
+    json_object_set_new(attn, "layers", layers);
+    json_object_set_new(attn, "num_heads", json_integer(16));
+    json_object_set_new(attn, "num_kv_heads", json_integer(4));
+    json_object_set_new(attn, "window_size", json_integer(2048));
+    json_object_set_new(hf, "attn", attn);
+    mfu_model m;
+    ir = resolve(hf, &m);
+    CHECK(ir != NULL);
+    CHECK_EQ_I(n_runs(ir), 8);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 5);
+    CHECK_STR(rstr(ir, 0, "attention", "type"), "gla");
+    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 1);
+    CHECK_STR(rstr(ir, 1, "attention", "type"), "mha");
+    CHECK_EQ_I(rget(ir, 1, "attention", "n_heads"), 16);
+    CHECK_EQ_I(rget(ir, 1, "attention", "n_kv_heads"), 4);
+    CHECK_EQ_I(rget(ir, 1, "attention", "head_dim"), 128);
+    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 2048);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "ffn_dim"), 5632);
+    CHECK_STR(rstr(ir, 7, "attention", "type"), "mha");
+    CHECK_EQ_I(m.n_runs, 8);
+    json_decref(ir);
+    /* attn without num_heads: fla raises; so do we, at the field. */
+    json_object_del(attn, "num_heads");
+    EXPECT_422(hf, PTR "/attn/num_heads");
+    json_object_set_new(attn, "num_heads", json_integer(16));
+    json_array_set_new(layers, 0, json_integer(24));
+    EXPECT_422(hf, PTR "/attn/layers/0");
+    json_decref(hf);
+}
+
+/* Trap: tie_word_embeddings default per family; num_key_value_heads absent. */
+static void test_trap_defaults(void)
+{
+    /* gemma-7b's config.json has no tie_word_embeddings: Gemma ties. */
+    json_t *hf = load("gemma-7b");
+    CHECK(json_object_get(hf, "tie_word_embeddings") == NULL);
+    json_t *ir = resolve(hf, NULL);
+    CHECK(json_is_true(json_object_get(ir, "tie_embeddings")));
+    CHECK_STR(rstr(ir, 0, "mlp", "activation"), "gelu");
+    json_decref(ir);
+    json_decref(hf);
+    /* Llama without the key: untied (LlamaConfig default false). */
+    hf = load("llama3-8b");
+    json_object_del(hf, "tie_word_embeddings");
+    ir = resolve(hf, NULL);
+    CHECK(json_is_false(json_object_get(ir, "tie_embeddings")));
+    json_decref(ir);
+    /* num_key_value_heads absent or null => = num_attention_heads (MHA). */
+    json_object_del(hf, "num_key_value_heads");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 32);
+    json_decref(ir);
+    json_object_set_new(hf, "num_key_value_heads", json_null());
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 32);
+    json_decref(ir);
+    /* Integral reals are integers. */
+    json_object_set_new(hf, "hidden_size", json_real(4096.0));
+    ir = resolve(hf, NULL);
+    CHECK(ir != NULL);
+    CHECK_EQ_I(json_integer_value(json_object_get(ir, "d_model")), 4096);
+    json_decref(ir);
+    /* attention_bias -> qkv_bias. */
+    json_object_set_new(hf, "attention_bias", json_true());
+    ir = resolve(hf, NULL);
+    CHECK(json_is_true(json_object_get(json_object_get(run(ir, 0), "attention"), "qkv_bias")));
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* A multimodal wrapper: the language model under "text_config". */
+static void test_text_config(void)
+{
+    json_t *inner = load("llama3-8b");
+    json_t *plain = resolve(inner, NULL);
+    json_t *hf = json_object();
+    json_object_set_new(hf, "model_type", json_string("llava"));
+    json_object_set_new(hf, "tie_word_embeddings", json_false());
+    json_object_set_new(hf, "vision_config", json_object());
+    json_object_del(inner, "tie_word_embeddings");
+    json_object_set(hf, "text_config", inner);
+    json_t *ir = resolve(hf, NULL);
+    CHECK(ir != NULL && json_equal(ir, plain));
+    json_decref(ir);
+    /* Errors point inside text_config. */
+    json_object_set_new(inner, "hidden_size", json_integer(-4096));
+    EXPECT_422(hf, PTR "/text_config/hidden_size");
+    json_object_set_new(inner, "model_type", json_string("llama4_text"));
+    EXPECT_422(hf, PTR "/text_config/model_type");
+    json_object_set_new(hf, "text_config", json_string("x"));
+    EXPECT_422(hf, PTR "/text_config");
+    json_decref(plain);
+    json_decref(inner);
+    json_decref(hf);
+}
+
+/* ---- bad configs: 422 with the pointer of the field ----------------------- */
+
+static void test_bad_configs(void)
+{
+    /* Unsupported / missing model_type lists what is supported. */
+    json_t *hf = load("llama3-8b");
+    json_object_set_new(hf, "model_type", json_string("gpt2"));
+    api_status st;
+    api_status_init(&st);
+    json_t *ir = api_hf_to_ir(hf, PTR, &st);
+    CHECK(ir == NULL);
+    CHECK_EQ_I(st.status, 422);
+    CHECK_STR(st.errors[0].pointer, PTR "/model_type");
+    CHECK(strstr(st.errors[0].detail, "supported: llama, mistral, mixtral, qwen2, qwen2_moe, "
+                                      "qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gla, gemma, "
+                                      "gemma2") != NULL);
+    json_object_del(hf, "model_type");
+    EXPECT_422(hf, PTR "/model_type");
+    json_object_set_new(hf, "model_type", json_integer(7));
+    EXPECT_422(hf, PTR "/model_type");
+    json_decref(hf);
+
+    /* Not an object at all. */
+    json_t *arr = json_array();
+    EXPECT_422(arr, PTR);
+    json_decref(arr);
+
+    /* Missing, zero, negative, non-integer, absurd. */
+    hf = load("llama3-8b");
+    json_object_del(hf, "hidden_size");
+    EXPECT_422(hf, PTR "/hidden_size");
+    json_decref(hf);
+    BAD("llama3-8b", "hidden_size", json_integer(0), PTR "/hidden_size");
+    BAD("llama3-8b", "hidden_size", json_integer(-4096), PTR "/hidden_size");
+    BAD("llama3-8b", "hidden_size", json_string("4096"), PTR "/hidden_size");
+    BAD("llama3-8b", "hidden_size", json_real(4096.5), PTR "/hidden_size");
+    BAD("llama3-8b", "hidden_size", json_true(), PTR "/hidden_size");
+    BAD("llama3-8b", "hidden_size", json_integer(API_MAX_DIM + 1), PTR "/hidden_size");
+    BAD("llama3-8b", "num_hidden_layers", json_integer(1000000000000LL), PTR "/num_hidden_layers");
+    BAD("llama3-8b", "num_hidden_layers", json_real(1e300), PTR "/num_hidden_layers");
+    BAD("llama3-8b", "vocab_size", json_integer(0), PTR "/vocab_size");
+    BAD("llama3-8b", "intermediate_size", json_integer(-1), PTR "/intermediate_size");
+    BAD("llama3-8b", "num_attention_heads", json_null(), PTR "/num_attention_heads");
+    BAD("llama3-8b", "head_dim", json_integer(0), PTR "/head_dim");
+    BAD("llama3-8b", "tie_word_embeddings", json_string("no"), PTR "/tie_word_embeddings");
+    BAD("llama3-8b", "hidden_act", json_string("tanh"), PTR "/hidden_act");
+    /* Contradictions. */
+    BAD("llama3-8b", "num_key_value_heads", json_integer(5), PTR "/num_key_value_heads");
+    hf = load("llama3-8b"); /* 3 heads do not divide 4096 (no head_dim given) */
+    json_object_del(hf, "num_key_value_heads");
+    json_object_set_new(hf, "num_attention_heads", json_integer(3));
+    EXPECT_422(hf, PTR "/num_attention_heads");
+    json_decref(hf);
+    BAD("mixtral-8x7b", "num_experts_per_tok", json_integer(9), PTR "/num_experts_per_tok");
+    BAD("mixtral-8x7b", "num_local_experts", json_integer(API_MAX_EXPERTS + 1),
+        PTR "/num_local_experts");
+    BAD("deepseek-v3", "n_routed_experts", json_integer(1000000), PTR "/n_routed_experts");
+    BAD("deepseek-v3", "kv_lora_rank", json_integer(0), PTR "/kv_lora_rank");
+    BAD("deepseek-v3", "moe_layer_freq", json_integer(0), PTR "/moe_layer_freq");
+    BAD("qwen3-30b-a3b", "decoder_sparse_step", json_integer(0), PTR "/decoder_sparse_step");
+    BAD("qwen3-30b-a3b", "moe_intermediate_size", json_string("768"), PTR "/moe_intermediate_size");
+    BAD("qwen1.5-moe-a2.7b", "shared_expert_intermediate_size", json_integer(-5),
+        PTR "/shared_expert_intermediate_size");
+    BAD("gla-1.3b", "num_kv_heads", json_integer(3), PTR "/num_kv_heads");
+    BAD("gla-1.3b", "expand_k", json_real(0.3), PTR "/expand_k"); /* 614 % 4 != 0 */
+    BAD("gla-1.3b", "expand_v", json_integer(-1), PTR "/expand_v");
+    BAD("gla-1.3b", "num_heads", json_integer(0), PTR "/num_heads");
+    BAD("gemma-2-9b", "sliding_window", json_real(0.5), PTR "/sliding_window");
+
+    /* Array entries. */
+    hf = load("qwen3-30b-a3b");
+    json_t *mol = json_array();
+    json_array_append_new(mol, json_integer(0));
+    json_array_append_new(mol, json_integer(48));
+    json_object_set_new(hf, "mlp_only_layers", mol);
+    EXPECT_422(hf, PTR "/mlp_only_layers/1");
+    json_object_set_new(hf, "mlp_only_layers", json_string("0"));
+    EXPECT_422(hf, PTR "/mlp_only_layers");
+    json_object_set_new(hf, "mlp_only_layers", json_array());
+    json_object_set_new(hf, "use_sliding_window", json_true());
+    json_object_set_new(hf, "sliding_window", json_integer(4096));
+    json_object_set_new(hf, "layer_types", json_array());
+    EXPECT_422(hf, PTR "/layer_types");
+    json_decref(hf);
+
+    /* More distinct runs than the core holds (MFU_MAX_RUNS). */
+    hf = load("gemma-2-9b");
+    json_object_set_new(hf, "num_hidden_layers", json_integer(2 * MFU_MAX_RUNS + 2));
+    EXPECT_422(hf, PTR "/num_hidden_layers");
+    json_decref(hf);
+}
+
+/* Never crash: every top-level field of every data file replaced by junk
+ * gives either a model or a 422 pointing under the hf_config. */
+static void test_junk_never_crashes(void)
+{
+    static const char *files[] = {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b",
+                                  "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "deepseek-v3",
+                                  "gla-1.3b", "gemma-2-9b", "mistral-7b-v0.1", "qwen2.5-7b"};
+    int bad = 0, n = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        json_t *base = load(files[f]);
+        const char *key;
+        json_t *val;
+        void *tmp;
+        json_object_foreach_safe(base, tmp, key, val) {
+            json_t *junk[] = {json_null(),          json_string("x"),   json_integer(-1),
+                              json_integer(0),      json_real(1e300),   json_real(-0.5),
+                              json_array(),         json_object(),      json_true(),
+                              json_integer(1LL << 40)};
+            for (size_t j = 0; j < sizeof junk / sizeof junk[0]; j++) {
+                json_t *hf = json_deep_copy(base);
+                json_object_set_new(hf, key, junk[j]);
+                api_status st;
+                api_status_init(&st);
+                json_t *ir = api_hf_to_ir(hf, PTR, &st);
+                n++;
+                if (ir) {
+                    mfu_model m;
+                    api_status st2;
+                    api_status_init(&st2);
+                    if (st.status != 0 || api_model_from_ir(ir, "/model", &m, &st2) != 0) {
+                        bad++;
+                        fprintf(stderr, "  %s.%s junk %zu: IR rejected: %s %s\n", files[f], key,
+                                j, st2.n_errors ? st2.errors[0].pointer : "",
+                                st2.n_errors ? st2.errors[0].detail : "");
+                    }
+                } else if (st.status != 422 || st.n_errors < 1 ||
+                           strncmp(st.errors[0].pointer, PTR, strlen(PTR)) != 0) {
+                    bad++;
+                    fprintf(stderr, "  %s.%s junk %zu: status %d\n", files[f], key, j, st.status);
+                }
+                json_decref(ir);
+                json_decref(hf);
+            }
+        }
+        json_decref(base);
+    }
+    CHECK(n > 500);
+    CHECK_EQ_I(bad, 0);
+}
+
+/* ---- the model presets (presets/models/NAME.json) ---------------------------- */
+
+static void preset_params(const char *name, double total, double active)
+{
+    json_t *pr = api_preset_model(name);
+    CHECK(pr != NULL);
+    if (!pr) {
+        fprintf(stderr, "  preset %s missing\n", name);
+        return;
+    }
+    CHECK(json_is_string(json_object_get(pr, "source")));
+    CHECK(strncmp(json_string_value(json_object_get(pr, "source")) ? json_string_value(json_object_get(pr, "source")) : "", "https://", 8) == 0);
+    CHECK(json_is_string(json_object_get(pr, "description")));
+    json_t *hf = json_object_get(pr, "hf_config");
+    json_t *ir = hf ? resolve(hf, NULL) : json_incref(json_object_get(pr, "model"));
+    mfu_model m;
+    api_status st;
+    api_status_init(&st);
+    int rc = ir ? api_model_from_ir(ir, "/model", &m, &st) : -1;
+    CHECK_EQ_I(rc, 0);
+    if (rc == 0) {
+        mfu_params p;
+        mfu_model_params(&m, &p);
+        CHECK_NEAR(p.total, total, 0.01);
+        if (active > 0) CHECK_NEAR(p.active, active, 0.02);
+    }
+    json_decref(ir);
+}
+
+static void test_presets(void)
+{
+    /* GPT-3 (Brown et al. 2020, Table 2.1): 175B. Megatron shapes
+     * (Korthikanti et al. 2022, Table 3; Narayanan et al. 2021, Table 1:
+     * 1T = 1008B with vocab 51200). */
+    preset_params("gpt3-175b", 175e9, 0);
+    preset_params("megatron-22b", 22e9, 0);
+    preset_params("megatron-530b", 530e9, 0);
+    preset_params("megatron-1t", 1008e9, 0);
+    preset_params("llama3-8b", 8.03e9, 0);
+    preset_params("llama3-70b", 70.6e9, 0);
+    preset_params("llama3-405b", 405e9, 0);
+    preset_params("mixtral-8x7b", 46.7e9, 12.9e9);
+    preset_params("mixtral-8x22b", 141e9, 39e9);
+    preset_params("qwen3-30b-a3b", 30.5e9, 3.3e9);
+    preset_params("qwen3-235b-a22b", 235e9, 22e9);
+    preset_params("deepseek-v2-lite", 15.7e9, 0);
+    preset_params("deepseek-v3", 671e9, 0);
+    preset_params("gla-1.3b", 1.365e9, 0);
+    /* GPT-3's IR: non-gated GeLU 4h MLP, learned positions, LayerNorm. */
+    json_t *g = json_object_get(api_preset_model("gpt3-175b"), "model");
+    CHECK_STR(json_string_value(json_object_get(g, "norm")), "layernorm");
+    CHECK_STR(json_string_value(json_object_get(g, "position")), "learned");
+    CHECK_EQ_I(rget(g, 0, "mlp", "ffn_dim"), 49152);
+    CHECK(json_is_false(json_object_get(json_object_get(run(g, 0), "mlp"), "gated")));
+}
+
+int main(void)
+{
+    test_roundtrips();
+    test_deepseek_published();
+    test_llama_ir();
+    test_trap_explicit_head_dim();
+    test_trap_deepseek_head_dim();
+    test_trap_q_lora_null();
+    test_trap_deepseek_layers();
+    test_trap_qwen_moe_layers();
+    test_trap_windows();
+    test_trap_gla();
+    test_trap_defaults();
+    test_text_config();
+    test_bad_configs();
+    test_junk_never_crashes();
+    test_presets();
+    return check_done();
+}
