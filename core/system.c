@@ -248,12 +248,15 @@ static double device_params(const mfu_system *sys, const mfu_config *c, int firs
     double p = frac * (sys->layer_params_dense / tp + sys->params_expert / (ep * (double)c->etp));
     double vh = (double)m->vocab * (double)m->d_model;
     double pos = m->position == MFU_POS_LEARNED ? (double)m->max_positions * (double)m->d_model : 0;
+    /* the final norm: whatever the layers and embeddings do not hold */
+    double fin = sys->params_total - sys->layer_params_dense - sys->params_expert -
+                 sys->params_embed;
     if (c->ax[MFU_AX_PP] == 1) {
-        p += (vh + pos) / tp + (m->tie_embeddings ? 0.0 : vh / tp);
+        p += (vh + pos) / tp + (m->tie_embeddings ? 0.0 : vh / tp) + fin;
     } else {
         /* first stage: token (+ position) embeddings; last: the LM head (a
-         * copy of the embedding when tied) */
-        p += first_stage ? (vh + pos) / tp : vh / tp;
+         * copy of the embedding when tied) and the final norm */
+        p += first_stage ? (vh + pos) / tp : vh / tp + fin;
     }
     return p;
 }

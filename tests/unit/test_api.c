@@ -1,0 +1,214 @@
+/* api/: SHA-256 (FIPS 180-4 examples), the cache key's normal form, JSON
+ * pointers in errors, overrides, presets, rendering contracts. */
+#include "check.h"
+#include "sha256.h"
+#include "testutil.h"
+
+static json_t *J(const char *s)
+{
+    json_error_t e;
+    json_t *j = json_loads(s, 0, &e);
+    if (!j) fprintf(stderr, "bad test JSON: %s\n", e.text);
+    return j;
+}
+
+static void key_of(const char *req, char out[65])
+{
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J(req);
+    json_t *n = api_normalize(r, &st);
+    if (!n) {
+        fprintf(stderr, "normalize failed: %s %s\n", st.n_errors ? st.errors[0].pointer : "",
+                st.n_errors ? st.errors[0].detail : "");
+        strcpy(out, "error");
+    } else {
+        api_cache_key(n, out);
+    }
+    json_decref(n);
+    json_decref(r);
+}
+
+/* run f on req, expect failure with status and the first pointer */
+static void expect_error(json_t *(*f)(json_t *, api_status *), const char *req, int status,
+                         const char *pointer)
+{
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J(req);
+    json_t *res = f(r, &st);
+    CHECK(res == NULL);
+    CHECK_EQ_I(st.status, status);
+    CHECK(st.n_errors >= 1);
+    if (st.n_errors) CHECK_STR(st.errors[0].pointer, pointer);
+    json_decref(res);
+    json_decref(r);
+}
+
+static json_t *search_sync(json_t *r, api_status *st) { return api_search(r, st, NULL, NULL); }
+
+#define BASE "\"hardware\": {\"preset\": \"h100-sxm\"}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}"
+
+int main(void)
+{
+    /* FIPS 180-4 / NIST example vectors */
+    char hex[65];
+    mfu_sha256_hex("abc", 3, hex);
+    CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    mfu_sha256_hex("", 0, hex);
+    CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    mfu_sha256_hex(m448, strlen(m448), hex);
+    CHECK_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+
+    /* cache key: key order, 4096 vs 4096.0, explicit defaults, preset vs the
+     * same model written out give one key; a changed value another */
+    char k1[65], k2[65], k3[65], k4[65], k5[65];
+    key_of("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE "}", k1);
+    key_of("{\"training\": {\"global_batch_tokens\": 1048576.0, \"seq_len\": 4096.0}, "
+           "\"hardware\": {\"preset\": \"h100-sxm\"}, \"model\": {\"preset\": \"llama3-8b\"}}", k2);
+    key_of("{\"model\": {\"preset\": \"llama3-8b\"}, \"mfu_convention\": \"causal\", "
+           "\"hardware\": {\"preset\": \"h100-sxm\"}, \"training\": {\"seq_len\": 4096, "
+           "\"global_batch_tokens\": 1048576, \"dtype\": \"bf16\", \"attention_impl\": \"flash\"}}", k3);
+    key_of("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"mfu_convention\": \"full\"}", k4);
+    CHECK_STR(k1, k2);
+    CHECK_STR(k1, k3);
+    CHECK(strcmp(k1, k4) != 0);
+    CHECK(strlen(k1) == 64);
+    {
+        /* the preset written out as IR (its own resolved form) hashes the same */
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE "}");
+        json_t *n = api_normalize(r, &st);
+        json_t *r2 = json_pack("{s:O,s:O,s:O}", "model", json_object_get(n, "model"), "hardware",
+                               json_object_get(n, "hardware"), "training", json_object_get(r, "training"));
+        json_t *n2 = api_normalize(r2, &st);
+        CHECK(n2 != NULL);
+        if (n2) {
+            api_cache_key(n2, k5);
+            CHECK_STR(k1, k5);
+            /* but the provenance differs */
+            CHECK_STR(json_string_value(json_object_get(json_object_get(n2, "_source"), "model")), "ir");
+        }
+        json_decref(n); json_decref(n2); json_decref(r); json_decref(r2);
+    }
+
+    /* errors carry the pointer of the offending field */
+    expect_error(api_roofline, "[1, 2]", 422, "");
+    expect_error(api_roofline, "{\"model\": {\"preset\": \"nope\"}, " BASE "}", 422, "/model/preset");
+    expect_error(api_roofline, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"training\": {\"global_batch_tokens\": 4096}}", 422, "/training/seq_len");
+    expect_error(api_roofline, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"training\": {\"seq_len\": 0, \"global_batch_tokens\": 4096}}", 422, "/training/seq_len");
+    expect_error(api_roofline, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 5000}}", 422, "/training/global_batch_tokens");
+    expect_error(api_roofline, "{\"model\": {\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"count\": 2, "
+                 "\"attention\": {\"n_heads\": 16, \"n_kv_heads\": 5}, \"mlp\": {\"ffn_dim\": 4096}}]}, " BASE "}",
+                 422, "/model/layers/0/attention/n_kv_heads");
+    expect_error(api_roofline, "{\"model\": {\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"count\": 1000000000000, "
+                 "\"attention\": {\"n_heads\": 16}, \"mlp\": {\"ffn_dim\": 4096}}]}, " BASE "}",
+                 422, "/model/layers/0/count");
+    expect_error(api_roofline, "{\"model\": {\"d_model\": 1024.5, \"vocab\": 32000, \"layers\": [{\"attention\": "
+                 "{\"n_heads\": 16}, \"mlp\": {\"ffn_dim\": 4096}}]}, " BASE "}", 422, "/model/d_model");
+    expect_error(api_roofline, "{\"model\": {\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"attention\": "
+                 "{\"type\": \"linear\", \"n_heads\": 16}, \"mlp\": {\"ffn_dim\": 4096}}]}, " BASE "}",
+                 422, "/model/layers/0/attention/type");
+    expect_error(api_roofline, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v4\"}, "
+                 "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 4096, \"dtype\": \"fp8\"}}", 422, "/training/dtype");
+    expect_error(api_roofline, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"bogus\": 1}", 422, "/bogus");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE "}", 422, "/devices");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 0}", 422, "/devices");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
+                 "\"search\": {\"fix\": {\"warp\": 2}}}", 422, "/search/fix/warp");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
+                 "\"measured\": {\"config\": {\"parallel\": {\"tp\": 3, \"dp\": 1}}, \"step_time_s\": 1}}",
+                 422, "/measured/config");
+
+    /* overrides: a preset plus fields merges and says what was overridden */
+    {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\", \"num_hidden_layers\": 16}, "
+                      "\"hardware\": {\"preset\": \"h100-sxm\", \"hbm_bytes\": 96e9}, "
+                      "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 4096}}");
+        json_t *res = api_roofline(r, &st);
+        CHECK(res != NULL);
+        json_t *model = json_object_get(res, "model"), *hw = json_object_get(res, "hardware");
+        CHECK_STR(json_string_value(json_array_get(json_object_get(model, "overridden"), 0)), "num_hidden_layers");
+        CHECK_STR(json_string_value(json_array_get(json_object_get(hw, "overridden"), 0)), "hbm_bytes");
+        CHECK(json_real_value(json_object_get(hw, "hbm_bytes")) == 96e9);
+        CHECK_EQ_I(json_integer_value(json_object_get(json_array_get(json_object_get(model, "layers"), 0), "count")), 16);
+        CHECK_STR(json_string_value(json_object_get(model, "source")), "preset");
+        /* the roofline contract */
+        json_t *roof = json_object_get(res, "roofline");
+        CHECK_STR(json_string_value(json_object_get(roof, "convention")), "causal");
+        json_t *op = json_array_get(json_object_get(roof, "ops"), 0);
+        const char *fields[] = {"name", "phase", "count", "flops", "bytes", "intensity", "bound", "time_s"};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) CHECK(json_object_get(op, fields[i]) != NULL);
+        json_decref(res);
+        json_decref(r);
+    }
+
+    /* problem+json shape (RFC 9457) */
+    {
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 422, "/a/b", "bad %d", 7);
+        json_t *p = api_problem_json(&st);
+        CHECK_EQ_I(json_integer_value(json_object_get(p, "status")), 422);
+        CHECK_STR(json_string_value(json_object_get(p, "type")), "/problems/invalid-request");
+        CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(p, "errors"), 0), "pointer")), "/a/b");
+        CHECK_STR(json_string_value(json_object_get(p, "detail")), "bad 7");
+        json_decref(p);
+    }
+
+    /* every preset loads and lists with its key figures and a source */
+    {
+        json_t *ms = api_presets_models(), *hs = api_presets_hardware();
+        CHECK(json_array_size(ms) >= 14);
+        CHECK(json_array_size(hs) >= 11);
+        size_t i;
+        json_t *e;
+        int bad = 0;
+        json_array_foreach(ms, i, e) bad += !json_object_get(e, "params_total") || !json_is_string(json_object_get(e, "source"));
+        json_array_foreach(hs, i, e) bad += !json_object_get(e, "peak_flops") || !json_object_get(e, "source");
+        CHECK_EQ_I(bad, 0);
+        const char *need[] = {"a100-40gb", "a100-80gb", "h100-sxm", "h800", "h200", "b200", "mi300x",
+                              "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"};
+        for (size_t k = 0; k < sizeof need / sizeof *need; k++) {
+            mfu_hardware hw;
+            CHECK(load_hw(need[k], &hw) == 0);
+            CHECK(hw.peak_flops[MFU_DT_BF16] > 0 && hw.hbm_bytes > 0 && hw.n_tiers >= 2);
+        }
+        json_decref(ms);
+        json_decref(hs);
+    }
+
+    /* the search contract and CSV */
+    {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 16, \"search\": {\"top_k\": 3}}");
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *cfgs = json_object_get(res, "configs");
+        CHECK_EQ_I(json_array_size(cfgs), 3);
+        json_t *c = json_array_get(cfgs, 0);
+        const char *fields[] = {"rank", "parallel", "schedule", "vpp", "mbs", "grad_accum",
+                                "global_batch_tokens", "recompute", "memory", "time", "bound",
+                                "expected", "overlap_ratio", "gap"};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) CHECK(json_object_get(c, fields[i]) != NULL);
+        char *csv = api_result_csv(res);
+        int lines = 0;
+        for (char *q = csv; q && *q; q++) lines += *q == '\n';
+        CHECK_EQ_I(lines, 4);
+        free(csv);
+        json_t *s = json_object_get(res, "search");
+        CHECK(json_integer_value(json_object_get(s, "space_size")) > 0);
+        CHECK(json_object_get(json_object_get(s, "pruned"), "memory") != NULL);
+        json_decref(res);
+        json_decref(r);
+    }
+    return check_done();
+}

@@ -1,0 +1,149 @@
+/* Operator inventory and roofline: seed 002's numbers, Korthikanti et al.
+ * 2022's activation memory (sec. 4, Table 2) reproduced from the ops' saved
+ * tensors, flash attention's matmul counts, and the roofline's structure. */
+#include "check.h"
+#include "roofline.h"
+#include "system.h"
+#include "testutil.h"
+
+static mfu_op ops[MFU_MAX_OPS];
+
+/* bytes saved by the forward ops of one layer of run 0 */
+static double layer_saved(const mfu_model *m, const mfu_shape *s)
+{
+    int n = mfu_ops_layer(m, 0, s, ops, MFU_MAX_OPS);
+    double b = 0;
+    for (int i = 0; i < n; i++) b += ops[i].saved_bytes;
+    return b;
+}
+
+static double flops_of(const mfu_op *o, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(o[i].name, name) == 0) return o[i].flops;
+    return -1;
+}
+
+static void korthikanti(const char *preset, double t)
+{
+    mfu_model m;
+    CHECK(load_model(preset, &m) == 0);
+    double s = 2048, b = 1, h = (double)m.d_model, a = (double)m.runs[0].attn.n_heads;
+    mfu_shape sh = {b, 2048, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_UNFUSED};
+    double sbh = s * b * h;
+    /* eq. 1: no parallelism */
+    CHECK_NEAR(layer_saved(&m, &sh), sbh * (34 + 5 * a * s / h), 1e-12);
+    /* eq. 2: tensor parallel */
+    sh.tp = (int64_t)t;
+    CHECK_NEAR(layer_saved(&m, &sh), sbh * (10 + 24 / t + 5 * a * s / (h * t)), 1e-12);
+    /* eq. 4: tensor + sequence parallel */
+    sh.sp = 1;
+    CHECK_NEAR(layer_saved(&m, &sh), sbh / t * (34 + 5 * a * s / h), 1e-12);
+    /* tensor + sequence parallel + selective recompute: 34 sbh / t; full
+     * recompute keeps the layer input, 2 sbh (/t with sp); both through the
+     * system model's per-policy saved bytes */
+    mfu_hardware hw;
+    CHECK(load_hw("a100-80gb", &hw) == 0);
+    mfu_training tr = {2048, 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL};
+    mfu_system sys;
+    mfu_system_init(&sys, &m, &hw, &tr, 8, ops);
+    mfu_shape_cost k;
+    mfu_shape_costs(&sys, &sh, NULL, ops, &k);
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_SELECTIVE], 34 * sbh / t, 1e-12);
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_FULL], 2 * sbh / t, 1e-12);
+    sh.sp = 0;
+    mfu_shape_costs(&sys, &sh, NULL, ops, &k);
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_SELECTIVE], sbh * (10 + 24 / t), 1e-12);
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_FULL], 2 * sbh, 1e-12);
+}
+
+int main(void)
+{
+    /* seed 002: A100 312 TFLOP/s over 1.55 TB/s -> ridge point 201.3 FLOPs/byte */
+    mfu_hardware a100 = {0};
+    a100.peak_flops[MFU_DT_BF16] = 312e12;
+    a100.hbm_bw_bytes_s = 1.55e12;
+    CHECK_NEAR(mfu_ridge_point(&a100, MFU_DT_BF16), 201.29, 1e-4);
+    /* seed 002: bf16 matmul intensity MNK/(MN+NK+MK); M->inf limit NK/(N+K);
+     * fp8 halves the bytes: 2NK/(N+K) */
+    CHECK_NEAR(mfu_matmul_intensity(4096, 4096, 4096, 2), 4096.0 / 3.0, 1e-12);
+    CHECK_NEAR(mfu_matmul_intensity(1024, 512, 256, 2),
+               1024.0 * 512 * 256 / (1024.0 * 512 + 512.0 * 256 + 1024.0 * 256), 1e-12);
+    CHECK_NEAR(mfu_matmul_intensity(1e12, 8192, 8192, 2), 8192.0 * 8192 / 16384, 1e-6);
+    CHECK_NEAR(mfu_matmul_intensity(1e12, 8192, 8192, 1), 2 * 8192.0 * 8192 / 16384, 1e-6);
+    /* seed 002 attention: 2T/(T/S + Hkv/H). Prefill T = S: 2T/(1 + Hkv/H)
+     * (= 2TG/(1+G) with G = H/Hkv; the seed's "2T/(1+G)" drops a G).
+     * Decode T/S -> 0: 2T H/Hkv = 2TG. */
+    CHECK_NEAR(mfu_attention_intensity(4096, 4096, 64, 8), 2.0 * 4096 / (1 + 8.0 / 64), 1e-12);
+    CHECK_NEAR(mfu_attention_intensity(4096, 4096, 64, 8), 2.0 * 4096 * 8 / (1 + 8), 1e-12);
+    CHECK_NEAR(mfu_attention_intensity(1, 1e12, 64, 8), 2.0 * 1 * 8, 1e-6);
+    /* prefill grows with T, decode is a constant */
+    CHECK(mfu_attention_intensity(8192, 8192, 32, 8) > 1.9 * mfu_attention_intensity(4096, 4096, 32, 8));
+
+    /* Korthikanti et al. 2022 Table 2 for the paper's shapes (Table 3:
+     * 22B t=8, 175B t=8, 530B t=8, 1T t=8) */
+    korthikanti("megatron-22b", 8);
+    korthikanti("gpt3-175b", 8);
+    korthikanti("megatron-530b", 8);
+    korthikanti("megatron-1t", 8);
+
+    /* Flash attention: forward 2 matmuls (QK^T, PV), backward 5; with
+     * d_qk = d_v the backward costs 2.5x the forward. Unfused: 2x. */
+    {
+        mfu_model m;
+        CHECK(load_model("llama3-8b", &m) == 0);
+        mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+        int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+        double f = flops_of(ops, n, "attn_core"), bw = flops_of(ops, n, "attn_core.bwd");
+        /* causal pairs s(s+1)/2, 32 heads, d 128: 2 * pairs * H * (d + d) */
+        CHECK_NEAR(f, 2.0 * 4096 * 4097 / 2 * 32 * 256, 1e-12);
+        CHECK_NEAR(bw / f, 2.5, 1e-12);
+        sh.attn_impl = MFU_ATTN_UNFUSED;
+        n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+        double fs = flops_of(ops, n, "attn_scores"), fv = flops_of(ops, n, "attn_av");
+        CHECK_NEAR(fs, 2.0 * 32 * 4096.0 * 4096 * 128, 1e-12); /* full square materialised */
+        CHECK_NEAR(flops_of(ops, n, "attn_scores.bwd") + flops_of(ops, n, "attn_av.bwd"),
+                   2 * (fs + fv), 1e-12);
+        /* every matmul: backward = dgrad + wgrad = 2 x forward (Narayanan) */
+        CHECK_NEAR(flops_of(ops, n, "mlp_up.dgrad") + flops_of(ops, n, "mlp_up.wgrad"),
+                   2 * flops_of(ops, n, "mlp_up"), 1e-12);
+        /* mlp_up of SwiGLU: 2 * T * h * (2 * 14336) */
+        CHECK_NEAR(flops_of(ops, n, "mlp_up"), 2.0 * 4096 * 4096 * 2 * 14336, 1e-12);
+    }
+
+    /* Roofline of a large dense model on H100 at s = 8192: every linear
+     * projection is compute-bound (M = 2M tokens, intensity ~ thousands vs a
+     * ridge of 989.4e12/3.35e12 = 295), the elementwise ops memory-bound;
+     * MFU high but below 1. */
+    {
+        mfu_model m;
+        mfu_hardware hw;
+        CHECK(load_model("llama3-70b", &m) == 0);
+        CHECK(load_hw("h100-sxm", &hw) == 0);
+        mfu_training tr = {8192, 2097152, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+        mfu_roofline r;
+        CHECK(mfu_roofline_compute(&m, &hw, &tr, ops, MFU_MAX_OPS, &r) == 0);
+        int mm = 0, bad = 0, mem = 0;
+        double sum = 0;
+        for (int i = 0; i < r.n_ops; i++) {
+            sum += mfu_op_time(&ops[i], &hw, MFU_DT_BF16, NULL) * ops[i].count;
+            if (ops[i].tags & MFU_TAG_MATMUL) {
+                mm++;
+                if (!mfu_op_compute_bound(&ops[i], &hw, MFU_DT_BF16)) bad++;
+            }
+            if (strstr(ops[i].name, "norm") || strstr(ops[i].name, "residual") ||
+                strstr(ops[i].name, "act") || strcmp(ops[i].name, "loss") == 0)
+                mem += !mfu_op_compute_bound(&ops[i], &hw, MFU_DT_BF16);
+        }
+        CHECK(mm >= 15);
+        CHECK_EQ_I(bad, 0);
+        CHECK(mem >= 8);
+        CHECK_NEAR(r.step_time_s, sum, 1e-12);
+        CHECK(r.mfu > 0.8 && r.mfu < 1.0);
+        CHECK(r.memory_bound_s > 0);
+        CHECK_NEAR(r.mfu, r.f_useful_flops / (989.4e12 * r.step_time_s), 1e-12);
+        /* F_useful = 3 x forward */
+        CHECK_NEAR(r.f_useful_flops, 3 * 2097152.0 * mfu_model_flops_per_token_fwd(&m, 8192, MFU_CONV_CAUSAL), 1e-12);
+    }
+    return check_done();
+}

@@ -1,0 +1,158 @@
+/* Configuration search: the best is at least as good as every evaluated
+ * configuration, ranking is sorted and stable, constraints hold, budgets
+ * truncate, output is bit-identical across runs. */
+#include "check.h"
+#include "search.h"
+#include "testutil.h"
+
+static mfu_op ops[MFU_MAX_OPS];
+
+static int run(const mfu_system *sys, const mfu_search_opts *o, mfu_ranked *top, mfu_search_result *r)
+{
+    static char cache_mem[1];
+    (void)cache_mem;
+    void *cache = malloc(mfu_search_cache_bytes());
+    mfu_search_scratch sc = {ops, cache};
+    r->top = top;
+    int rc = mfu_search(sys, o, &sc, NULL, NULL, r);
+    free(cache);
+    return rc;
+}
+
+static int stop_after_first(void *ctx, double frac, uint64_t n)
+{
+    (void)frac; (void)n;
+    return ++*(int *)ctx >= 1;
+}
+
+int main(void)
+{
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model("llama3-8b", &m) == 0);
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_training tr = {4096, 4096.0 * 512, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+    mfu_system sys;
+    mfu_system_init(&sys, &m, &hw, &tr, 32, ops);
+    mfu_search_opts o;
+    mfu_search_defaults(&sys, &o);
+
+    static mfu_ranked all[MFU_MAX_TOP_K], one[1], again[MFU_MAX_TOP_K];
+    mfu_search_result ra, r1, rb;
+    o.top_k = MFU_MAX_TOP_K;
+    CHECK(run(&sys, &o, all, &ra) == 0);
+    o.top_k = 1;
+    CHECK(run(&sys, &o, one, &r1) == 0);
+    CHECK(ra.n > 10);
+    CHECK(r1.n == 1);
+    /* the best of a top-1 search is the head of the full ranking */
+    CHECK(memcmp(&one[0].config, &all[0].config, sizeof one[0].config) == 0);
+    CHECK(one[0].score == all[0].score);
+    /* sorted, feasible, consistent */
+    int unsorted = 0, infeasible = 0, inconsistent = 0;
+    for (int i = 0; i < ra.n; i++) {
+        if (i && all[i].score < all[i - 1].score) unsorted++;
+        if (!all[i].eval.feasible) infeasible++;
+        int64_t prod = 1;
+        for (int a = 0; a < MFU_AX_COUNT; a++) prod *= all[i].config.ax[a];
+        const mfu_config *c = &all[i].config;
+        if (prod != 32 || c->mbs * c->grad_accum * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP] != 512)
+            inconsistent++;
+    }
+    CHECK_EQ_I(unsorted, 0);
+    CHECK_EQ_I(infeasible, 0);
+    CHECK_EQ_I(inconsistent, 0);
+    /* stats add up: every enumerated point is pruned or evaluated */
+    uint64_t pr = 0;
+    for (int i = 0; i < MFU_PRUNE_COUNT; i++) pr += ra.stats.pruned[i];
+    CHECK(ra.stats.evaluated + ra.stats.pruned[MFU_PRUNE_DIVISIBILITY] +
+          ra.stats.pruned[MFU_PRUNE_CONSTRAINT] + ra.stats.pruned[MFU_PRUNE_BATCH] == ra.stats.space_size);
+    CHECK(ra.stats.feasible == ra.stats.fully_evaluated + ra.stats.pruned[MFU_PRUNE_BOUND]);
+
+    /* brute force: evaluate every (tp, pp, mbs, recompute, zero) directly;
+     * none beats the search's best */
+    int better = 0, tried = 0;
+    for (int64_t tp = 1; tp <= 8; tp *= 2)
+        for (int64_t pp = 1; pp <= 4; pp *= 2)
+            for (int64_t mbs = 1; mbs <= 4; mbs *= 2)
+                for (int rc = 0; rc < MFU_RC_COUNT; rc++)
+                    for (int z = 0; z <= 2; z++) {
+                        mfu_config c;
+                        memset(&c, 0, sizeof c);
+                        c.ax[MFU_AX_DP] = 32 / (tp * pp);
+                        c.ax[MFU_AX_FSDP] = c.ax[MFU_AX_EP] = c.ax[MFU_AX_CP] = 1;
+                        c.ax[MFU_AX_TP] = tp;
+                        c.ax[MFU_AX_PP] = pp;
+                        c.etp = 1; c.vpp = 1; c.mbs = mbs; c.zero = z;
+                        c.grad_accum = 512 / (c.ax[MFU_AX_DP] * mbs);
+                        c.recompute = (mfu_recompute)rc;
+                        c.recompute_layers = -1;
+                        const char *why;
+                        if (mfu_config_check(&sys, &c, &why) >= 0) continue;
+                        mfu_eval ev;
+                        mfu_evaluate(&sys, &c, ops, &ev);
+                        if (!ev.feasible) continue;
+                        tried++;
+                        if (ev.expected.step_time_s / 2097152.0 < all[0].score * (1 - 1e-12)) better++;
+                    }
+    CHECK(tried > 20);
+    CHECK_EQ_I(better, 0);
+
+    /* same input -> bit-identical output */
+    o.top_k = MFU_MAX_TOP_K;
+    CHECK(run(&sys, &o, again, &rb) == 0);
+    CHECK(rb.n == ra.n);
+    CHECK(memcmp(again, all, sizeof all[0] * (size_t)ra.n) == 0);
+    CHECK(memcmp(&rb.stats, &ra.stats, sizeof ra.stats) == 0);
+
+    /* constraints: fix tp = 2 and recompute = full */
+    o.n_allowed[MFU_AX_TP] = 1;
+    o.allowed[MFU_AX_TP][0] = 2;
+    o.fix_recompute = MFU_RC_FULL;
+    o.top_k = 50;
+    CHECK(run(&sys, &o, again, &rb) == 0);
+    int off = 0;
+    for (int i = 0; i < rb.n; i++)
+        off += again[i].config.ax[MFU_AX_TP] != 2 || again[i].config.recompute != MFU_RC_FULL;
+    CHECK(rb.n > 0);
+    CHECK_EQ_I(off, 0);
+    CHECK(rb.stats.pruned[MFU_PRUNE_CONSTRAINT] > 0);
+
+    /* budget: max_evaluations truncates and says so */
+    mfu_search_defaults(&sys, &o);
+    o.max_evaluations = 100;
+    CHECK(run(&sys, &o, again, &rb) == 0);
+    CHECK(rb.stats.truncated);
+    CHECK(rb.stats.evaluated == 100);
+    /* a callback can stop it */
+    mfu_search_defaults(&sys, &o);
+    int calls = 0;
+    void *cache = malloc(mfu_search_cache_bytes());
+    mfu_search_scratch sc = {ops, cache};
+    rb.top = again;
+    /* progress is reported every 65536 evaluations: a big space */
+    mfu_system big;
+    mfu_training t2 = {4096, 4096.0 * 4096, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+    mfu_system_init(&big, &m, &hw, &t2, 1024, ops);
+    mfu_search_defaults(&big, &o);
+    mfu_search(&big, &o, &sc, stop_after_first, &calls, &rb);
+    CHECK(calls == 1);
+    CHECK(rb.stats.truncated);
+    free(cache);
+
+    /* a batch range: configurations of different global batches, ranked by
+     * time per token */
+    mfu_search_defaults(&sys, &o);
+    o.batch_min_seqs = 256;
+    o.batch_max_seqs = 1024;
+    o.top_k = 20;
+    CHECK(run(&sys, &o, again, &rb) == 0);
+    int outside = 0;
+    for (int i = 0; i < rb.n; i++) {
+        double seqs = (double)again[i].eval.global_batch_tokens / 4096;
+        outside += seqs < 256 || seqs > 1024;
+    }
+    CHECK(rb.n == 20);
+    CHECK_EQ_I(outside, 0);
+    return check_done();
+}
