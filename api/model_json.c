@@ -366,6 +366,24 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
         bad |= jv_num(eff, "hbm", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.hbm_eff, st);
         bad |= jv_num(eff, "step_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e3,
                       &out->eff.step_overhead_s, st);
+        json_t *half = json_object_get(eff, "net_half_bytes");
+        if (half) {
+            jv_ptr(q, sizeof q, p, "net_half_bytes");
+            if (!json_is_array(half) || (int)json_array_size(half) != out->n_tiers) {
+                api_fail(st, 422, q, "must be an array with one size in bytes per tier (%d)", out->n_tiers);
+                return -1;
+            }
+            json_t *e;
+            json_array_foreach(half, i, e) {
+                double v = json_number_value(e);
+                if (!json_is_number(e) || !(v >= 0) || v > 1e12) {
+                    char r[256];
+                    api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i), "must be in [0, 1e12] bytes");
+                    return -1;
+                }
+                out->eff.net_half_bytes[i] = v;
+            }
+        }
         json_t *net = json_object_get(eff, "net");
         if (net) {
             jv_ptr(q, sizeof q, p, "net");
@@ -403,14 +421,17 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
                           hw->hbm_bytes, "hbm_bw_bytes_s", hw->hbm_bw_bytes_s, "tiers", tiers);
     if (hw->has_profile) {
         const mfu_efficiency *e = &hw->eff;
-        json_t *g = json_array(), *net = json_array();
+        json_t *g = json_array(), *net = json_array(), *half = json_array();
         for (int i = 0; i < e->n_gemm; i++)
             json_array_append_new(g, json_pack("[f,f]", e->gemm_flops[i], e->gemm_eff[i]));
-        for (int i = 0; i < hw->n_tiers; i++) json_array_append_new(net, json_real(e->net_eff[i]));
+        for (int i = 0; i < hw->n_tiers; i++) {
+            json_array_append_new(net, json_real(e->net_eff[i]));
+            json_array_append_new(half, json_real(e->net_half_bytes[i]));
+        }
         json_object_set_new(o, "efficiency",
-                            json_pack("{s:o,s:f,s:f,s:o,s:f}", "gemm", g, "attention", e->attn_eff,
-                                      "hbm", e->hbm_eff, "net", net, "step_overhead_s",
-                                      e->step_overhead_s));
+                            json_pack("{s:o,s:f,s:f,s:o,s:o,s:f}", "gemm", g, "attention",
+                                      e->attn_eff, "hbm", e->hbm_eff, "net", net, "net_half_bytes",
+                                      half, "step_overhead_s", e->step_overhead_s));
     }
     return o;
 }

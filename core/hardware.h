@@ -33,6 +33,10 @@ typedef struct mfu_efficiency {
     double attn_eff;        /* fused attention kernels vs peak */
     double hbm_eff;         /* achieved / peak HBM bandwidth */
     double net_eff[MFU_MAX_TIERS];
+    /* message-size dependence of collective bandwidth per tier: a collective
+     * of S bytes runs at net_eff * bw * S / (S + half), half = 0: none
+     * (docs/collective-efficiency.md has the calibration) */
+    double net_half_bytes[MFU_MAX_TIERS];
     double step_overhead_s; /* fixed per step: launch, data loader, sync */
 } mfu_efficiency;
 

@@ -166,7 +166,8 @@ static void prune(ctx *x, int reason, uint64_t n)
 
 /* Score one point; the config is complete except recompute_layers for
  * partial recompute. */
-static void score_point(ctx *x, mfu_config *c, const cache_entry *ce)
+/* Returns the point's memory headroom in bytes (NAN if not scored). */
+static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
 {
     const mfu_system *sys = x->sys;
     mfu_search_result *res = x->res;
@@ -175,11 +176,11 @@ static void score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     if (x->o->max_evaluations && res->stats.evaluated >= x->o->max_evaluations) {
         res->stats.truncated = 1;
         x->stop = 1;
-        return;
+        return NAN;
     }
     if (mfu_config_check(sys, c, &why) >= 0) {
         res->stats.pruned[MFU_PRUNE_DIVISIBILITY]++;
-        return;
+        return NAN;
     }
     res->stats.evaluated++;
     if ((res->stats.evaluated & 0xffff) == 0 && x->fn &&
@@ -191,7 +192,7 @@ static void score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     mfu_memory_costs(sys, c, &ce->bound, &mem);
     if (mem.headroom_bytes < 0) {
         res->stats.pruned[MFU_PRUNE_MEMORY]++;
-        return;
+        return mem.headroom_bytes;
     }
     res->stats.feasible++;
     /* lower bound: compute + recompute of the ranking profile */
@@ -202,65 +203,64 @@ static void score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     double lb = (double)c->grad_accum * (double)ls * (k->avg.fwd_s + k->avg.bwd_s);
     if (res->n == x->o->top_k && lb / gbt > res->top[res->n - 1].score) {
         res->stats.pruned[MFU_PRUNE_BOUND]++;
-        return;
+        return mem.headroom_bytes;
     }
     mfu_ranked cand;
     cand.config = *c;
-    mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &cand.eval);
+    mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval);
     res->stats.fully_evaluated++;
     const mfu_times *t = x->o->rank_by_bound ? &cand.eval.bound : &cand.eval.expected;
     cand.score = t->step_time_s / gbt;
     insert_top(res, x->o->top_k, &cand);
+    return mem.headroom_bytes;
 }
 
 /* Fewest fully recomputed layers per stage that make c fit (0 < n < ls),
- * or 0 if none is needed or none helps. Memory falls linearly in n. */
-static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce)
+ * or 0 if none is needed or none helps. Memory falls linearly in n, so two
+ * points fix the line: n = ls (h_full, already scored) and n = 1. */
+static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce, double h_none,
+                             double h_full)
 {
     int64_t ls = (x->sys->layers + c->ax[MFU_AX_PP] - 1) / c->ax[MFU_AX_PP];
-    if (ls < 2) return 0;
-    mfu_memory m0, m1;
+    if (ls < 3 || !(h_none < 0) || !(h_full >= 0)) return 0;
+    mfu_memory m1;
     c->recompute = MFU_RC_FULL;
     c->recompute_layers = 1;
     mfu_memory_costs(x->sys, c, &ce->bound, &m1);
-    c->recompute = MFU_RC_NONE;
     c->recompute_layers = -1;
-    mfu_memory_costs(x->sys, c, &ce->bound, &m0);
-    if (m0.headroom_bytes >= 0) return 0;
-    /* headroom(n) = h1 + (n - 1) * step, with step = h1 - h0 + extra of n=1;
-     * estimate from two points n = 1 and n = ls. */
-    mfu_memory mls;
-    c->recompute = MFU_RC_FULL;
-    c->recompute_layers = ls;
-    mfu_memory_costs(x->sys, c, &ce->bound, &mls);
-    c->recompute = MFU_RC_NONE;
-    c->recompute_layers = -1;
-    if (mls.headroom_bytes < 0 || ls == 1) return 0;
-    double step = (mls.headroom_bytes - m1.headroom_bytes) / (double)(ls - 1);
+    double step = (h_full - m1.headroom_bytes) / (double)(ls - 1);
     if (step <= 0) return 0;
     int64_t n = 1;
     if (m1.headroom_bytes < 0) n = 1 + (int64_t)ceil(-m1.headroom_bytes / step);
-    if (n >= ls) return 0;
-    return n;
+    return n < ls ? n : 0;
 }
 
 static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 {
+    double h[MFU_RC_COUNT];
     for (int rc = 0; rc < MFU_RC_COUNT && !x->stop; rc++) {
+        h[rc] = NAN;
         if (x->o->fix_recompute >= 0 && rc != x->o->fix_recompute) {
             prune(x, MFU_PRUNE_CONSTRAINT, 1);
             continue;
         }
         c->recompute = (mfu_recompute)rc;
         c->recompute_layers = -1;
-        score_point(x, c, ce);
-        if (rc == MFU_RC_FULL && x->o->partial_recompute) {
-            int64_t n = min_rc_layers(x, c, ce);
+        h[rc] = score_point(x, c, ce);
+    }
+    if (x->o->partial_recompute && !x->stop && (x->o->fix_recompute < 0 || x->o->fix_recompute == MFU_RC_FULL)) {
+        /* memory of "none" is needed even when recompute is fixed to full */
+        if (isnan(h[MFU_RC_NONE])) {
+            mfu_memory m0;
+            c->recompute = MFU_RC_NONE;
+            mfu_memory_costs(x->sys, c, &ce->bound, &m0);
+            h[MFU_RC_NONE] = m0.headroom_bytes;
+        }
+        int64_t n = min_rc_layers(x, c, ce, h[MFU_RC_NONE], h[MFU_RC_FULL]);
+        if (n > 0) {
             c->recompute = MFU_RC_FULL;
-            if (n > 0) {
-                c->recompute_layers = n;
-                score_point(x, c, ce);
-            }
+            c->recompute_layers = n;
+            score_point(x, c, ce);
             c->recompute_layers = -1;
         }
     }

@@ -63,7 +63,10 @@ void mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw
         double ex = mfu_expert_params(m, &m->runs[r].mlp);
         sys->params_expert += ex * (double)m->runs[r].count;
         sys->layer_params_dense += (tot - ex) * (double)m->runs[r].count;
-        if (m->runs[r].mlp.kind == MFU_MLP_MOE) sys->moe_layers += m->runs[r].count;
+        if (m->runs[r].mlp.kind == MFU_MLP_MOE) {
+            sys->moe_layers += m->runs[r].count;
+            sys->moe_mlp = &m->runs[r].mlp;
+        }
     }
     sys->reserve_frac = 0.05;
     sys->reserve_fixed_bytes = 1e9;
@@ -305,11 +308,9 @@ static void memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_s
     double T = s->mbs * (double)s->seq / (double)s->cp;
     if (c->ax[MFU_AX_FSDP] > 1) /* prefetch: current + next layer unsharded (bf16) */
         buf += 2.0 * sys->weight_bytes * P / (double)ls;
-    if (sys->moe_layers > 0) {
+    if (sys->moe_mlp) {
         /* dispatch and combine buffers of one MoE layer's token slots */
-        const mfu_mlp *mp = NULL;
-        for (int r = 0; r < m->n_runs; r++)
-            if (m->runs[r].mlp.kind == MFU_MLP_MOE) mp = &m->runs[r].mlp;
+        const mfu_mlp *mp = sys->moe_mlp;
         double Ts = T * (double)mp->top_k * mp->capacity_factor * (double)c->etp / (double)s->tp;
         buf += 2.0 * 2.0 * Ts * (double)m->d_model;
     }
@@ -344,8 +345,9 @@ void mfu_memory_model(const mfu_system *sys, const mfu_config *c, mfu_op *ops, m
 /* ---- communication (Q2) ------------------------------------------------ */
 
 typedef struct link {
-    double bw;  /* effective bytes/s */
-    double lat; /* per step */
+    double bw;   /* effective bytes/s for large messages */
+    double half; /* message size reaching half of bw (0: no size effect) */
+    double lat;  /* per step */
     int tier;
 } link;
 
@@ -355,22 +357,29 @@ static link link_for(const mfu_system *sys, int64_t span, const mfu_efficiency *
     link l;
     l.tier = t;
     l.bw = sys->hw->tiers[t].bw_bytes_s * (eff ? eff->net_eff[t] : 1.0);
+    l.half = eff ? eff->net_half_bytes[t] : 0.0;
     l.lat = sys->hw->tiers[t].latency_s;
     return l;
+}
+
+/* Bandwidth achieved by a collective over a buffer of S bytes. */
+static double bw_at(link l, double S)
+{
+    return l.half > 0 ? l.bw * S / (S + l.half) : l.bw;
 }
 
 /* Ring all-gather or reduce-scatter of a buffer of S bytes over n ranks. */
 static double t_ag(double S, double n, link l)
 {
-    if (n <= 1) return 0.0;
-    return (n - 1.0) / n * S / l.bw + (n - 1.0) * l.lat;
+    if (n <= 1 || S <= 0) return 0.0;
+    return (n - 1.0) / n * S / bw_at(l, S) + (n - 1.0) * l.lat;
 }
 static double t_ar(double S, double n, link l) { return 2.0 * t_ag(S, n, l); }
 /* All-to-all: each rank sends S bytes, (n-1)/n of it leaves the rank. */
 static double t_a2a(double S, double n, link l)
 {
-    if (n <= 1) return 0.0;
-    return (n - 1.0) / n * S / l.bw + (n - 1.0) * l.lat;
+    if (n <= 1 || S <= 0) return 0.0;
+    return (n - 1.0) / n * S / bw_at(l, S) + (n - 1.0) * l.lat;
 }
 
 double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, double w_frac)
@@ -467,9 +476,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
      * forward and backward, each of the token slots' hidden states. */
     if (ep > 1 && sys->moe_layers > 0) {
         link l = link_for(sys, s_ep, eff);
-        const mfu_mlp *mp = NULL;
-        for (int r = 0; r < m->n_runs; r++)
-            if (m->runs[r].mlp.kind == MFU_MLP_MOE) mp = &m->runs[r].mlp;
+        const mfu_mlp *mp = sys->moe_mlp;
         double Ts = T * (double)mp->top_k * mp->capacity_factor * (double)c->etp / tp;
         double one = t_a2a(ab * Ts * h, ep, l);
         double Lm = L * moe_frac;
@@ -520,7 +527,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     if (pp > 1) {
         link l = link_for(sys, sys->devices, eff);
         double bytes = ab * T * h / (c->sp ? tp : 1.0);
-        double one = bytes / l.bw + l.lat;
+        double one = bytes / bw_at(l, bytes) + l.lat;
         double v = (double)c->vpp;
         tot[MFU_COMM_PP] = 2.0 * mb * v * one;
         double chunk = t_mb / v;
@@ -588,7 +595,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
 }
 
 int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
-                       const mfu_shape_cost *expected, mfu_eval *out)
+                       const mfu_shape_cost *expected, const mfu_memory *mem, mfu_eval *out)
 {
     memset(out, 0, sizeof *out);
     double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP]);
@@ -606,7 +613,8 @@ int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_sha
     double rcf = c->recompute == MFU_RC_NONE ? 0.0 : bound->avg.rc_flops[c->recompute];
     out->f_hw_flops = out->f_useful_flops +
                       rcf * (double)(c->ax[MFU_AX_TP] * c->ax[MFU_AX_CP]) * nrc_total * n_mb;
-    mfu_memory_costs(sys, c, bound, &out->mem);
+    if (mem) out->mem = *mem;
+    else mfu_memory_costs(sys, c, bound, &out->mem);
     out->feasible = out->mem.headroom_bytes >= 0;
     step_times(sys, c, bound, NULL, out, &out->bound);
     /* the bound's gap has no kernel-efficiency term */
@@ -634,5 +642,5 @@ int mfu_evaluate(const mfu_system *sys, const mfu_config *c, mfu_op *ops, mfu_ev
     mfu_shape_costs(sys, &s, NULL, ops, &kb);
     if (sys->hw->has_profile) mfu_shape_costs(sys, &s, &sys->hw->eff, ops, &ke);
     else ke = kb;
-    return mfu_evaluate_costs(sys, c, &kb, &ke, out);
+    return mfu_evaluate_costs(sys, c, &kb, &ke, NULL, out);
 }

@@ -106,6 +106,7 @@ typedef struct mfu_system {
     int64_t layers;
     double roof_step_per_token_s; /* roofline T_step / global batch tokens */
     int64_t moe_layers;
+    const mfu_mlp *moe_mlp;       /* the MoE block (of the last MoE run), NULL if dense */
     double layer_params_dense;    /* non-expert params of all layers */
     double reserve_frac;          /* fraction of HBM kept for fragmentation */
     double reserve_fixed_bytes;   /* CUDA context, NCCL buffers */
@@ -164,9 +165,10 @@ typedef struct mfu_shape_cost {
 void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,
                      mfu_op *ops, mfu_shape_cost *out);
 
-/* Evaluate with precomputed costs (bound and expected). */
+/* Evaluate with precomputed costs (bound and expected); mem: the memory
+ * model's answer if the caller has it, else NULL. */
 int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
-                       const mfu_shape_cost *expected, mfu_eval *out);
+                       const mfu_shape_cost *expected, const mfu_memory *mem, mfu_eval *out);
 /* Memory from precomputed (bound) costs. */
 void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                       mfu_memory *out);
