@@ -344,9 +344,15 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     r->train.seq = seq;
     json_t *sj = json_object_get(req, "search");
     int batch_range = json_is_object(sj) && json_object_get(sj, "batch_seqs");
-    int64_t gbt;
+    /* with a searched batch range the roofline is taken at the largest batch */
+    int64_t gbt, gbt_default = seq;
+    if (batch_range) {
+        json_t *hi = json_array_get(json_object_get(sj, "batch_seqs"), 1);
+        double bv = json_is_number(hi) ? json_number_value(hi) : 1.0;
+        if (bv >= 1 && bv <= 1e9 && bv == floor(bv)) gbt_default = (int64_t)bv * seq;
+    }
     bad |= jv_int(tj, "global_batch_tokens", "/training", batch_range ? JV_OPTIONAL : JV_REQUIRED,
-                  seq, 1, (int64_t)1 << 40, &gbt, st);
+                  gbt_default, 1, (int64_t)1 << 40, &gbt, st);
     if (!bad && gbt % seq) {
         api_fail(st, 422, "/training/global_batch_tokens",
                  "must be a multiple of seq_len (%lld): the batch is whole sequences", (long long)seq);
