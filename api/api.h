@@ -29,7 +29,7 @@
 
 typedef struct api_error {
     char pointer[256]; /* RFC 6901 JSON pointer into the request */
-    char detail[320];
+    char detail[640];
 } api_error;
 
 typedef struct api_status {

@@ -109,8 +109,12 @@ static json_t *megatron_args(const mfu_config *c, const mfu_system *sys)
     if (c->ax[MFU_AX_FSDP] > 1)
         n += snprintf(buf + n, sizeof buf - (size_t)n, " --use-torch-fsdp2 (fsdp=%lld)", (long long)c->ax[MFU_AX_FSDP]);
     if (c->schedule == MFU_SCHED_INTERLEAVED)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, " --num-layers-per-virtual-pipeline-stage %lld",
-                      (long long)(sys->layers / (c->ax[MFU_AX_PP] * c->vpp)));
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " --virtual-pipeline-model-parallel-size %lld",
+                      (long long)c->vpp);
+    if (c->ax[MFU_AX_PP] > 1 && sys->layers % (c->ax[MFU_AX_PP] * c->vpp))
+        /* uneven split: our model assumes ceil(L/pp) layers on the busiest stage */
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " (uneven: %lld layers over %lld stages)",
+                      (long long)sys->layers, (long long)(c->ax[MFU_AX_PP] * c->vpp));
     if (c->recompute == MFU_RC_SELECTIVE)
         n += snprintf(buf + n, sizeof buf - (size_t)n, " --recompute-granularity selective");
     else if (c->recompute == MFU_RC_FULL)

@@ -55,7 +55,7 @@ json_t *api_resolve_model(json_t *model, json_t **source, json_t **overridden, a
         if (!p) {
             json_t *names = api_preset_model_names();
             char *list = json_dumps(names, JSON_COMPACT);
-            api_fail(st, 422, "/model/preset", "unknown model preset \"%.64s\"; known: %.200s",
+            api_fail(st, 422, "/model/preset", "unknown model preset \"%.64s\"; known: %s",
                      json_string_value(preset), list ? list : "");
             free(list);
             json_decref(names);
@@ -71,6 +71,8 @@ json_t *api_resolve_model(json_t *model, json_t **source, json_t **overridden, a
             json_object_foreach(model, k, v) if (strcmp(k, "preset")) json_object_set(merged, k, v);
             json_t *ir = api_hf_to_ir(merged, "/model", st);
             json_decref(merged);
+            /* the preset's name, not the file's model_type */
+            if (ir) json_object_set_new(ir, "name", json_string(json_string_value(preset)));
             return ir;
         }
         json_t *ir = json_deep_copy(json_object_get(p, "model"));
@@ -105,7 +107,7 @@ json_t *api_resolve_hardware(json_t *hw, json_t **overridden, api_status *st)
     if (!p) {
         json_t *names = api_preset_hardware_names();
         char *list = json_dumps(names, JSON_COMPACT);
-        api_fail(st, 422, "/hardware/preset", "unknown hardware preset \"%.64s\"; known: %.200s",
+        api_fail(st, 422, "/hardware/preset", "unknown hardware preset \"%.64s\"; known: %s",
                  json_string_value(preset), list ? list : "");
         free(list);
         json_decref(names);
@@ -369,6 +371,12 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     bad |= jv_enum(req, "mfu_convention", "", JV_OPTIONAL, 0, CONVS, &v2, st);
     r->train.conv = (mfu_convention)v2;
     if (bad) return -1;
+    if (r->model.position == MFU_POS_LEARNED && r->train.seq > r->model.max_positions) {
+        api_fail(st, 422, "/training/seq_len",
+                 "exceeds the model's learned position table (max_positions %lld)",
+                 (long long)r->model.max_positions);
+        return -1;
+    }
     if (r->hw.peak_flops[r->train.dtype] <= 0) {
         api_fail(st, 422, "/training/dtype", "hardware %s has no %s peak", r->hw.name,
                  DTYPES[r->train.dtype]);

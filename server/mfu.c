@@ -62,7 +62,7 @@ static int problem(api_status *st)
 
 static int print_json(json_t *j)
 {
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     if (!s) return 1;
     fputs(s, stdout);
     fputc('\n', stdout);
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
     api_status st;
     api_status_init(&st);
     json_error_t err;
-    json_t *req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    json_t *req = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
     free(text);
     if (!req) {
         api_fail(&st, 400, "", "malformed JSON at line %d column %d: %s", err.line, err.column,
