@@ -178,7 +178,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         x->stop = 1;
         return NAN;
     }
-    if (mfu_config_check(sys, c, &why) >= 0) {
+    if (mfu_config_check_point(sys, c, &why) >= 0) {
         res->stats.pruned[MFU_PRUNE_DIVISIBILITY]++;
         return NAN;
     }
@@ -205,12 +205,14 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         res->stats.pruned[MFU_PRUNE_BOUND]++;
         return mem.headroom_bytes;
     }
-    mfu_ranked cand;
-    cand.config = *c;
-    mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval);
+    /* the ranking profile's step first; the full evaluation (both profiles,
+     * every breakdown) only for a configuration that enters the top k */
     res->stats.fully_evaluated++;
-    const mfu_times *t = x->o->rank_by_bound ? &cand.eval.bound : &cand.eval.expected;
-    cand.score = t->step_time_s / gbt;
+    mfu_ranked cand;
+    cand.score = mfu_step_time(sys, c, k, &ce->bound, !x->o->rank_by_bound) / gbt;
+    cand.config = *c;
+    if (res->n == x->o->top_k && cmp_ranked(&cand, &res->top[res->n - 1]) >= 0) return mem.headroom_bytes;
+    mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval);
     insert_top(res, x->o->top_k, &cand);
     return mem.headroom_bytes;
 }
@@ -368,7 +370,7 @@ static void shape_loop(ctx *x, mfu_config *c)
                 c->recompute = MFU_RC_NONE;
                 c->recompute_layers = -1;
                 /* with these defaults only the axes and the shape can fail */
-                if (mfu_config_check(x->sys, c, &why) >= 0) {
+                if (mfu_config_check_shape(x->sys, c, &why) >= 0) {
                     prune(x, MFU_PRUNE_DIVISIBILITY, subtree_points(x, c));
                     continue;
                 }

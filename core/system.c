@@ -80,7 +80,7 @@ void mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw
 
 /* ---- legality ---------------------------------------------------------- */
 
-int mfu_config_check(const mfu_system *sys, const mfu_config *c, const char **why)
+int mfu_config_check_shape(const mfu_system *sys, const mfu_config *c, const char **why)
 {
     const mfu_model *m = sys->model;
     int64_t tp = c->ax[MFU_AX_TP], cp = c->ax[MFU_AX_CP], ep = c->ax[MFU_AX_EP];
@@ -109,6 +109,18 @@ int mfu_config_check(const mfu_system *sys, const mfu_config *c, const char **wh
     if (!has_moe && ep > 1) { *why = "ep > 1 needs MoE layers"; return MFU_PRUNE_DIVISIBILITY; }
     if (c->etp != 1 && c->etp != tp) { *why = "etp must be 1 or tp"; return MFU_PRUNE_DIVISIBILITY; }
     if (pp > sys->layers) { *why = "pp must not exceed the layers"; return MFU_PRUNE_DIVISIBILITY; }
+    /* causal load balancing splits the sequence in 2*cp chunks (Llama 3 sec. 3.3.2) */
+    if (cp > 1 && sys->train.seq % (2 * cp)) { *why = "cp needs seq divisible by 2*cp"; return MFU_PRUNE_DIVISIBILITY; }
+    if (c->sp && tp < 2) { *why = "sequence parallel needs tp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
+    if (c->sp && (sys->train.seq / cp) % tp) { *why = "sequence parallel needs seq/cp divisible by tp"; return MFU_PRUNE_DIVISIBILITY; }
+    if (c->mbs < 1) { *why = "mbs must be >= 1"; return MFU_PRUNE_BATCH; }
+    return -1;
+}
+
+/* The switches below the shape: zero, schedule, batch, recompute. */
+int mfu_config_check_point(const mfu_system *sys, const mfu_config *c, const char **why)
+{
+    int64_t pp = c->ax[MFU_AX_PP];
     if (c->schedule == MFU_SCHED_INTERLEAVED) {
         if (pp < 2 || c->vpp < 2) { *why = "interleaved needs pp >= 2 and vpp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
         if (pp * c->vpp > sys->layers) { *why = "pp * vpp must not exceed the layers"; return MFU_PRUNE_DIVISIBILITY; }
@@ -119,15 +131,17 @@ int mfu_config_check(const mfu_system *sys, const mfu_config *c, const char **wh
         return MFU_PRUNE_DIVISIBILITY;
     }
     if (c->schedule != MFU_SCHED_1F1B && pp < 2) { *why = "pipeline schedules other than 1f1b need pp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
-    /* causal load balancing splits the sequence in 2*cp chunks (Llama 3 sec. 3.3.2) */
-    if (cp > 1 && sys->train.seq % (2 * cp)) { *why = "cp needs seq divisible by 2*cp"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->sp && tp < 2) { *why = "sequence parallel needs tp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->sp && (sys->train.seq / cp) % tp) { *why = "sequence parallel needs seq/cp divisible by tp"; return MFU_PRUNE_DIVISIBILITY; }
     if (c->zero && c->ax[MFU_AX_DP] < 2) { *why = "zero needs dp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
     if (c->zero < 0 || c->zero > 2) { *why = "zero must be 0, 1 or 2 (use fsdp for stage 3)"; return MFU_PRUNE_DIVISIBILITY; }
     if (c->mbs < 1 || c->grad_accum < 1) { *why = "mbs and grad_accum must be >= 1"; return MFU_PRUNE_BATCH; }
     if (c->recompute_layers == 0 || c->recompute_layers < -1) { *why = "recompute_layers must be -1 (all) or >= 1"; return MFU_PRUNE_DIVISIBILITY; }
     return -1;
+}
+
+int mfu_config_check(const mfu_system *sys, const mfu_config *c, const char **why)
+{
+    int r = mfu_config_check_shape(sys, c, why);
+    return r >= 0 ? r : mfu_config_check_point(sys, c, why);
 }
 
 /* ---- per-shape costs --------------------------------------------------- */
@@ -328,7 +342,8 @@ void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shap
 {
     mfu_memory first, last;
     memory_stage(sys, c, k, 1, &first);
-    if (c->ax[MFU_AX_PP] == 1) { *out = first; return; }
+    /* one stage, or the first already does not fit: that is the answer */
+    if (c->ax[MFU_AX_PP] == 1 || first.headroom_bytes < 0) { *out = first; return; }
     memory_stage(sys, c, k, 0, &last);
     *out = first.total_bytes >= last.total_bytes ? first : last;
 }
@@ -594,10 +609,10 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     tm->gap_s[MFU_GAP_OVERHEAD] = tm->overhead_s;
 }
 
-int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
-                       const mfu_shape_cost *expected, const mfu_memory *mem, mfu_eval *out)
+/* The FLOP totals and batch of a configuration (what step_times reads). */
+static void eval_totals(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
+                        mfu_eval *out)
 {
-    memset(out, 0, sizeof *out);
     double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP]);
     out->micro_batches = c->grad_accum;
     out->global_batch_tokens = (int64_t)((double)c->mbs * (double)c->grad_accum * D * (double)sys->train.seq);
@@ -613,6 +628,24 @@ int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_sha
     double rcf = c->recompute == MFU_RC_NONE ? 0.0 : bound->avg.rc_flops[c->recompute];
     out->f_hw_flops = out->f_useful_flops +
                       rcf * (double)(c->ax[MFU_AX_TP] * c->ax[MFU_AX_CP]) * nrc_total * n_mb;
+}
+
+double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                     const mfu_shape_cost *bound, int expected)
+{
+    mfu_eval ev;
+    mfu_times t;
+    eval_totals(sys, c, bound, &ev);
+    const mfu_hardware *hw = sys->hw;
+    step_times(sys, c, k, expected && hw->has_profile ? &hw->eff : NULL, &ev, &t);
+    return t.step_time_s;
+}
+
+int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
+                       const mfu_shape_cost *expected, const mfu_memory *mem, mfu_eval *out)
+{
+    memset(out, 0, sizeof *out);
+    eval_totals(sys, c, bound, out);
     if (mem) out->mem = *mem;
     else mfu_memory_costs(sys, c, bound, &out->mem);
     out->feasible = out->mem.headroom_bytes >= 0;
@@ -627,7 +660,7 @@ int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_sha
     out->expected.gap_s[MFU_GAP_MEMORY_BOUND] -=
         out->expected.compute_s - out->bound.compute_s;
     out->expected.gap_s[MFU_GAP_RECOMPUTE] = out->bound.recompute_s;
-    out->tokens_per_s = gbt / out->expected.step_time_s;
+    out->tokens_per_s = (double)out->global_batch_tokens / out->expected.step_time_s;
     double tc = out->bound.compute_s + out->bound.recompute_s;
     for (int i = 0; i < MFU_COMM_COUNT; i++)
         out->overlap_ratio[i] = tc > 0 ? out->bound.comm_total_s[i] / tc : 0.0;

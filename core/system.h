@@ -126,6 +126,9 @@ enum { MFU_PRUNE_DIVISIBILITY = 0, MFU_PRUNE_BATCH, MFU_PRUNE_MEMORY, MFU_PRUNE_
        MFU_PRUNE_CONSTRAINT, MFU_PRUNE_COUNT };
 extern const char *const mfu_prune_names[MFU_PRUNE_COUNT];
 int mfu_config_check(const mfu_system *sys, const mfu_config *c, const char **why);
+/* The two halves: axes and micro-batch shape; the switches below them. */
+int mfu_config_check_shape(const mfu_system *sys, const mfu_config *c, const char **why);
+int mfu_config_check_point(const mfu_system *sys, const mfu_config *c, const char **why);
 
 /* Model one configuration fully. ops is scratch (MFU_MAX_OPS entries).
  * Returns 0; out->feasible says whether memory fits. */
@@ -169,6 +172,10 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
  * model's answer if the caller has it, else NULL. */
 int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
                        const mfu_shape_cost *expected, const mfu_memory *mem, mfu_eval *out);
+/* Step time of one profile only (k: that profile's costs; bound: the
+ * bound costs, for recompute FLOPs), for ranking before a full evaluation. */
+double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                     const mfu_shape_cost *bound, int expected);
 /* Memory from precomputed (bound) costs. */
 void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                       mfu_memory *out);
