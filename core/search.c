@@ -189,7 +189,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         x->stop = 1;
     }
     mfu_memory mem;
-    mfu_memory_costs(sys, c, &ce->bound, &mem);
+    mfu_memory_costs_ex(sys, c, &ce->bound, 0, &mem);
     if (mem.headroom_bytes < 0) {
         res->stats.pruned[MFU_PRUNE_MEMORY]++;
         return mem.headroom_bytes;

@@ -337,15 +337,21 @@ static void memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_s
     out->headroom_bytes = out->capacity_bytes - out->total_bytes;
 }
 
-void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                      mfu_memory *out)
+void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                         int exact, mfu_memory *out)
 {
     mfu_memory first, last;
     memory_stage(sys, c, k, 1, &first);
-    /* one stage, or the first already does not fit: that is the answer */
-    if (c->ax[MFU_AX_PP] == 1 || first.headroom_bytes < 0) { *out = first; return; }
+    /* one stage; or, when only feasibility matters, the first does not fit */
+    if (c->ax[MFU_AX_PP] == 1 || (!exact && first.headroom_bytes < 0)) { *out = first; return; }
     memory_stage(sys, c, k, 0, &last);
     *out = first.total_bytes >= last.total_bytes ? first : last;
+}
+
+void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                      mfu_memory *out)
+{
+    mfu_memory_costs_ex(sys, c, k, 1, out);
 }
 
 void mfu_memory_model(const mfu_system *sys, const mfu_config *c, mfu_op *ops, mfu_memory *out)

@@ -179,6 +179,10 @@ double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape
 /* Memory from precomputed (bound) costs. */
 void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                       mfu_memory *out);
+/* exact = 0: an infeasible answer may stop at the first stage that does not
+ * fit (the search only needs to know that it does not). */
+void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                         int exact, mfu_memory *out);
 /* Shape of a config's micro-batch. */
 void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s);
 
