@@ -50,6 +50,9 @@ $(BUILD)/obj/core/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Wno-missing-prototypes -c $< -o $@
 
+# server/openapi_blob.c embeds openapi.yaml (.incbin): rebuild it when the contract changes.
+$(BUILD)/obj/server/openapi_blob.o: openapi.yaml
+
 $(BUILD)/embed: tools/embed.c
 	@mkdir -p $(BUILD)
 	$(CC) -std=c11 -O1 -Wall -Wextra $< -o $@

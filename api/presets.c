@@ -69,21 +69,31 @@ json_t *api_preset_hardware_names(void)
     return names_of(hardware);
 }
 
+/* The table's names in byte order (a stable listing); malloc'd, *n set. */
+static const char **sorted_names(json_t *table, size_t *n)
+{
+    *n = json_object_size(table);
+    const char **v = malloc((*n ? *n : 1) * sizeof *v);
+    if (!v) { *n = 0; return NULL; }
+    size_t i = 0;
+    const char *k;
+    json_t *x;
+    json_object_foreach(table, k, x) v[i++] = k;
+    for (size_t a = 1; a < *n; a++)
+        for (size_t b = a; b > 0 && strcmp(v[b - 1], v[b]) > 0; b--) {
+            const char *t = v[b]; v[b] = v[b - 1]; v[b - 1] = t;
+        }
+    return v;
+}
+
 json_t *api_presets_models(void)
 {
     pthread_once(&once, load);
     json_t *out = json_array();
     const char *k;
     json_t *v;
-    /* jansson objects iterate in insertion order; sort names for a stable list */
-    json_t *names = names_of(models);
-    size_t n = json_array_size(names);
-    const char **sorted = malloc(n * sizeof *sorted);
-    for (size_t i = 0; i < n; i++) sorted[i] = json_string_value(json_array_get(names, i));
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(sorted[j - 1], sorted[j]) > 0; j--) {
-            const char *t = sorted[j]; sorted[j] = sorted[j - 1]; sorted[j - 1] = t;
-        }
+    size_t n;
+    const char **sorted = sorted_names(models, &n);
     for (size_t i = 0; i < n; i++) {
         k = sorted[i];
         v = json_object_get(models, k);
@@ -114,7 +124,6 @@ json_t *api_presets_models(void)
         json_decref(ovr);
     }
     free(sorted);
-    json_decref(names);
     return out;
 }
 
@@ -122,14 +131,8 @@ json_t *api_presets_hardware(void)
 {
     pthread_once(&once, load);
     json_t *out = json_array();
-    json_t *names = names_of(hardware);
-    size_t n = json_array_size(names);
-    const char **sorted = malloc(n * sizeof *sorted);
-    for (size_t i = 0; i < n; i++) sorted[i] = json_string_value(json_array_get(names, i));
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(sorted[j - 1], sorted[j]) > 0; j--) {
-            const char *t = sorted[j]; sorted[j] = sorted[j - 1]; sorted[j - 1] = t;
-        }
+    size_t n;
+    const char **sorted = sorted_names(hardware, &n);
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_object_get(hardware, sorted[i]);
         json_t *hw = json_object_get(v, "hardware");
@@ -145,6 +148,5 @@ json_t *api_presets_hardware(void)
         json_array_append_new(out, item);
     }
     free(sorted);
-    json_decref(names);
     return out;
 }

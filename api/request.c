@@ -311,7 +311,8 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     const char *k;
     json_t *v;
     json_object_foreach(req, k, v) {
-        int known = 0;
+        /* a normalized request carries its provenance; it is not an input */
+        int known = !strcmp(k, "_source");
         for (int i = 0; KNOWN[i]; i++) known |= !strcmp(k, KNOWN[i]);
         if (!known) {
             char p[256];

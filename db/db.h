@@ -1,0 +1,124 @@
+/* db/db.h -- the SQLite result and job store behind mfud.
+ *
+ * DESIGN
+ * One row per search id (the cache key): the normalized request, the job
+ * status (queued|running|done|failed), the rendered result or problem JSON,
+ * timestamps (milliseconds since the Unix epoch), a hit count and the last
+ * access time. The file is opened in WAL mode with a busy timeout; every
+ * statement is prepared once at open and reused (prepared statements only,
+ * no SQL text is ever built from data). The schema is versioned with
+ * PRAGMA user_version and upgraded by an ordered list of migrations.
+ *
+ * Eviction is size-bounded LRU: the store keeps the total size of finished
+ * rows; when it passes the cap, the rows accessed least recently are deleted.
+ * Queued and running rows are never evicted (nothing acknowledged is lost).
+ *
+ * THREAD SAFETY
+ * A struct mfu_db is used by one thread at a time (mfud: the loop thread).
+ *
+ * ERRORS
+ * Functions return DB_OK (0) or a negative DB_E* code; db_errmsg() gives
+ * the last SQLite message (valid until the next call).
+ */
+#ifndef MFU_DB_H
+#define MFU_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DB_OK        0
+#define DB_ERROR     (-1) /* SQLite failed: see db_errmsg() */
+#define DB_ENOTFOUND (-2)
+#define DB_ENOMEM    (-3)
+#define DB_EVERSION  (-4) /* file written by a newer schema */
+
+/* Current schema version (PRAGMA user_version after migrations). */
+#define DB_SCHEMA_VERSION 1
+
+struct mfu_db;
+
+/* One row. Strings are malloc'd copies owned by the row (db_row_fini). */
+struct db_row {
+    char id[65];
+    char status[8];       /* queued | running | done | failed */
+    char *request;        /* normalized request JSON, or NULL if not asked for */
+    char *result;         /* result JSON (done), or NULL */
+    char *error;          /* problem JSON (failed), or NULL */
+    char *model;          /* summary: model name, may be NULL */
+    char *hardware;       /* summary: hardware name, may be NULL */
+    int64_t devices;
+    double best_mfu;      /* valid if has_best_mfu */
+    int has_best_mfu;
+    int64_t evaluated;    /* configurations evaluated */
+    int64_t created_ms, started_ms, finished_ms, accessed_ms; /* 0 = unset */
+    int64_t hits;
+};
+
+/* Summary fields written when a job is created. */
+struct db_new_job {
+    const char *id;       /* 64 hex chars */
+    const char *request;  /* normalized request JSON (what the id hashes) */
+    const char *input;    /* the request as received (what the engine runs), may be NULL */
+    const char *model;    /* may be NULL */
+    const char *hardware; /* may be NULL */
+    int64_t devices;
+    int64_t now_ms;
+};
+
+/* Open (creating the file and its parent directory if needed) and migrate.
+ * cache_max_bytes: size cap for finished rows (0 = unbounded).
+ * On failure *out is NULL and err holds a message. */
+int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char *err,
+            size_t errlen);
+/* Finalize statements, checkpoint the WAL and close. NULL is a no-op. */
+void db_close(struct mfu_db *db);
+const char *db_errmsg(struct mfu_db *db);
+int db_schema_version(struct mfu_db *db);
+
+/* Fetch a row. with_bodies: also copy request, result and error.
+ * DB_ENOTFOUND if absent. */
+int db_get(struct mfu_db *db, const char *id, int with_bodies, struct db_row *out);
+void db_row_fini(struct db_row *row);
+
+/* Insert a new queued job, or reset an existing failed row to queued.
+ * An existing queued/running/done row is left alone. */
+int db_put_job(struct mfu_db *db, const struct db_new_job *job);
+int db_set_running(struct mfu_db *db, const char *id, int64_t now_ms);
+/* Back to queued (a job interrupted by shutdown). */
+int db_set_queued(struct mfu_db *db, const char *id);
+/* Store the outcome: status "done" with result, or "failed" with error.
+ * May evict other rows to stay under the cap. */
+int db_finish(struct mfu_db *db, const char *id, const char *status, const char *result,
+              const char *error, int has_best_mfu, double best_mfu, int64_t evaluated,
+              int64_t now_ms);
+
+/* Crash recovery: every running row becomes queued; then cb is called for
+ * each queued row, oldest first (id, and the input request JSON, or the
+ * normalized one when no input was stored). Returns the count or <0. */
+typedef void (*db_pending_fn)(void *ctx, const char *id, const char *request);
+int db_requeue(struct mfu_db *db, db_pending_fn cb, void *ctx);
+
+/* Record accesses in one transaction: hits += n, accessed = max(accessed, now). */
+struct db_touch {
+    const char *id;
+    int64_t hits;
+    int64_t accessed_ms;
+};
+int db_touch_many(struct mfu_db *db, const struct db_touch *t, size_t n);
+
+/* Recent rows, newest first (created_ms desc, id desc). Keyset paging:
+ * if after_id is non-NULL, start after (after_created_ms, after_id); else
+ * skip `offset` rows. Calls cb for each row (bodies not loaded). Returns the
+ * number of rows or <0. */
+typedef void (*db_list_fn)(void *ctx, const struct db_row *row);
+int db_list(struct mfu_db *db, int limit, int offset, int64_t after_created_ms,
+            const char *after_id, db_list_fn cb, void *ctx);
+
+/* Evict least recently accessed finished rows until the total size of
+ * finished rows is at most the cap. Returns the number of rows deleted. */
+int db_evict(struct mfu_db *db);
+/* Total stored size of finished rows and count of all rows. */
+int64_t db_size_bytes(struct mfu_db *db);
+int64_t db_count(struct mfu_db *db);
+
+#endif

@@ -1,0 +1,861 @@
+/* server/http.c -- the HTTP side of mfud: libmicrohttpd callbacks, routing,
+ * bounded request bodies, validation of POST bodies, and rendering of every
+ * answer (problem+json errors, job status documents, CSV, ETag/304, CORS).
+ *
+ * DESIGN
+ * libmicrohttpd runs its own polling thread(s). Routes that need no shared
+ * state (health, metrics, presets, the contract, routing errors, request
+ * validation) are answered right here. Routes that need the job table or the
+ * database are handed to the libuv loop with the connection suspended
+ * (srv_jobs_submit); the loop fills r->answer and resumes the connection, and
+ * the handler is called again to render and queue the response. Rendering
+ * (status documents, slicing, CSV) happens here, on the HTTP threads, so the
+ * single loop thread only does lookups and bookkeeping.
+ */
+#include "srv.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "api.h"
+
+static const struct srv_config *cfg;
+
+#define EXPOSE_HEADERS "ETag, Location, Retry-After, Preference-Applied, Content-Location"
+#define ALLOW_HEADERS "Content-Type, If-None-Match, Prefer, Authorization, Accept"
+
+/* ---- answers ----------------------------------------------------------- */
+
+static void answer_reset(struct srv_req *r)
+{
+    free(r->out_body);
+    r->out_body = NULL;
+    r->out_len = 0;
+    free(r->view.result);
+    free(r->view.error);
+    r->view.result = r->view.error = NULL;
+    r->answer = ANS_NONE;
+}
+
+void srv_answer_json(struct srv_req *r, int code, json_t *body)
+{
+    answer_reset(r);
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!s) {
+        r->answer = ANS_RAW;
+        r->out_code = 500;
+        r->out_ctype = "application/problem+json";
+        r->out_body = strdup("{\"type\":\"about:blank\",\"title\":\"Internal Server Error\","
+                             "\"status\":500,\"errors\":[]}");
+        r->out_len = r->out_body ? strlen(r->out_body) : 0;
+        return;
+    }
+    r->answer = ANS_RAW;
+    r->out_code = code;
+    r->out_ctype = code >= 400 ? "application/problem+json" : "application/json";
+    r->out_body = s;
+    r->out_len = strlen(s);
+}
+
+static void answer_status(struct srv_req *r, const api_status *st)
+{
+    srv_answer_json(r, st->status ? st->status : 500, api_problem_json(st));
+}
+
+void srv_answer_problem(struct srv_req *r, int code, const char *title, const char *detail)
+{
+    api_status st;
+    api_status_init(&st);
+    api_fail(&st, code, "", "%s", detail);
+    snprintf(st.title, sizeof st.title, "%s", title);
+    if (code == 401) snprintf(st.type, sizeof st.type, "/problems/unauthorized");
+    answer_status(r, &st);
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+void srv_iso_time(char *out, size_t n, int64_t ms)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+static int set_time(json_t *o, const char *key, int64_t ms)
+{
+    if (ms <= 0) return json_object_set_new(o, key, json_null());
+    char t[80];
+    srv_iso_time(t, sizeof t, ms);
+    return json_object_set_new(o, key, json_string(t));
+}
+
+/* Does the If-None-Match list match etag (weak comparison, RFC 9110 13.1.2)? */
+static int etag_matches(const char *inm, const char *etag)
+{
+    if (!inm) return 0;
+    const char *e = etag;
+    if (strncmp(e, "W/", 2) == 0) e += 2;
+    size_t elen = strlen(e);
+    const char *p = inm;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t') p++;
+        if (*p == '*') return 1;
+        if (strncmp(p, "W/", 2) == 0) p += 2;
+        const char *q = p;
+        while (*q && *q != ',') q++;
+        const char *end = q;
+        while (end > p && (end[-1] == ' ' || end[-1] == '\t')) end--;
+        if ((size_t)(end - p) == elen && strncmp(p, e, elen) == 0) return 1;
+        p = q;
+    }
+    return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* ---- rendering a job view ---------------------------------------------- */
+
+/* Slice result.configs to [offset, offset + top_k). Returns a new result
+ * text or NULL (then the full text is used). */
+static char *slice_result(const char *text, int top_k, int offset)
+{
+    json_t *res = json_loads(text, 0, NULL);
+    if (!res) return NULL;
+    json_t *configs = json_object_get(res, "configs");
+    if (json_is_array(configs)) {
+        size_t n = json_array_size(configs);
+        size_t from = offset > 0 ? (size_t)offset : 0;
+        size_t count = top_k >= 0 ? (size_t)top_k : n;
+        json_t *out = json_array();
+        for (size_t i = from; out && i < n && i - from < count; i++)
+            json_array_append(out, json_array_get(configs, i));
+        if (out) json_object_set_new(res, "configs", out);
+    }
+    char *s = json_dumps(res, JSON_COMPACT);
+    json_decref(res);
+    return s;
+}
+
+static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag, size_t etaglen,
+                                        int *retry_after)
+{
+    struct srv_view *v = &r->view;
+    int done = strcmp(v->status, "done") == 0;
+    int failed = strcmp(v->status, "failed") == 0;
+    int sliced = done && (r->top_k >= 0 || r->res_offset > 0);
+    if (done)
+        snprintf(etag, etaglen, "\"%s%s%s\"", v->id, r->want_csv ? "-csv" : "",
+                 sliced ? "-s" : "");
+    else if (failed)
+        snprintf(etag, etaglen, "\"%s-failed\"", v->id);
+    else
+        snprintf(etag, etaglen, "W/\"%s-%s-%lld\"", v->id, v->status, (long long)v->evaluated);
+    if (sliced) {
+        /* Different slices are different representations. */
+        size_t n = strlen(etag);
+        snprintf(etag + n - 1, etaglen - n + 1, "-%d-%d\"", r->top_k, r->res_offset);
+    }
+    *retry_after = (done || failed) ? 0 : 1;
+    /* 304 only answers conditional GET/HEAD (RFC 9110 13.1.2). */
+    if ((r->method == SRV_M_GET || r->method == SRV_M_HEAD) &&
+        etag_matches(r->if_none_match, etag)) {
+        *code = 304;
+        return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    }
+
+    if (done && r->want_csv) {
+        json_t *res = json_loads(v->result, 0, NULL);
+        char *csv = res ? api_result_csv(res) : NULL;
+        json_decref(res);
+        if (csv && sliced) {
+            /* Keep the header line and rows [offset, offset + top_k). */
+            char *p = strchr(csv, '\n');
+            if (p) {
+                char *start = p + 1, *q = start;
+                int row = 0;
+                char *keep_from = NULL, *keep_to = NULL;
+                while (*q) {
+                    char *nl = strchr(q, '\n');
+                    char *next = nl ? nl + 1 : q + strlen(q);
+                    if (row == (r->res_offset > 0 ? r->res_offset : 0)) keep_from = q;
+                    row++;
+                    if (r->top_k >= 0 && row == (r->res_offset > 0 ? r->res_offset : 0) + r->top_k) {
+                        keep_to = next;
+                        break;
+                    }
+                    q = next;
+                }
+                if (!keep_from) keep_from = keep_to = start;
+                if (!keep_to) keep_to = start + strlen(start);
+                memmove(start, keep_from, (size_t)(keep_to - keep_from));
+                start[keep_to - keep_from] = '\0';
+            }
+        }
+        if (!csv) {
+            *code = 500;
+            return NULL;
+        }
+        *code = 200;
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(strlen(csv), csv, MHD_RESPMEM_MUST_FREE);
+        if (!resp) free(csv);
+        else MHD_add_response_header(resp, "Content-Type", "text/csv; charset=utf-8; header=present");
+        return resp;
+    }
+
+    json_t *doc = json_object();
+    int bad = !doc;
+    bad |= json_object_set_new(doc, "id", json_string(v->id));
+    bad |= json_object_set_new(doc, "status", json_string(v->status));
+    bad |= json_object_set_new(doc, "progress", json_real(done ? 1.0 : v->progress));
+    bad |= json_object_set_new(doc, "evaluated", json_integer(v->evaluated));
+    bad |= set_time(doc, "created_at", v->created_ms);
+    bad |= set_time(doc, "started_at", v->started_ms);
+    bad |= set_time(doc, "finished_at", v->finished_ms);
+    if (failed) {
+        json_t *err = v->error ? json_loads(v->error, 0, NULL) : NULL;
+        if (!err) err = json_pack("{s:s,s:s,s:i,s:[]}", "type", "about:blank", "title",
+                                  "Search failed", "status", 500, "errors");
+        bad |= json_object_set_new(doc, "error", err);
+    }
+    char *head = bad ? NULL : json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (!head) {
+        *code = 500;
+        return NULL;
+    }
+    char *body = head;
+    size_t len = strlen(head);
+    if (done && v->result) {
+        /* Splice the stored result text in without re-parsing it. */
+        char *sliced_text = sliced ? slice_result(v->result, r->top_k, r->res_offset) : NULL;
+        const char *rt = sliced_text ? sliced_text : v->result;
+        size_t rlen = strlen(rt);
+        body = malloc(len + rlen + 16);
+        if (body) {
+            memcpy(body, head, len - 1); /* drop the closing brace */
+            size_t n = len - 1;
+            memcpy(body + n, ",\"result\":", 10);
+            n += 10;
+            memcpy(body + n, rt, rlen);
+            n += rlen;
+            body[n++] = '}';
+            body[n] = '\0';
+            len = n;
+        }
+        free(sliced_text);
+        free(head);
+        if (!body) {
+            *code = 500;
+            return NULL;
+        }
+    }
+    *code = r->out_code ? r->out_code : 200;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) free(body);
+    else MHD_add_response_header(resp, "Content-Type", "application/json");
+    return resp;
+}
+
+/* ---- queueing a response ----------------------------------------------- */
+
+static void add_common_headers(struct MHD_Response *resp)
+{
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers", EXPOSE_HEADERS);
+}
+
+static enum MHD_Result queue_answer(struct srv_req *r)
+{
+    struct MHD_Response *resp = NULL;
+    int code = r->out_code;
+    char etag[160] = "";
+    int retry_after = r->out_retry_after;
+
+    if (r->answer == ANS_VIEW) {
+        resp = render_view(r, &code, etag, sizeof etag, &retry_after);
+        if (!resp) {
+            srv_answer_problem(r, 500, "Internal Server Error", "could not render the result");
+            code = 500;
+            etag[0] = '\0';
+            retry_after = 0;
+        }
+    }
+    if (!resp) {
+        if (!r->out_body) srv_answer_problem(r, 500, "Internal Server Error", "no answer");
+        code = r->out_code;
+        resp = MHD_create_response_from_buffer(r->out_len, r->out_body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) return MHD_NO;
+        r->out_body = NULL; /* now owned by the response */
+        if (r->out_ctype) MHD_add_response_header(resp, "Content-Type", r->out_ctype);
+    }
+    add_common_headers(resp);
+    if (etag[0]) {
+        MHD_add_response_header(resp, "ETag", etag);
+        MHD_add_response_header(resp, "Cache-Control",
+                                (etag[0] == '"' && r->route == ROUTE_RESULT && code != 304 &&
+                                 strcmp(r->view.status, "done") == 0)
+                                    ? "public, max-age=31536000, immutable"
+                                    : "no-cache");
+    }
+    if (r->answer == ANS_VIEW) {
+        char loc[96];
+        snprintf(loc, sizeof loc, "/results/%s", r->view.id);
+        if (code == 202) MHD_add_response_header(resp, "Location", loc);
+        if (r->route == ROUTE_SEARCH) MHD_add_response_header(resp, "Content-Location", loc);
+        if (r->route == ROUTE_SEARCH && r->prefer_async)
+            MHD_add_response_header(resp, "Preference-Applied", "respond-async");
+    }
+    if (retry_after > 0 && (code == 202 || code == 503 || code == 200)) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", retry_after);
+        MHD_add_response_header(resp, "Retry-After", ra);
+    }
+    if (code == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"mfud\"");
+    if (code == 405) {
+        const char *a = (r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE)
+                            ? "POST, OPTIONS"
+                            : "GET, HEAD, OPTIONS";
+        MHD_add_response_header(resp, "Allow", a);
+    }
+    r->code = code;
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result queue_problem(struct srv_req *r, int code, const char *title,
+                                     const char *detail)
+{
+    srv_answer_problem(r, code, title, detail);
+    return queue_answer(r);
+}
+
+static enum MHD_Result queue_static(struct srv_req *r, int code, const char *ctype,
+                                    const char *data, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    if (ctype) MHD_add_response_header(resp, "Content-Type", ctype);
+    add_common_headers(resp);
+    r->code = code;
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result queue_json(struct srv_req *r, int code, json_t *body)
+{
+    srv_answer_json(r, code, body);
+    return queue_answer(r);
+}
+
+/* ---- routing ------------------------------------------------------------ */
+
+static int is_hex64(const char *s)
+{
+    for (int i = 0; i < 64; i++)
+        if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i])) return 0;
+    return s[64] == '\0';
+}
+
+static enum srv_route match_route(const char *url, char *id_out)
+{
+    static const struct {
+        const char *path;
+        enum srv_route route;
+    } table[] = {
+        {"/search", ROUTE_SEARCH},
+        {"/results", ROUTE_RESULTS},
+        {"/roofline", ROUTE_ROOFLINE},
+        {"/presets/models", ROUTE_PRESET_MODELS},
+        {"/presets/hardware", ROUTE_PRESET_HARDWARE},
+        {"/healthz", ROUTE_HEALTHZ},
+        {"/livez", ROUTE_HEALTHZ},
+        {"/readyz", ROUTE_READYZ},
+        {"/metrics", ROUTE_METRICS},
+        {"/openapi.yaml", ROUTE_OPENAPI},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(url, table[i].path) == 0) return table[i].route;
+    if (strncmp(url, "/results/", 9) == 0 && strlen(url + 9) == 64 && is_hex64(url + 9)) {
+        memcpy(id_out, url + 9, 65);
+        return ROUTE_RESULT;
+    }
+    return ROUTE_OTHER;
+}
+
+static int route_allows(enum srv_route route, int method)
+{
+    if (method == SRV_M_OPTIONS) return 1;
+    if (route == ROUTE_SEARCH || route == ROUTE_ROOFLINE) return method == SRV_M_POST;
+    return method == SRV_M_GET || method == SRV_M_HEAD;
+}
+
+static int parse_method(const char *m)
+{
+    if (strcmp(m, "GET") == 0) return SRV_M_GET;
+    if (strcmp(m, "HEAD") == 0) return SRV_M_HEAD;
+    if (strcmp(m, "POST") == 0) return SRV_M_POST;
+    if (strcmp(m, "OPTIONS") == 0) return SRV_M_OPTIONS;
+    return SRV_M_OTHER;
+}
+
+/* JSON bodies: application/json, any +json type, or none. curl -d sends
+ * application/x-www-form-urlencoded by default; we accept it too (the body is
+ * still parsed as JSON) so the README's `curl -d @req.json` works. */
+static int media_type_ok(const char *ct)
+{
+    if (!ct || !*ct) return 1;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && ct[n - 1] == ' ') n--;
+    if (n == 16 && strncasecmp(ct, "application/json", 16) == 0) return 1;
+    if (n == 33 && strncasecmp(ct, "application/x-www-form-urlencoded", 33) == 0) return 1;
+    if (n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0) return 1;
+    return 0;
+}
+
+/* Prefer: respond-async, wait=N (RFC 7240). */
+static void parse_prefer(struct srv_req *r, const char *h)
+{
+    r->wait_s = cfg->default_wait_s;
+    if (!h) return;
+    const char *p = h;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == ';') p++;
+        if (strncasecmp(p, "respond-async", 13) == 0) r->prefer_async = 1;
+        else if (strncasecmp(p, "wait=", 5) == 0) {
+            char *end;
+            double w = strtod(p + 5, &end);
+            if (end != p + 5 && w >= 0) r->wait_s = w > cfg->max_wait_s ? cfg->max_wait_s : w;
+        }
+        while (*p && *p != ',' && *p != ';') p++;
+    }
+}
+
+static int accepts_csv(const char *accept)
+{
+    if (!accept) return 0;
+    for (const char *p = accept; *p; p++)
+        if (strncasecmp(p, "text/csv", 8) == 0) return 1;
+    return 0;
+}
+
+static enum MHD_Result bad_query(struct srv_req *r, const char *name, const char *detail)
+{
+    api_status st;
+    api_status_init(&st);
+    api_fail(&st, 400, "", "query parameter %s: %s", name, detail);
+    snprintf(st.title, sizeof st.title, "Invalid query parameter");
+    answer_status(r, &st);
+    return queue_answer(r);
+}
+
+static int auth_ok(struct MHD_Connection *c)
+{
+    if (!cfg->auth_token[0]) return 1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0) return 0;
+    h += 7;
+    size_t a = strlen(h), b = strlen(cfg->auth_token);
+    unsigned diff = (unsigned)(a != b);
+    for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned)(h[i] ^ cfg->auth_token[i]);
+    return diff == 0;
+}
+
+/* Summary name for GET /results: the preset the caller named, else the
+ * "name" of the resolved description. */
+static char *summary_name(json_t *norm, json_t *raw, const char *key)
+{
+    json_t *objs[] = {json_object_get(raw, key), json_object_get(norm, key)};
+    for (int i = 0; i < 2; i++) {
+        const char *s = json_string_value(json_object_get(objs[i], "preset"));
+        if (!s) s = json_string_value(json_object_get(objs[i], "name"));
+        if (!s) s = json_string_value(json_object_get(json_object_get(objs[i], "ir"), "name"));
+        if (s) return strdup(s);
+    }
+    return NULL;
+}
+
+static void finish_body_parse(struct srv_req *r, json_t **out)
+{
+    json_error_t jerr;
+    *out = json_loadb(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!*out) {
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 400, "", "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                 jerr.text);
+        snprintf(st.title, sizeof st.title, "Malformed JSON");
+        answer_status(r, &st);
+    } else if (!json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 422, "", "the request must be a JSON object");
+        answer_status(r, &st);
+    }
+}
+
+static enum MHD_Result suspend_and_submit(struct srv_req *r)
+{
+    MHD_suspend_connection(r->conn);
+    r->suspended = 1;
+    if (srv_jobs_submit(r) != 0) {
+        r->suspended = 0;
+        MHD_resume_connection(r->conn);
+        srv_answer_problem(r, 503, "Service Unavailable", "the server is shutting down");
+        r->out_retry_after = 5;
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result handle_search(struct srv_req *r)
+{
+    json_t *req = NULL;
+    finish_body_parse(r, &req);
+    if (!req) return queue_answer(r);
+    api_status st;
+    api_status_init(&st);
+    json_t *norm = api_normalize(req, &st);
+    if (!norm) {
+        json_decref(req);
+        if (!st.status) api_fail(&st, 422, "", "invalid request");
+        answer_status(r, &st);
+        return queue_answer(r);
+    }
+    api_cache_key(norm, r->id);
+    r->normalized = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);
+    r->input = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+    r->model = summary_name(norm, req, "model");
+    r->hardware = summary_name(norm, req, "hardware");
+    json_t *dev = json_object_get(norm, "devices");
+    r->devices = json_is_integer(dev) ? json_integer_value(dev) : (json_int_t)json_number_value(dev);
+    json_decref(norm);
+    json_decref(req);
+    if (!r->normalized || !r->input) return queue_problem(r, 500, "Internal Server Error", "out of memory");
+    parse_prefer(r, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Prefer"));
+    return suspend_and_submit(r);
+}
+
+static enum MHD_Result handle_results_list(struct srv_req *r)
+{
+    struct MHD_Connection *c = r->conn;
+    const char *s;
+    r->limit = 20;
+    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit")) &&
+        parse_int(s, 1, 100, &r->limit) != 0)
+        return bad_query(r, "limit", "must be an integer in 1..100");
+    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset")) &&
+        parse_int(s, 0, 1000000, &r->offset) != 0)
+        return bad_query(r, "offset", "must be an integer in 0..1000000");
+    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "cursor"))) {
+        /* cursor = <created_ms>.<id>, as returned in next_cursor */
+        char *dot = strchr(s, '.');
+        char *end;
+        errno = 0;
+        long long ms = strtoll(s, &end, 10);
+        if (!dot || end != dot || errno || ms < 0 || strlen(dot + 1) != 64 || !is_hex64(dot + 1))
+            return bad_query(r, "cursor", "not a cursor returned by this server");
+        r->after_ms = ms;
+        memcpy(r->after_id, dot + 1, 65);
+        r->has_after = 1;
+    }
+    return suspend_and_submit(r);
+}
+
+static enum MHD_Result handle_result(struct srv_req *r)
+{
+    struct MHD_Connection *c = r->conn;
+    const char *s;
+    r->top_k = -1;
+    r->res_offset = 0;
+    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "top_k")) &&
+        parse_int(s, 0, 100000, &r->top_k) != 0)
+        return bad_query(r, "top_k", "must be an integer in 0..100000");
+    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset")) &&
+        parse_int(s, 0, 100000, &r->res_offset) != 0)
+        return bad_query(r, "offset", "must be an integer in 0..100000");
+    s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (s && strcmp(s, "csv") != 0 && strcmp(s, "json") != 0)
+        return bad_query(r, "format", "must be json or csv");
+    r->want_csv = (s && strcmp(s, "csv") == 0) ||
+                  (!s && accepts_csv(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept")));
+    return suspend_and_submit(r);
+}
+
+static enum MHD_Result handle_roofline(struct srv_req *r)
+{
+    json_t *req = NULL;
+    finish_body_parse(r, &req);
+    if (!req) return queue_answer(r);
+    r->roofline_req = req;
+    return suspend_and_submit(r);
+}
+
+static enum MHD_Result handle_readyz(struct srv_req *r)
+{
+    char why[256];
+    int ok = srv_jobs_ready(why, sizeof why);
+    json_t *body = json_pack("{s:s,s:s}", "status", ok ? "ok" : "unavailable", "detail", why);
+    if (!ok) {
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 503, "", "%s", why);
+        snprintf(st.title, sizeof st.title, "Not ready");
+        json_decref(body);
+        answer_status(r, &st);
+        r->out_retry_after = 1;
+        return queue_answer(r);
+    }
+    return queue_json(r, 200, body);
+}
+
+static enum MHD_Result dispatch(struct srv_req *r)
+{
+    switch (r->route) {
+    case ROUTE_SEARCH: return handle_search(r);
+    case ROUTE_ROOFLINE: return handle_roofline(r);
+    case ROUTE_RESULTS: return handle_results_list(r);
+    case ROUTE_RESULT: return handle_result(r);
+    case ROUTE_PRESET_MODELS: {
+        json_t *l = api_presets_models();
+        return l ? queue_json(r, 200, l) : queue_problem(r, 500, "Internal Server Error", "presets");
+    }
+    case ROUTE_PRESET_HARDWARE: {
+        json_t *l = api_presets_hardware();
+        return l ? queue_json(r, 200, l) : queue_problem(r, 500, "Internal Server Error", "presets");
+    }
+    case ROUTE_HEALTHZ:
+        return queue_static(r, 200, "application/json", "{\"status\":\"ok\"}", 15);
+    case ROUTE_READYZ: return handle_readyz(r);
+    case ROUTE_METRICS: {
+        size_t n = 0;
+        char *text = srv_metrics_render(&n);
+        if (!text) return queue_problem(r, 500, "Internal Server Error", "metrics");
+        answer_reset(r);
+        r->answer = ANS_RAW;
+        r->out_code = 200;
+        r->out_body = text;
+        r->out_len = n;
+        r->out_ctype = "text/plain; version=0.0.4; charset=utf-8";
+        return queue_answer(r);
+    }
+    case ROUTE_OPENAPI:
+        return queue_static(r, 200, "application/yaml", mfud_openapi_yaml,
+                            (size_t)(mfud_openapi_yaml_end - mfud_openapi_yaml));
+    default: break;
+    }
+    return queue_problem(r, 404, "Not Found", "no such route");
+}
+
+/* ---- libmicrohttpd callbacks ------------------------------------------- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    struct srv_req *r = *con_cls;
+    if (!r) {
+        /* First call: headers only. */
+        r = calloc(1, sizeof *r);
+        if (!r) return MHD_NO;
+        *con_cls = r;
+        r->conn = c;
+        r->t_start = srv_now_mono();
+        r->method = parse_method(method);
+        r->route = match_route(url, r->id);
+        r->top_k = -1;
+        const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
+        if (inm) r->if_none_match = strdup(inm);
+        srv_log(SRV_LOG_DEBUG, "msg=request method=%s path=\"%.200s\"", method, url);
+
+        if (r->route == ROUTE_OTHER)
+            return queue_problem(r, 404, "Not Found", "no such route");
+        if (!route_allows(r->route, r->method))
+            return queue_problem(r, 405, "Method Not Allowed", "method not allowed on this route");
+        if (r->method == SRV_M_OPTIONS) {
+            struct MHD_Response *resp =
+                MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+            if (!resp) return MHD_NO;
+            add_common_headers(resp);
+            int post = r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE;
+            MHD_add_response_header(resp, "Allow", post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+                                    post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers", ALLOW_HEADERS);
+            MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+            r->code = 204;
+            enum MHD_Result ret = MHD_queue_response(c, 204, resp);
+            MHD_destroy_response(resp);
+            return ret;
+        }
+        if (r->method == SRV_M_POST) {
+            if (!auth_ok(c)) {
+                answer_reset(r);
+                return queue_problem(r, 401, "Unauthorized", "a valid bearer token is required");
+            }
+            const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+            if (!media_type_ok(ct)) {
+                api_status st;
+                api_status_init(&st);
+                api_fail(&st, 415, "", "Content-Type must be application/json");
+                snprintf(st.title, sizeof st.title, "Unsupported Media Type");
+                answer_status(r, &st);
+                return queue_answer(r);
+            }
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+            if (cl) {
+                char *end;
+                unsigned long long n = strtoull(cl, &end, 10);
+                if (*end == '\0' && n > cfg->max_body) {
+                    char d[128];
+                    snprintf(d, sizeof d, "the body is larger than the limit of %zu bytes",
+                             cfg->max_body);
+                    return queue_problem(r, 413, "Content Too Large", d);
+                }
+            }
+        }
+        return MHD_YES;
+    }
+
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (r->too_large) return MHD_YES;
+        if (r->len + n > cfg->max_body) {
+            r->too_large = 1;
+            free(r->body);
+            r->body = NULL;
+            r->len = r->cap = 0;
+            return MHD_YES;
+        }
+        if (r->len + n + 1 > r->cap) {
+            size_t ncap = r->cap ? r->cap * 2 : 4096;
+            while (ncap < r->len + n + 1) ncap *= 2;
+            if (ncap > cfg->max_body + 1) ncap = cfg->max_body + 1;
+            char *nb = realloc(r->body, ncap);
+            if (!nb) return MHD_NO;
+            r->body = nb;
+            r->cap = ncap;
+        }
+        memcpy(r->body + r->len, upload_data, n);
+        r->len += n;
+        r->body[r->len] = '\0';
+        return MHD_YES;
+    }
+
+    if (r->answer != ANS_NONE) {
+        /* Resumed by the loop, or an answer prepared before suspending. */
+        return queue_answer(r);
+    }
+    if (r->too_large) {
+        char d[128];
+        snprintf(d, sizeof d, "the body is larger than the limit of %zu bytes", cfg->max_body);
+        return queue_problem(r, 413, "Content Too Large", d);
+    }
+    return dispatch(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct srv_req *r = *con_cls;
+    if (!r) return;
+    double dt = srv_now_mono() - r->t_start;
+    if (r->code) srv_metrics_request(r->route, r->code, dt);
+    if (r->code >= 500 || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        srv_log(SRV_LOG_WARN, "msg=request_end route=%s code=%d ms=%.3f termination=%d",
+                srv_route_names[r->route], r->code, dt * 1e3, (int)toe);
+    else
+        srv_log(SRV_LOG_DEBUG, "msg=request_end route=%s code=%d ms=%.3f",
+                srv_route_names[r->route], r->code, dt * 1e3);
+    free(r->body);
+    free(r->normalized);
+    free(r->input);
+    free(r->model);
+    free(r->hardware);
+    free(r->if_none_match);
+    json_decref(r->roofline_req);
+    answer_reset(r);
+    free(r);
+    *con_cls = NULL;
+}
+
+void srv_http_resume(struct srv_req *r)
+{
+    r->suspended = 0;
+    MHD_resume_connection(r->conn);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    size_t n = strlen(buf);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = '\0';
+    srv_log(SRV_LOG_WARN, "msg=mhd detail=\"%s\"", buf);
+}
+
+struct MHD_Daemon *srv_http_start(const struct srv_config *config, int *out_port)
+{
+    cfg = config;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
+    socklen_t slen;
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, cfg->bind, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)cfg->port);
+        slen = sizeof *s4;
+    } else if (inet_pton(AF_INET6, cfg->bind, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)cfg->port);
+        slen = sizeof *s6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        srv_log(SRV_LOG_ERROR, "msg=\"bad bind address\" bind=%s", cfg->bind);
+        return NULL;
+    }
+    (void)slen;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, NULL,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_END);
+    if (!d) return NULL;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    *out_port = info ? info->port : cfg->port;
+    return d;
+}

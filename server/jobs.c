@@ -1,0 +1,826 @@
+/* server/jobs.c -- the libuv loop: job table, search pool, SQLite store.
+ *
+ * DESIGN
+ * The loop thread owns the database connection, the job table and the
+ * waiter lists; nothing else touches them. HTTP threads hand requests over
+ * through a mutex-protected queue plus uv_async_send (which coalesces, so
+ * each wake-up drains the whole queue). Searches run on the libuv thread
+ * pool (uv_queue_work, UV_THREADPOOL_SIZE = --workers): the worker parses
+ * the stored normalized request, calls api_search() and renders the result
+ * text, so the loop only writes it to the database and answers waiters.
+ *
+ * A job is identified by its cache key; at most one job per key is in the
+ * table, so identical requests in flight share it (they become waiters or
+ * get 202). Job states: queued (in the pool's queue) -> running (a worker
+ * took it) -> done | failed. The row is written as queued before the job is
+ * acknowledged, so a crash loses nothing: at start every queued or running
+ * row is queued again.
+ *
+ * SHUTDOWN
+ * SIGINT/SIGTERM: stop accepting (MHD_quiesce_daemon), answer waiters with
+ * 202, cancel queued work (uv_cancel) and ask running searches to stop
+ * (their progress callback returns nonzero). Interrupted jobs stay queued in
+ * the database and run again at the next start. When no work is left, the
+ * handles are closed and the loop returns; the caller closes the database.
+ */
+#include "srv.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "api.h"
+#include "db.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+struct job {
+    char id[65];
+    char *request;               /* the request the engine runs (as received) */
+    int64_t created_ms;
+    atomic_llong started_ms;     /* 0 until a worker takes it */
+    int started_persisted;
+    atomic_ullong evaluated;
+    atomic_int progress_ppm;     /* fraction * 1e6 */
+    atomic_int cancel;
+    uv_work_t work;
+    struct srv_req *waiters;
+    /* outputs of the worker */
+    char *result;
+    char *error;
+    int error_code;
+    int has_best;
+    double best_mfu;
+    int64_t n_evaluated;
+    int cancelled;
+    /* links */
+    struct job *hnext;           /* hash bucket */
+    struct job *next;            /* all active jobs */
+};
+
+struct rwork {
+    uv_work_t work;
+    struct srv_req *r;
+};
+
+#define N_BUCKETS 1024
+#define MAX_TOUCH 1024
+
+static struct {
+    const struct srv_config *cfg;
+    uv_loop_t *loop;
+    struct mfu_db *db;
+    struct MHD_Daemon *mhd;
+    uv_async_t async;
+    uv_signal_t sigint, sigterm;
+    uv_timer_t wait_timer, flush_timer;
+    uv_mutex_t qlock;
+    struct srv_req *qhead, *qtail;
+    int closed;                  /* under qlock: no more submissions */
+    struct job *buckets[N_BUCKETS];
+    struct job *active;
+    int n_active;
+    atomic_int n_active_pub;     /* for /readyz from other threads */
+    atomic_int db_ok, pool_ok;
+    int n_roofline;
+    struct srv_req *waiters;     /* all waiting POST /search requests */
+    int stopping;
+    struct db_touch touches[MAX_TOUCH];
+    char touch_ids[MAX_TOUCH][65];
+    size_t n_touch;
+} app;
+
+/* ---- the job table ----------------------------------------------------- */
+
+static unsigned bucket_of(const char *id)
+{
+    unsigned h = 0;
+    for (int i = 0; i < 8 && id[i]; i++) h = h * 16 + (unsigned)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+    return h % N_BUCKETS;
+}
+
+static struct job *job_find(const char *id)
+{
+    for (struct job *j = app.buckets[bucket_of(id)]; j; j = j->hnext)
+        if (strcmp(j->id, id) == 0) return j;
+    return NULL;
+}
+
+static void job_unlink(struct job *j)
+{
+    struct job **pp = &app.buckets[bucket_of(j->id)];
+    while (*pp && *pp != j) pp = &(*pp)->hnext;
+    if (*pp) *pp = j->hnext;
+    pp = &app.active;
+    while (*pp && *pp != j) pp = &(*pp)->next;
+    if (*pp) *pp = j->next;
+    app.n_active--;
+    atomic_store(&app.n_active_pub, app.n_active);
+}
+
+static void job_free(struct job *j)
+{
+    if (!j) return;
+    free(j->request);
+    free(j->result);
+    free(j->error);
+    free(j);
+}
+
+/* ---- accesses (hit counts, LRU), flushed once a second ---------------- */
+
+static void flush_touches(void)
+{
+    if (!app.n_touch || !app.db) return;
+    if (db_touch_many(app.db, app.touches, app.n_touch) != DB_OK)
+        srv_log(SRV_LOG_WARN, "msg=\"touch failed\" err=\"%s\"", db_errmsg(app.db));
+    app.n_touch = 0;
+}
+
+static void touch(const char *id, int hit)
+{
+    int64_t now = srv_now_ms();
+    /* Most repeated accesses are to the same few ids: merge with recent. */
+    size_t lo = app.n_touch > 16 ? app.n_touch - 16 : 0;
+    for (size_t i = app.n_touch; i-- > lo;) {
+        if (strcmp(app.touch_ids[i], id) == 0) {
+            app.touches[i].hits += hit;
+            app.touches[i].accessed_ms = now;
+            return;
+        }
+    }
+    if (app.n_touch == MAX_TOUCH) flush_touches();
+    size_t i = app.n_touch++;
+    memcpy(app.touch_ids[i], id, 65);
+    app.touches[i].id = app.touch_ids[i];
+    app.touches[i].hits = hit;
+    app.touches[i].accessed_ms = now;
+}
+
+static void on_flush_timer(uv_timer_t *t)
+{
+    flush_touches();
+    if (app.db) srv_metrics_db_size(db_size_bytes(app.db));
+}
+
+/* ---- answers ----------------------------------------------------------- */
+
+static void view_from_job(struct srv_view *v, struct job *j)
+{
+    memset(v, 0, sizeof *v);
+    memcpy(v->id, j->id, 65);
+    int64_t started = atomic_load(&j->started_ms);
+    v->status = started ? "running" : "queued";
+    v->progress = atomic_load(&j->progress_ppm) / 1e6;
+    v->evaluated = (int64_t)atomic_load(&j->evaluated);
+    v->created_ms = j->created_ms;
+    v->started_ms = started;
+}
+
+static const char *static_status(const char *s)
+{
+    if (strcmp(s, "done") == 0) return "done";
+    if (strcmp(s, "failed") == 0) return "failed";
+    if (strcmp(s, "running") == 0) return "running";
+    return "queued";
+}
+
+/* Takes the row's result and error strings. */
+static void view_from_row(struct srv_view *v, struct db_row *row)
+{
+    memset(v, 0, sizeof *v);
+    memcpy(v->id, row->id, 65);
+    v->status = static_status(row->status);
+    v->progress = strcmp(v->status, "done") == 0 ? 1.0 : 0.0;
+    v->evaluated = row->evaluated;
+    v->created_ms = row->created_ms;
+    v->started_ms = row->started_ms;
+    v->finished_ms = row->finished_ms;
+    v->result = row->result;
+    v->error = row->error;
+    row->result = row->error = NULL;
+}
+
+static void answer_view(struct srv_req *r, int code)
+{
+    r->answer = ANS_VIEW;
+    r->out_code = code;
+    r->out_retry_after = code == 202 ? 1 : 0;
+}
+
+static void answer_overloaded(struct srv_req *r, const char *detail)
+{
+    srv_answer_problem(r, 503, "Service Unavailable", detail);
+    r->out_retry_after = 5;
+}
+
+/* A POST /search whose job failed: the stored problem, with its status. */
+static void answer_failed(struct srv_req *r, const char *error)
+{
+    json_t *p = error ? json_loads(error, 0, NULL) : NULL;
+    int code = p ? (int)json_integer_value(json_object_get(p, "status")) : 500;
+    if (code < 400 || code > 599) code = 500;
+    if (!p) {
+        srv_answer_problem(r, 500, "Search failed", "the search failed");
+        return;
+    }
+    srv_answer_json(r, code, p);
+}
+
+/* ---- running jobs ------------------------------------------------------ */
+
+static int progress_cb(void *ctx, double fraction, uint64_t evaluated)
+{
+    struct job *j = ctx;
+    if (fraction < 0) fraction = 0;
+    if (fraction > 1) fraction = 1;
+    atomic_store(&j->progress_ppm, (int)(fraction * 1e6));
+    atomic_store(&j->evaluated, evaluated);
+    return atomic_load(&j->cancel);
+}
+
+/* Pool thread: only the job's own fields, api/ and jansson. */
+static void work_cb(uv_work_t *w)
+{
+    struct job *j = container_of(w, struct job, work);
+    srv_metrics_job_queued_delta(-1);
+    srv_metrics_job_running_delta(1);
+    atomic_store(&j->started_ms, srv_now_ms());
+    uv_async_send(&app.async); /* the loop marks the row running */
+    if (atomic_load(&j->cancel)) {
+        j->cancelled = 1;
+        return;
+    }
+    /* Test hook (MFUD_TEST_JOB_DELAY_MS): hold each job this long before the
+     * search, so integration tests can fill the queue or kill the daemon
+     * with jobs in flight whatever the machine's speed. */
+    for (int t = 0; t < app.cfg->test_job_delay_ms && !atomic_load(&j->cancel); t += 10)
+        uv_sleep(10);
+    api_status st;
+    api_status_init(&st);
+    json_error_t jerr;
+    json_t *req = json_loads(j->request, 0, &jerr);
+    json_t *res = NULL;
+    if (!req) api_fail(&st, 500, "", "stored request is not JSON: %s", jerr.text);
+    else res = api_search(req, &st, progress_cb, j);
+    json_decref(req);
+    if (atomic_load(&j->cancel)) {
+        j->cancelled = 1;
+        json_decref(res);
+        return;
+    }
+    if (res) {
+        json_t *best = json_array_get(json_object_get(res, "configs"), 0);
+        json_t *mfu = json_object_get(best, "mfu");
+        if (json_is_number(mfu)) {
+            j->has_best = 1;
+            j->best_mfu = json_number_value(mfu);
+        }
+        json_t *ev = json_object_get(json_object_get(res, "search"), "evaluated");
+        j->n_evaluated = json_is_integer(ev) ? (int64_t)json_integer_value(ev)
+                                             : (int64_t)atomic_load(&j->evaluated);
+        j->result = json_dumps(res, JSON_COMPACT);
+        json_decref(res);
+        if (!j->result) api_fail(&st, 500, "", "out of memory rendering the result");
+    }
+    if (!j->result) {
+        if (!st.status) api_fail(&st, 500, "", "the search failed");
+        j->error_code = st.status;
+        json_t *p = api_problem_json(&st);
+        j->error = p ? json_dumps(p, JSON_COMPACT) : NULL;
+        json_decref(p);
+    }
+}
+
+static void maybe_finish_shutdown(void);
+
+static void answer_waiters(struct job *j, int done)
+{
+    struct srv_req **pp = &app.waiters;
+    while (*pp) {
+        struct srv_req *r = *pp;
+        if (r->job != j) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        r->job = NULL;
+        if (!done) {
+            view_from_job(&r->view, j);
+            answer_view(r, 202);
+        } else if (j->result) {
+            view_from_job(&r->view, j);
+            r->view.status = "done";
+            r->view.progress = 1.0;
+            r->view.evaluated = j->n_evaluated;
+            r->view.finished_ms = srv_now_ms();
+            r->view.result = strdup(j->result);
+            answer_view(r, r->view.result ? 200 : 202);
+        } else {
+            answer_failed(r, j->error);
+        }
+        srv_http_resume(r);
+    }
+}
+
+static void after_work_cb(uv_work_t *w, int status)
+{
+    struct job *j = container_of(w, struct job, work);
+    int64_t now = srv_now_ms();
+    if (status == UV_ECANCELED || j->cancelled) {
+        if (status == UV_ECANCELED) srv_metrics_job_queued_delta(-1);
+        else srv_metrics_job_running_delta(-1);
+        srv_metrics_job_completed("cancelled");
+        if (app.db) db_set_queued(app.db, j->id);
+        srv_log(SRV_LOG_INFO, "msg=job_interrupted id=%.12s", j->id);
+        answer_waiters(j, 0);
+    } else {
+        srv_metrics_job_running_delta(-1);
+        const char *outcome = j->result ? "done" : "failed";
+        srv_metrics_job_completed(outcome);
+        srv_metrics_evaluated((uint64_t)j->n_evaluated);
+        if (db_finish(app.db, j->id, outcome, j->result, j->error, j->has_best, j->best_mfu,
+                      j->n_evaluated, now) != DB_OK)
+            srv_log(SRV_LOG_ERROR, "msg=\"db finish failed\" id=%.12s err=\"%s\"", j->id,
+                    db_errmsg(app.db));
+        srv_log(SRV_LOG_INFO, "msg=job_end id=%.12s outcome=%s evaluated=%lld ms=%lld", j->id,
+                outcome, (long long)j->n_evaluated,
+                (long long)(now - atomic_load(&j->started_ms)));
+        answer_waiters(j, 1);
+    }
+    job_unlink(j);
+    job_free(j);
+    maybe_finish_shutdown();
+}
+
+/* Create and start a job. The row must already be in the database. */
+static struct job *job_start(const char *id, const char *request, int64_t created_ms)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    memcpy(j->id, id, 65);
+    j->request = strdup(request);
+    j->created_ms = created_ms;
+    if (!j->request) {
+        free(j);
+        return NULL;
+    }
+    if (uv_queue_work(app.loop, &j->work, work_cb, after_work_cb) != 0) {
+        job_free(j);
+        return NULL;
+    }
+    unsigned b = bucket_of(id);
+    j->hnext = app.buckets[b];
+    app.buckets[b] = j;
+    j->next = app.active;
+    app.active = j;
+    app.n_active++;
+    atomic_store(&app.n_active_pub, app.n_active);
+    srv_metrics_job_created();
+    srv_metrics_job_queued_delta(1);
+    srv_log(SRV_LOG_INFO, "msg=job_queued id=%.12s active=%d", id, app.n_active);
+    return j;
+}
+
+static void on_wait_timer(uv_timer_t *t);
+
+static void add_waiter(struct srv_req *r, struct job *j)
+{
+    r->job = j;
+    r->deadline = srv_now_mono() + r->wait_s;
+    r->next = app.waiters;
+    app.waiters = r;
+    if (!uv_is_active((uv_handle_t *)&app.wait_timer))
+        uv_timer_start(&app.wait_timer, on_wait_timer, 20, 20);
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static void cmd_search(struct srv_req *r)
+{
+    struct job *j = job_find(r->id);
+    if (j) {
+        srv_metrics_cache(0);
+        srv_metrics_job_deduplicated();
+        if (r->prefer_async || r->wait_s <= 0) {
+            view_from_job(&r->view, j);
+            answer_view(r, 202);
+            srv_http_resume(r);
+        } else {
+            add_waiter(r, j);
+        }
+        return;
+    }
+    struct db_row row;
+    int rc = db_get(app.db, r->id, 1, &row);
+    if (rc == DB_OK && strcmp(row.status, "done") == 0) {
+        srv_metrics_cache(1);
+        touch(r->id, 1);
+        view_from_row(&r->view, &row);
+        db_row_fini(&row);
+        answer_view(r, 200);
+        srv_http_resume(r);
+        return;
+    }
+    int64_t created = rc == DB_OK ? row.created_ms : srv_now_ms();
+    if (rc == DB_OK) db_row_fini(&row);
+    if (rc != DB_OK && rc != DB_ENOTFOUND) {
+        srv_log(SRV_LOG_ERROR, "msg=\"db get failed\" err=\"%s\"", db_errmsg(app.db));
+        srv_answer_problem(r, 500, "Internal Server Error", "database error");
+        srv_http_resume(r);
+        return;
+    }
+    srv_metrics_cache(0);
+    if (app.n_active >= app.cfg->queue_limit) {
+        answer_overloaded(r, "the job queue is full; retry later");
+        srv_http_resume(r);
+        return;
+    }
+    struct db_new_job nj = {r->id, r->normalized, r->input, r->model, r->hardware, r->devices,
+                            srv_now_ms()};
+    if (db_put_job(app.db, &nj) != DB_OK) {
+        srv_log(SRV_LOG_ERROR, "msg=\"db put failed\" err=\"%s\"", db_errmsg(app.db));
+        srv_answer_problem(r, 500, "Internal Server Error", "database error");
+        srv_http_resume(r);
+        return;
+    }
+    if (rc == DB_ENOTFOUND) created = nj.now_ms;
+    j = job_start(r->id, r->input, created);
+    if (!j) {
+        srv_answer_problem(r, 500, "Internal Server Error", "could not start the job");
+        srv_http_resume(r);
+        return;
+    }
+    if (r->prefer_async || r->wait_s <= 0) {
+        view_from_job(&r->view, j);
+        answer_view(r, 202);
+        srv_http_resume(r);
+    } else {
+        add_waiter(r, j);
+    }
+}
+
+static void cmd_result(struct srv_req *r)
+{
+    struct job *j = job_find(r->id);
+    if (j) {
+        view_from_job(&r->view, j);
+        answer_view(r, 200);
+        srv_http_resume(r);
+        return;
+    }
+    struct db_row row;
+    int rc = db_get(app.db, r->id, 1, &row);
+    if (rc == DB_ENOTFOUND) {
+        srv_answer_problem(r, 404, "Not Found", "no result with this id");
+    } else if (rc != DB_OK) {
+        srv_answer_problem(r, 500, "Internal Server Error", "database error");
+    } else {
+        touch(r->id, 0);
+        view_from_row(&r->view, &row);
+        db_row_fini(&row);
+        answer_view(r, 200);
+    }
+    srv_http_resume(r);
+}
+
+struct list_ctx {
+    json_t *items;
+    int n;
+    int64_t last_ms;
+    char last_id[65];
+};
+
+static void list_row(void *ctx, const struct db_row *row)
+{
+    struct list_ctx *lc = ctx;
+    char t[80];
+    json_t *it = json_object();
+    if (!it) return;
+    json_object_set_new(it, "id", json_string(row->id));
+    const char *status = static_status(row->status);
+    struct job *j = job_find(row->id);
+    if (j && atomic_load(&j->started_ms)) status = "running";
+    json_object_set_new(it, "status", json_string(status));
+    json_object_set_new(it, "model", row->model ? json_string(row->model) : json_null());
+    json_object_set_new(it, "hardware", row->hardware ? json_string(row->hardware) : json_null());
+    json_object_set_new(it, "devices", json_integer(row->devices));
+    json_object_set_new(it, "best_mfu", row->has_best_mfu ? json_real(row->best_mfu) : json_null());
+    json_object_set_new(it, "evaluated", json_integer(row->evaluated));
+    json_object_set_new(it, "hits", json_integer(row->hits));
+    srv_iso_time(t, sizeof t, row->created_ms);
+    json_object_set_new(it, "created_at", json_string(t));
+    if (row->finished_ms > 0) {
+        srv_iso_time(t, sizeof t, row->finished_ms);
+        json_object_set_new(it, "finished_at", json_string(t));
+    } else {
+        json_object_set_new(it, "finished_at", json_null());
+    }
+    char href[80];
+    snprintf(href, sizeof href, "/results/%s", row->id);
+    json_object_set_new(it, "href", json_string(href));
+    json_array_append_new(lc->items, it);
+    lc->n++;
+    lc->last_ms = row->created_ms;
+    memcpy(lc->last_id, row->id, 65);
+}
+
+static void cmd_results(struct srv_req *r)
+{
+    struct list_ctx lc = {json_array(), 0, 0, ""};
+    int n = lc.items ? db_list(app.db, r->limit, r->offset, r->after_ms,
+                               r->has_after ? r->after_id : NULL, list_row, &lc)
+                     : -1;
+    if (n < 0) {
+        json_decref(lc.items);
+        srv_answer_problem(r, 500, "Internal Server Error", "database error");
+        srv_http_resume(r);
+        return;
+    }
+    json_t *body = json_object();
+    json_object_set_new(body, "items", lc.items);
+    json_object_set_new(body, "limit", json_integer(r->limit));
+    if (lc.n == r->limit) {
+        char cur[96];
+        snprintf(cur, sizeof cur, "%lld.%s", (long long)lc.last_ms, lc.last_id);
+        json_object_set_new(body, "next_cursor", json_string(cur));
+        char next[160];
+        snprintf(next, sizeof next, "/results?limit=%d&cursor=%s", r->limit, cur);
+        json_object_set_new(body, "next", json_string(next));
+    }
+    srv_answer_json(r, 200, body);
+    srv_http_resume(r);
+}
+
+static void roofline_work(uv_work_t *w)
+{
+    struct rwork *rw = container_of(w, struct rwork, work);
+    struct srv_req *r = rw->r;
+    api_status st;
+    api_status_init(&st);
+    json_t *res = api_roofline(r->roofline_req, &st);
+    if (res) {
+        srv_answer_json(r, 200, res);
+    } else {
+        if (!st.status) api_fail(&st, 500, "", "roofline failed");
+        srv_answer_json(r, st.status, api_problem_json(&st));
+    }
+}
+
+static void roofline_after(uv_work_t *w, int status)
+{
+    struct rwork *rw = container_of(w, struct rwork, work);
+    if (status == UV_ECANCELED) answer_overloaded(rw->r, "the server is shutting down");
+    srv_http_resume(rw->r);
+    free(rw);
+    app.n_roofline--;
+    maybe_finish_shutdown();
+}
+
+static void cmd_roofline(struct srv_req *r)
+{
+    struct rwork *rw = calloc(1, sizeof *rw);
+    if (!rw || app.n_roofline >= app.cfg->queue_limit) {
+        free(rw);
+        answer_overloaded(r, "too many roofline requests in flight");
+        srv_http_resume(r);
+        return;
+    }
+    rw->r = r;
+    if (uv_queue_work(app.loop, &rw->work, roofline_work, roofline_after) != 0) {
+        free(rw);
+        srv_answer_problem(r, 500, "Internal Server Error", "could not queue work");
+        srv_http_resume(r);
+        return;
+    }
+    app.n_roofline++;
+}
+
+static void run_command(struct srv_req *r)
+{
+    if (app.stopping) {
+        answer_overloaded(r, "the server is shutting down");
+        srv_http_resume(r);
+        return;
+    }
+    switch (r->route) {
+    case ROUTE_SEARCH: cmd_search(r); break;
+    case ROUTE_RESULT: cmd_result(r); break;
+    case ROUTE_RESULTS: cmd_results(r); break;
+    case ROUTE_ROOFLINE: cmd_roofline(r); break;
+    default:
+        srv_answer_problem(r, 500, "Internal Server Error", "unexpected route");
+        srv_http_resume(r);
+    }
+}
+
+static void persist_started(void)
+{
+    for (struct job *j = app.active; j; j = j->next) {
+        int64_t st = atomic_load(&j->started_ms);
+        if (st && !j->started_persisted) {
+            j->started_persisted = 1;
+            if (db_set_running(app.db, j->id, st) != DB_OK)
+                srv_log(SRV_LOG_WARN, "msg=\"db set running failed\" err=\"%s\"",
+                        db_errmsg(app.db));
+        }
+    }
+}
+
+static void on_async(uv_async_t *a)
+{
+    uv_mutex_lock(&app.qlock);
+    struct srv_req *r = app.qhead;
+    app.qhead = app.qtail = NULL;
+    uv_mutex_unlock(&app.qlock);
+    while (r) {
+        struct srv_req *next = r->next;
+        r->next = NULL;
+        run_command(r);
+        r = next;
+    }
+    if (app.db) persist_started();
+}
+
+static void on_wait_timer(uv_timer_t *t)
+{
+    double now = srv_now_mono();
+    struct srv_req **pp = &app.waiters;
+    while (*pp) {
+        struct srv_req *r = *pp;
+        if (r->deadline > now) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        view_from_job(&r->view, r->job);
+        r->job = NULL;
+        answer_view(r, 202);
+        srv_http_resume(r);
+    }
+    if (!app.waiters) uv_timer_stop(t);
+}
+
+int srv_jobs_submit(struct srv_req *r)
+{
+    uv_mutex_lock(&app.qlock);
+    if (app.closed) {
+        uv_mutex_unlock(&app.qlock);
+        return -1;
+    }
+    r->next = NULL;
+    if (app.qtail) app.qtail->next = r;
+    else app.qhead = r;
+    app.qtail = r;
+    uv_mutex_unlock(&app.qlock);
+    uv_async_send(&app.async);
+    return 0;
+}
+
+int srv_jobs_ready(char *why, size_t whylen)
+{
+    if (!atomic_load(&app.db_ok)) {
+        snprintf(why, whylen, "database not open");
+        return 0;
+    }
+    if (!atomic_load(&app.pool_ok)) {
+        snprintf(why, whylen, "worker pool not running");
+        return 0;
+    }
+    int n = atomic_load(&app.n_active_pub);
+    if (n >= app.cfg->queue_limit) {
+        snprintf(why, whylen, "job queue full (%d of %d)", n, app.cfg->queue_limit);
+        return 0;
+    }
+    snprintf(why, whylen, "database open, %d workers, %d of %d jobs queued or running",
+             app.cfg->workers, n, app.cfg->queue_limit);
+    return 1;
+}
+
+void srv_jobs_set_mhd(struct MHD_Daemon *d)
+{
+    app.mhd = d;
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+static void requeue_one(void *ctx, const char *id, const char *request)
+{
+    struct db_row row;
+    int64_t created = srv_now_ms();
+    if (db_get(app.db, id, 0, &row) == DB_OK) {
+        created = row.created_ms;
+        db_row_fini(&row);
+    }
+    if (job_find(id)) return;
+    if (!job_start(id, request, created))
+        srv_log(SRV_LOG_ERROR, "msg=\"could not re-queue\" id=%.12s", id);
+    else (*(int *)ctx)++;
+}
+
+static void close_cb(uv_handle_t *h)
+{
+}
+
+static void maybe_finish_shutdown(void)
+{
+    if (!app.stopping || app.n_active > 0 || app.n_roofline > 0) return;
+    if (uv_is_closing((uv_handle_t *)&app.async)) return;
+    /* Refuse further submissions and answer what is still queued. */
+    uv_mutex_lock(&app.qlock);
+    app.closed = 1;
+    struct srv_req *r = app.qhead;
+    app.qhead = app.qtail = NULL;
+    uv_mutex_unlock(&app.qlock);
+    while (r) {
+        struct srv_req *next = r->next;
+        answer_overloaded(r, "the server is shutting down");
+        srv_http_resume(r);
+        r = next;
+    }
+    flush_touches();
+    uv_close((uv_handle_t *)&app.async, close_cb);
+    uv_close((uv_handle_t *)&app.sigint, close_cb);
+    uv_close((uv_handle_t *)&app.sigterm, close_cb);
+    uv_close((uv_handle_t *)&app.wait_timer, close_cb);
+    uv_close((uv_handle_t *)&app.flush_timer, close_cb);
+}
+
+static void begin_shutdown(int signum)
+{
+    if (app.stopping) return;
+    app.stopping = 1;
+    atomic_store(&app.pool_ok, 0);
+    srv_log(SRV_LOG_INFO, "msg=shutdown signal=%d active=%d", signum, app.n_active);
+    if (app.mhd) {
+        MHD_socket fd = MHD_quiesce_daemon(app.mhd);
+        if (fd != MHD_INVALID_SOCKET) close(fd);
+    }
+    /* Waiters get 202: their jobs are in the database and run next start. */
+    while (app.waiters) {
+        struct srv_req *r = app.waiters;
+        app.waiters = r->next;
+        view_from_job(&r->view, r->job);
+        r->job = NULL;
+        answer_view(r, 202);
+        srv_http_resume(r);
+    }
+    for (struct job *j = app.active; j; j = j->next) {
+        atomic_store(&j->cancel, 1);
+        uv_cancel((uv_req_t *)&j->work);
+    }
+    maybe_finish_shutdown();
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    begin_shutdown(signum);
+}
+
+int srv_jobs_init(const struct srv_config *cfg)
+{
+    app.cfg = cfg;
+    app.loop = uv_default_loop();
+    char err[512];
+    if (db_open(cfg->db_path, cfg->cache_max, &app.db, err, sizeof err) != DB_OK) {
+        srv_log(SRV_LOG_ERROR, "msg=\"cannot open the database\" path=\"%s\" err=\"%s\"",
+                cfg->db_path, err);
+        return -1;
+    }
+    atomic_store(&app.db_ok, 1);
+    srv_metrics_db_size(db_size_bytes(app.db));
+    if (uv_mutex_init(&app.qlock) != 0 || uv_async_init(app.loop, &app.async, on_async) != 0)
+        return -1;
+    uv_signal_init(app.loop, &app.sigint);
+    uv_signal_init(app.loop, &app.sigterm);
+    uv_signal_start(&app.sigint, on_signal, SIGINT);
+    uv_signal_start(&app.sigterm, on_signal, SIGTERM);
+    uv_timer_init(app.loop, &app.wait_timer);
+    uv_timer_init(app.loop, &app.flush_timer);
+    uv_timer_start(&app.flush_timer, on_flush_timer, 1000, 1000);
+    int n = 0;
+    int rc = db_requeue(app.db, requeue_one, &n);
+    if (rc < 0) {
+        srv_log(SRV_LOG_ERROR, "msg=\"re-queue failed\" err=\"%s\"", db_errmsg(app.db));
+        return -1;
+    }
+    if (rc > 0) srv_log(SRV_LOG_INFO, "msg=requeued jobs=%d", n);
+    atomic_store(&app.pool_ok, 1);
+    return 0;
+}
+
+void srv_jobs_run(void)
+{
+    uv_run(app.loop, UV_RUN_DEFAULT);
+    atomic_store(&app.db_ok, 0);
+    uv_loop_close(app.loop);
+    db_close(app.db);
+    app.db = NULL;
+    uv_mutex_destroy(&app.qlock);
+    srv_log(SRV_LOG_INFO, "msg=stopped");
+}

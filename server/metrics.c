@@ -1,0 +1,231 @@
+/* server/metrics.c -- Prometheus counters, gauges and a latency histogram,
+ * written by the HTTP threads, the loop and the pool workers (C11 atomics,
+ * relaxed: each value is independent), rendered as text format 0.0.4.
+ * Labels are bounded sets (route templates, status codes, outcomes): no ids.
+ */
+#include "srv.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api.h"
+
+const char *const srv_route_names[ROUTE_COUNT] = {
+    [ROUTE_SEARCH] = "/search",
+    [ROUTE_RESULT] = "/results/{id}",
+    [ROUTE_RESULTS] = "/results",
+    [ROUTE_ROOFLINE] = "/roofline",
+    [ROUTE_PRESET_MODELS] = "/presets/models",
+    [ROUTE_PRESET_HARDWARE] = "/presets/hardware",
+    [ROUTE_HEALTHZ] = "/healthz",
+    [ROUTE_READYZ] = "/readyz",
+    [ROUTE_METRICS] = "/metrics",
+    [ROUTE_OPENAPI] = "/openapi.yaml",
+    [ROUTE_OTHER] = "other",
+};
+
+static const int codes[] = {200, 202, 204, 304, 400, 401, 404, 405, 406, 413, 415, 422, 500, 503};
+#define N_CODES ((int)(sizeof codes / sizeof codes[0]))
+static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                 0.1,    0.25,  0.5,    1.0,   2.5,  5.0,   10.0};
+#define N_BUCKETS ((int)(sizeof buckets / sizeof buckets[0]))
+
+static struct {
+    atomic_ullong requests[ROUTE_COUNT][N_CODES + 1]; /* last: other codes */
+    atomic_ullong hist[ROUTE_COUNT][N_BUCKETS + 1];   /* non-cumulative; last: +Inf */
+    atomic_ullong hist_sum_us[ROUTE_COUNT];
+    atomic_ullong cache_hit, cache_miss;
+    atomic_ullong jobs_created, jobs_dedup;
+    atomic_llong jobs_queued, jobs_running;
+    atomic_ullong done, failed, cancelled;
+    atomic_ullong evaluated;
+    atomic_llong db_size;
+    int workers;
+    double start_time;
+} m;
+
+void srv_metrics_init(int workers)
+{
+    m.workers = workers;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m.start_time = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void srv_metrics_request(enum srv_route route, int code, double seconds)
+{
+    if ((int)route < 0 || route >= ROUTE_COUNT) route = ROUTE_OTHER;
+    int ci = N_CODES;
+    for (int i = 0; i < N_CODES; i++)
+        if (codes[i] == code) ci = i;
+    atomic_fetch_add_explicit(&m.requests[route][ci], 1, memory_order_relaxed);
+    int b = N_BUCKETS;
+    for (int i = 0; i < N_BUCKETS; i++)
+        if (seconds <= buckets[i]) {
+            b = i;
+            break;
+        }
+    atomic_fetch_add_explicit(&m.hist[route][b], 1, memory_order_relaxed);
+    if (seconds < 0) seconds = 0;
+    atomic_fetch_add_explicit(&m.hist_sum_us[route], (unsigned long long)(seconds * 1e6),
+                              memory_order_relaxed);
+}
+
+void srv_metrics_cache(int hit)
+{
+    atomic_fetch_add_explicit(hit ? &m.cache_hit : &m.cache_miss, 1, memory_order_relaxed);
+}
+void srv_metrics_job_created(void)
+{
+    atomic_fetch_add_explicit(&m.jobs_created, 1, memory_order_relaxed);
+}
+void srv_metrics_job_deduplicated(void)
+{
+    atomic_fetch_add_explicit(&m.jobs_dedup, 1, memory_order_relaxed);
+}
+void srv_metrics_job_queued_delta(int d)
+{
+    atomic_fetch_add_explicit(&m.jobs_queued, d, memory_order_relaxed);
+}
+void srv_metrics_job_running_delta(int d)
+{
+    atomic_fetch_add_explicit(&m.jobs_running, d, memory_order_relaxed);
+}
+void srv_metrics_job_completed(const char *outcome)
+{
+    atomic_ullong *c = strcmp(outcome, "done") == 0     ? &m.done
+                       : strcmp(outcome, "failed") == 0 ? &m.failed
+                                                        : &m.cancelled;
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+void srv_metrics_evaluated(uint64_t n)
+{
+    atomic_fetch_add_explicit(&m.evaluated, n, memory_order_relaxed);
+}
+void srv_metrics_db_size(int64_t bytes)
+{
+    atomic_store_explicit(&m.db_size, bytes, memory_order_relaxed);
+}
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+static void put(struct buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+#include <stdarg.h>
+static void put(struct buf *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t ncap = b->cap * 2 + (size_t)n;
+        char *np = realloc(b->p, ncap);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = ncap;
+    }
+}
+
+#define LD(x) ((unsigned long long)atomic_load_explicit(&(x), memory_order_relaxed))
+#define LDS(x) ((long long)atomic_load_explicit(&(x), memory_order_relaxed))
+
+char *srv_metrics_render(size_t *out_len)
+{
+    struct buf b = {malloc(16384), 0, 16384, 0};
+    if (!b.p) return NULL;
+    put(&b, "# HELP mfud_build_info Build metadata.\n# TYPE mfud_build_info gauge\n"
+            "mfud_build_info{engine_version=\"%s\"} 1\n", MFU_ENGINE_VERSION);
+    put(&b, "# HELP process_start_time_seconds Start time of the process since the Unix epoch.\n"
+            "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+        m.start_time);
+    put(&b, "# HELP mfud_http_requests_total HTTP requests answered, by route and status code.\n"
+            "# TYPE mfud_http_requests_total counter\n");
+    for (int r = 0; r < ROUTE_COUNT; r++)
+        for (int c = 0; c <= N_CODES; c++) {
+            unsigned long long v = LD(m.requests[r][c]);
+            if (!v) continue;
+            if (c < N_CODES)
+                put(&b, "mfud_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
+                    srv_route_names[r], codes[c], v);
+            else
+                put(&b, "mfud_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
+                    srv_route_names[r], v);
+        }
+    put(&b, "# HELP mfud_http_request_duration_seconds Time from request start to response.\n"
+            "# TYPE mfud_http_request_duration_seconds histogram\n");
+    for (int r = 0; r < ROUTE_COUNT; r++) {
+        unsigned long long cum = 0;
+        for (int i = 0; i <= N_BUCKETS; i++) cum += LD(m.hist[r][i]);
+        if (!cum) continue;
+        cum = 0;
+        for (int i = 0; i < N_BUCKETS; i++) {
+            cum += LD(m.hist[r][i]);
+            put(&b, "mfud_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+                srv_route_names[r], buckets[i], cum);
+        }
+        cum += LD(m.hist[r][N_BUCKETS]);
+        put(&b, "mfud_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
+            srv_route_names[r], cum);
+        put(&b, "mfud_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", srv_route_names[r],
+            (double)LD(m.hist_sum_us[r]) * 1e-6);
+        put(&b, "mfud_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
+            srv_route_names[r], cum);
+    }
+    put(&b, "# HELP mfud_cache_lookups_total POST /search lookups in the result cache.\n"
+            "# TYPE mfud_cache_lookups_total counter\n"
+            "mfud_cache_lookups_total{result=\"hit\"} %llu\n"
+            "mfud_cache_lookups_total{result=\"miss\"} %llu\n",
+        LD(m.cache_hit), LD(m.cache_miss));
+    put(&b, "# HELP mfud_jobs_created_total Search jobs created (new or re-queued at start).\n"
+            "# TYPE mfud_jobs_created_total counter\nmfud_jobs_created_total %llu\n",
+        LD(m.jobs_created));
+    put(&b, "# HELP mfud_jobs_deduplicated_total Requests joined to an identical job in flight.\n"
+            "# TYPE mfud_jobs_deduplicated_total counter\nmfud_jobs_deduplicated_total %llu\n",
+        LD(m.jobs_dedup));
+    put(&b, "# HELP mfud_jobs_queued Jobs waiting for a worker.\n# TYPE mfud_jobs_queued gauge\n"
+            "mfud_jobs_queued %lld\n", LDS(m.jobs_queued));
+    put(&b, "# HELP mfud_jobs_running Jobs running on a worker.\n# TYPE mfud_jobs_running gauge\n"
+            "mfud_jobs_running %lld\n", LDS(m.jobs_running));
+    put(&b, "# HELP mfud_jobs_completed_total Jobs finished, by outcome.\n"
+            "# TYPE mfud_jobs_completed_total counter\n"
+            "mfud_jobs_completed_total{outcome=\"done\"} %llu\n"
+            "mfud_jobs_completed_total{outcome=\"failed\"} %llu\n"
+            "mfud_jobs_completed_total{outcome=\"cancelled\"} %llu\n",
+        LD(m.done), LD(m.failed), LD(m.cancelled));
+    put(&b, "# HELP mfud_search_configurations_evaluated_total Configurations evaluated by "
+            "finished searches.\n# TYPE mfud_search_configurations_evaluated_total counter\n"
+            "mfud_search_configurations_evaluated_total %llu\n", LD(m.evaluated));
+    put(&b, "# HELP mfud_worker_threads Size of the search worker pool.\n"
+            "# TYPE mfud_worker_threads gauge\nmfud_worker_threads %d\n", m.workers);
+    put(&b, "# HELP mfud_db_results_bytes Stored size of finished results.\n"
+            "# TYPE mfud_db_results_bytes gauge\nmfud_db_results_bytes %lld\n", LDS(m.db_size));
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    *out_len = b.len;
+    return b.p;
+}

@@ -1,0 +1,188 @@
+/* server/srv.h -- shared types of the mfud daemon: configuration, the
+ * per-request state that travels between the HTTP threads and the loop, and
+ * the entry points of each server module.
+ *
+ * OWNERSHIP
+ * A struct srv_req is created by the HTTP thread on the first handler call
+ * and freed only in the completion callback. While its connection is
+ * suspended, the loop thread (and at most one pool worker it hands the
+ * request to) owns it; MHD_resume_connection() hands it back. After the
+ * resume call, the loop never touches the request again.
+ */
+#ifndef MFU_SERVER_SRV_H
+#define MFU_SERVER_SRV_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- configuration ----------------------------------------------------- */
+
+struct srv_config {
+    int port;                  /* 0 = ephemeral */
+    char bind[64];             /* IPv4 or IPv6 literal */
+    char db_path[1024];
+    int workers;               /* libuv pool threads running searches */
+    int http_threads;          /* libmicrohttpd threads */
+    size_t max_body;           /* bytes */
+    int queue_limit;           /* jobs queued or running */
+    int64_t cache_max;         /* bytes of stored results */
+    int max_conns;             /* concurrent connections */
+    int conn_timeout_s;        /* idle connection timeout (slowloris) */
+    double default_wait_s;     /* POST /search waits this long before 202 */
+    double max_wait_s;         /* cap on Prefer: wait=N */
+    int log_level;             /* SRV_LOG_* */
+    char auth_token[256];      /* "" = no auth; else Bearer token for POST routes */
+    int test_job_delay_ms;     /* tests only: hold each job before searching */
+};
+
+/* ---- logging (server/log.c) -------------------------------------------- */
+
+enum { SRV_LOG_DEBUG = 0, SRV_LOG_INFO, SRV_LOG_WARN, SRV_LOG_ERROR };
+extern int srv_log_level;
+int srv_log_level_parse(const char *s);
+/* One line to stderr: ts=... level=... then the message (key=value pairs). */
+void srv_log_line(int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+#define srv_log(level, ...)                                                                   \
+    do {                                                                                      \
+        if ((level) >= srv_log_level) srv_log_line((level), __VA_ARGS__);                    \
+    } while (0)
+
+/* ---- routes ------------------------------------------------------------ */
+
+enum srv_route {
+    ROUTE_SEARCH = 0,
+    ROUTE_RESULT,    /* /results/{id} */
+    ROUTE_RESULTS,
+    ROUTE_ROOFLINE,
+    ROUTE_PRESET_MODELS,
+    ROUTE_PRESET_HARDWARE,
+    ROUTE_HEALTHZ,
+    ROUTE_READYZ,
+    ROUTE_METRICS,
+    ROUTE_OPENAPI,
+    ROUTE_OTHER,     /* unknown paths */
+    ROUTE_COUNT
+};
+extern const char *const srv_route_names[ROUTE_COUNT];
+
+/* ---- the request state ------------------------------------------------- */
+
+/* What the loop hands back for a job: rendered by the HTTP thread. */
+struct srv_view {
+    char id[65];
+    const char *status;        /* queued | running | done | failed (static) */
+    double progress;           /* 0..1 */
+    int64_t evaluated;
+    int64_t created_ms, started_ms, finished_ms; /* 0 = unset */
+    char *result;              /* owned: result JSON text (done) */
+    char *error;               /* owned: problem JSON text (failed) */
+};
+
+enum srv_answer { ANS_NONE = 0, ANS_RAW, ANS_VIEW };
+
+struct srv_req {
+    struct MHD_Connection *conn;
+    enum srv_route route;
+    int method;                /* SRV_M_* */
+    double t_start;            /* monotonic seconds */
+    int code;                  /* final HTTP status, for metrics and logs */
+
+    /* body, bounded by max_body */
+    char *body;
+    size_t len, cap;
+    int too_large;
+    int suspended;
+
+    /* inputs the loop needs */
+    char id[65];
+    char *normalized;          /* owned: canonical JSON text (POST /search) */
+    char *input;               /* owned: the request as received, compact */
+    char *model, *hardware;    /* owned: summary names, may be NULL */
+    int64_t devices;
+    json_t *roofline_req;      /* owned: POST /roofline body */
+    int prefer_async;
+    double wait_s;             /* how long POST /search may wait */
+    int limit, offset;         /* GET /results */
+    int64_t after_ms;
+    char after_id[65];
+    int has_after;
+
+    /* rendering options (HTTP thread) */
+    int want_csv;
+    int top_k, res_offset;     /* -1 = not given */
+    char *if_none_match;       /* owned */
+
+    /* the answer, filled by the loop or a worker before resuming */
+    enum srv_answer answer;
+    int out_code;
+    char *out_body;            /* owned */
+    size_t out_len;
+    const char *out_ctype;     /* static */
+    int out_retry_after;       /* seconds; 0 = none */
+    int cache_hit;
+    struct srv_view view;
+
+    /* loop-side links */
+    struct srv_req *next;      /* command queue / waiter list */
+    double deadline;           /* waiter deadline (monotonic s) */
+    void *job;                 /* the job a waiter waits on */
+};
+
+enum { SRV_M_GET = 1, SRV_M_HEAD, SRV_M_POST, SRV_M_OPTIONS, SRV_M_OTHER };
+
+double srv_now_mono(void);
+/* RFC 3339 UTC with milliseconds. */
+void srv_iso_time(char *out, size_t n, int64_t ms);
+int64_t srv_now_ms(void);
+
+/* ---- http (server/http.c) ---------------------------------------------- */
+
+struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, int *out_port);
+/* The answer is ready: resume the connection (any thread). */
+void srv_http_resume(struct srv_req *r);
+/* Fill a problem+json answer in r (does not resume). */
+void srv_answer_problem(struct srv_req *r, int code, const char *title, const char *detail);
+/* Take over a JSON body (new reference stolen) as the answer. */
+void srv_answer_json(struct srv_req *r, int code, json_t *body);
+
+/* ---- jobs and the loop (server/jobs.c) --------------------------------- */
+
+/* Open the DB, re-queue interrupted jobs, set up the loop handles. */
+int srv_jobs_init(const struct srv_config *cfg);
+/* Run the loop on the calling thread until shutdown; then close the DB. */
+void srv_jobs_run(void);
+/* From any thread: hand r to the loop. Returns 0, or -1 when the loop is
+ * closed (the caller answers 503 itself). The connection must already be
+ * suspended. */
+int srv_jobs_submit(struct srv_req *r);
+/* Readiness, from any thread. */
+int srv_jobs_ready(char *why, size_t whylen);
+void srv_jobs_set_mhd(struct MHD_Daemon *d);
+
+/* ---- metrics (server/metrics.c) ---------------------------------------- */
+
+void srv_metrics_init(int workers);
+void srv_metrics_request(enum srv_route route, int code, double seconds);
+void srv_metrics_cache(int hit);
+void srv_metrics_job_created(void);
+void srv_metrics_job_deduplicated(void);
+void srv_metrics_job_queued_delta(int d);
+void srv_metrics_job_running_delta(int d);
+void srv_metrics_job_completed(const char *outcome); /* done | failed | cancelled */
+void srv_metrics_evaluated(uint64_t n);
+void srv_metrics_db_size(int64_t bytes);
+/* Prometheus text (malloc'd). */
+char *srv_metrics_render(size_t *out_len);
+
+/* ---- the embedded contract (server/openapi_blob.c) --------------------- */
+
+extern const char mfud_openapi_yaml[];
+extern const char mfud_openapi_yaml_end[];
+
+#endif

@@ -1,0 +1,300 @@
+#!/bin/bash
+# tests/integration/http.sh -- drive the real build/mfud over HTTP on
+# 127.0.0.1 with an ephemeral port and a temporary database:
+#   POST -> 202 -> poll with ETag -> 304 -> done -> same POST -> 200 (cache
+#   hit counted in /metrics); CSV and slicing; every error status with its
+#   pointer; 64 concurrent identical POSTs make one job; kill -9 with jobs
+#   queued, restart on the same DB, they complete; SIGTERM shuts down
+#   cleanly; /metrics passes promtool (when installed); and every response
+#   recorded here is validated against openapi.yaml (oas_check.py).
+# Ends with "N passed, N failed"; exits non-zero on any failure.
+[ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+MFUD=$BUILD/mfud
+T=$(mktemp -d)
+PID=""
+pass=0
+fail=0
+cleanup() {
+    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+check() { # check "name" test-args...
+    local name=$1; shift
+    if "$@"; then ok; else bad "$name"; fi
+}
+
+if [ ! -x "$MFUD" ]; then
+    echo "FAIL: $MFUD not built"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+# ---- daemon control ---------------------------------------------------------
+LOG=$T/mfud.log
+start() { # start [extra args...]; sets PID and PORT
+    : >"$LOG.cur"
+    "$MFUD" --port 0 --db "$T/var/mfud.db" --log-level info "$@" 2>"$LOG.cur" &
+    PID=$!
+    PORT=""
+    for _ in $(seq 1 100); do
+        PORT=$(sed -n 's/.*msg=listening.* port=\([0-9]*\).*/\1/p' "$LOG.cur" | head -n 1)
+        [ -n "$PORT" ] && break
+        kill -0 "$PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    cat "$LOG.cur" >>"$LOG"
+    if [ -z "$PORT" ]; then
+        echo "FAIL: daemon did not start"; cat "$LOG.cur"
+        echo "$pass passed, $((fail + 1)) failed"
+        exit 1
+    fi
+    BASE=http://127.0.0.1:$PORT
+}
+stop_kill() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""; }
+
+# ---- requests: every response is recorded for the contract check ----------
+N=0
+REC=$T/responses.tsv
+: >"$REC"
+# req METHOD PATH [curl args...]; sets CODE, BODY (file), HDR (file)
+req() {
+    local method=$1 path=$2; shift 2
+    N=$((N + 1))
+    BODY=$T/b.$N
+    HDR=$T/h.$N
+    : >"$BODY"
+    CODE=$(curl -s -X "$method" -o "$BODY" -D "$HDR" -w '%{http_code}' --max-time 60 "$@" "$BASE$path")
+    local ct
+    ct=$(hdr Content-Type)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$method" "$path" "$CODE" "$ct" "$HDR" "$BODY" >>"$REC"
+}
+hdr() { grep -i "^$1:" "$HDR" | head -n 1 | sed 's/^[^:]*: *//' | tr -d '\r'; }
+# jq-like: json FILE python-expression-on-d
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+metric() { # metric NAME-with-labels -> value (0 if absent)
+    curl -s "$BASE/metrics" | awk -v m="$1" '$1 == m { print $2; f = 1 } END { if (!f) print 0 }'
+}
+wait_done() { # wait_done ID [seconds] -> 0 when done
+    local id=$1 lim=${2:-120} i
+    for i in $(seq 1 $((lim * 10))); do
+        local s
+        s=$(curl -s "$BASE/results/$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null)
+        [ "$s" = done ] && return 0
+        [ "$s" = failed ] && return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+REQ='{"model": {"preset": "llama3-8b"}, "hardware": {"preset": "h100-sxm"}, "devices": 64, "training": {"seq_len": 8192, "global_batch_tokens": 4194304}}'
+req_dev() { echo "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"devices\": $1, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 4194304}}"; }
+JSONH=(-H 'Content-Type: application/json')
+
+start --workers 2 --max-body 65536
+
+# ---- operations ------------------------------------------------------------
+req GET /healthz; check "healthz 200" [ "$CODE" = 200 ]
+req GET /readyz; check "readyz 200" [ "$CODE" = 200 ]
+req GET /openapi.yaml; check "openapi.yaml served" cmp -s "$BODY" openapi.yaml
+req GET /presets/models; check "presets/models 200" [ "$CODE" = 200 ]
+check "presets/models lists llama3-8b" grep -q '"llama3-8b"' "$BODY"
+req GET /presets/hardware; check "presets/hardware 200" [ "$CODE" = 200 ]
+check "presets/hardware lists h100-sxm" grep -q '"h100-sxm"' "$BODY"
+req OPTIONS /search -H 'Origin: http://dash.example' -H 'Access-Control-Request-Method: POST'
+check "OPTIONS 204" [ "$CODE" = 204 ]
+check "CORS exposes ETag, Location, Retry-After" \
+    bash -c "grep -i '^Access-Control-Expose-Headers:' '$HDR' | grep -q 'ETag' && grep -i '^Access-Control-Expose-Headers:' '$HDR' | grep -q 'Location' && grep -i '^Access-Control-Expose-Headers:' '$HDR' | grep -q 'Retry-After'"
+check "CORS allows Prefer" bash -c "grep -i '^Access-Control-Allow-Headers:' '$HDR' | grep -qi prefer"
+
+# ---- POST -> 202 -> poll with ETag -> 304 -> done -> POST -> 200 cached ------
+hits0=$(metric 'mfud_cache_lookups_total{result="hit"}')
+req POST /search "${JSONH[@]}" -H 'Prefer: respond-async' -d "$REQ"
+check "respond-async gives 202" [ "$CODE" = 202 ]
+LOC=$(hdr Location)
+ID=$(json "$BODY" 'd["id"]')
+check "202 Location is /results/{id}" [ "$LOC" = "/results/$ID" ]
+check "202 has Retry-After" [ -n "$(hdr Retry-After)" ]
+check "202 status queued|running" grep -Eq '"status":"(queued|running)"' "$BODY"
+saw304=0
+done_=0
+ETAG=""
+for _ in $(seq 1 1200); do
+    if [ -n "$ETAG" ]; then req GET "$LOC" -H "If-None-Match: $ETAG"; else req GET "$LOC"; fi
+    if [ "$CODE" = 304 ]; then saw304=1; continue; fi
+    [ "$CODE" = 200 ] || break
+    ETAG=$(hdr ETag)
+    if grep -q '"status":"done"' "$BODY"; then done_=1; break; fi
+    grep -q '"status":"failed"' "$BODY" && break
+    sleep 0.1
+done
+check "job finished (done)" [ "$done_" = 1 ]
+check "done has a result" grep -q '"result":{' "$BODY"
+cp "$BODY" "$T/result.json"
+req GET "$LOC" -H "If-None-Match: $ETAG"
+check "If-None-Match on the done result gives 304" [ "$CODE" = 304 ]
+check "304 has an empty body" [ ! -s "$BODY" ]
+[ "$saw304" = 1 ] && echo "note: saw a 304 while the job ran"
+req POST /search "${JSONH[@]}" -d "$REQ"
+check "same POST answers 200" [ "$CODE" = 200 ]
+check "cached POST carries the same id" [ "$(json "$BODY" 'd["id"]')" = "$ID" ]
+check "cached POST has the result" grep -q '"result":{' "$BODY"
+hits1=$(metric 'mfud_cache_lookups_total{result="hit"}')
+check "cache hit counted in /metrics ($hits0 -> $hits1)" [ "$hits1" -eq $((hits0 + 1)) ]
+# key order and 4096 vs 4096.0 give the same id
+req POST /search "${JSONH[@]}" -d '{"devices": 64.0, "training": {"global_batch_tokens": 4194304, "seq_len": 8192}, "hardware": {"preset": "h100-sxm"}, "model": {"preset": "llama3-8b"}}'
+check "reordered / 64.0 request hits the same id" [ "$(json "$BODY" 'd["id"]')" = "$ID" ]
+
+# ---- CSV and slicing ---------------------------------------------------------
+req GET "/results/$ID" -H 'Accept: text/csv'
+check "CSV 200" [ "$CODE" = 200 ]
+check "CSV content type" bash -c "grep -qi '^Content-Type: text/csv' '$HDR'"
+NCONF=$(json "$T/result.json" 'len(d["result"]["configs"])')
+check "CSV has a header and one row per config" [ "$(grep -c . "$BODY")" -eq $((NCONF + 1)) ]
+req GET "/results/$ID?top_k=1"
+check "top_k=1 gives one config" [ "$(json "$BODY" 'len(d["result"]["configs"])')" = 1 ]
+if [ "${NCONF:-0}" -ge 2 ]; then
+    req GET "/results/$ID?top_k=1&offset=1"
+    check "offset=1 gives the second config" \
+        [ "$(json "$BODY" 'json.dumps(d["result"]["configs"][0], sort_keys=True)')" = "$(json "$T/result.json" 'json.dumps(d["result"]["configs"][1], sort_keys=True)')" ]
+fi
+req GET "/results/$ID?top_k=-1"
+check "bad top_k 400" [ "$CODE" = 400 ]
+
+# ---- /results list -----------------------------------------------------------
+req GET "/results?limit=1"
+check "list 200" [ "$CODE" = 200 ]
+check "list item has summary fields" [ "$(json "$BODY" '",".join(k for k in ("model","hardware","devices","best_mfu","status") if k in d["items"][0])')" = "model,hardware,devices,best_mfu,status" ]
+check "list model name" [ "$(json "$BODY" 'd["items"][0]["model"]')" = llama3-8b ]
+
+# ---- errors, each with its pointer -----------------------------------------
+perr() { json "$BODY" 'd["errors"][0]["pointer"]'; }
+ptype() { hdr Content-Type | cut -d';' -f1; }
+req POST /search "${JSONH[@]}" -d '{"model": '
+check "malformed JSON 400" [ "$CODE" = 400 ]
+check "400 is problem+json" [ "$(ptype)" = application/problem+json ]
+check "400 pointer is the document" [ "$(perr)" = "" ]
+req POST /search -H 'Content-Type: text/plain' -d "$REQ"
+check "415 for text/plain" [ "$CODE" = 415 ]
+head -c 70000 /dev/zero | tr '\0' ' ' >"$T/big.json"
+req POST /search "${JSONH[@]}" --data-binary @"$T/big.json"
+check "413 over --max-body" [ "$CODE" = 413 ]
+check "413 is problem+json" [ "$(ptype)" = application/problem+json ]
+req POST /search "${JSONH[@]}" -d "$(req_dev 0)"
+check "422 for devices 0" [ "$CODE" = 422 ]
+check "422 points at /devices" [ "$(perr)" = /devices ]
+req POST /search "${JSONH[@]}" -d '{"model": {"preset": "no-such-model"}, "hardware": {"preset": "h100-sxm"}, "devices": 8}'
+check "422 for an unknown preset" [ "$CODE" = 422 ]
+check "422 points into /model" bash -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(e[\"pointer\"].startswith(\"/model\") for e in d[\"errors\"]) else 1)' '$BODY'"
+req POST /search "${JSONH[@]}" -d '[1, 2]'
+check "422 for a non-object body" [ "$CODE" = 422 ]
+req GET /no/such/route
+check "404 unknown route" [ "$CODE" = 404 ]
+check "404 is problem+json" [ "$(ptype)" = application/problem+json ]
+req GET "/results/$(printf '0%.0s' $(seq 1 64))"
+check "404 unknown id" [ "$CODE" = 404 ]
+req DELETE /search
+check "405 wrong method" [ "$CODE" = 405 ]
+check "405 has Allow" [ -n "$(hdr Allow)" ]
+req GET /search
+check "405 GET /search" [ "$CODE" = 405 ]
+
+# ---- roofline -----------------------------------------------------------------
+req POST /roofline "${JSONH[@]}" -d "$REQ"
+check "roofline 200" [ "$CODE" = 200 ]
+req POST /roofline "${JSONH[@]}" -d "$(req_dev -3)"
+check "roofline invalid 422 (or 200 if devices unused)" [ "$CODE" = 422 -o "$CODE" = 200 ]
+
+# ---- 64 concurrent identical POSTs create one job ---------------------------
+created0=$(metric mfud_jobs_created_total)
+R64=$(req_dev 128)
+cpids=""
+for i in $(seq 1 64); do
+    curl -s -o "$T/c64.$i" -w '%{http_code}\n' --max-time 60 -H 'Content-Type: application/json' \
+        -d "$R64" "$BASE/search" >"$T/c64code.$i" &
+    cpids="$cpids $!"
+done
+wait $cpids
+created1=$(metric mfud_jobs_created_total)
+check "64 identical POSTs created one job ($created0 -> $created1)" [ "$created1" -eq $((created0 + 1)) ]
+ids=$(for i in $(seq 1 64); do json "$T/c64.$i" 'd["id"]'; done | sort -u | wc -l)
+check "64 identical POSTs share one id" [ "$ids" -eq 1 ]
+codes=$(cat "$T"/c64code.* | sort -u | tr '\n' ' ')
+check "64 identical POSTs answered 200/202 ($codes)" bash -c "[ -z \"\$(cat $T/c64code.* | grep -v -e 200 -e 202)\" ]"
+
+# ---- /metrics passes promtool ------------------------------------------------
+req GET /metrics
+check "metrics 200" [ "$CODE" = 200 ]
+check "metrics has the latency histogram" grep -q '^mfud_http_request_duration_seconds_bucket' "$BODY"
+check "metrics counts evaluated configurations" bash -c "awk '\$1==\"mfud_search_configurations_evaluated_total\" && \$2>0 {f=1} END {exit !f}' '$BODY'"
+if command -v promtool >/dev/null 2>&1; then
+    if promtool check metrics <"$BODY" >"$T/promtool.out" 2>&1; then ok; else bad "promtool check metrics"; cat "$T/promtool.out"; fi
+else
+    echo "note: promtool not installed (Debian package prometheus); metrics lint skipped"
+fi
+
+# ---- 503 when the queue is full ----------------------------------------------
+stop_kill
+MFUD_TEST_JOB_DELAY_MS=3000 start --workers 1 --queue-limit 2
+req POST /search "${JSONH[@]}" -H 'Prefer: respond-async' -d "$(req_dev 256)"
+check "queue slot 1: 202" [ "$CODE" = 202 ]
+req POST /search "${JSONH[@]}" -H 'Prefer: respond-async' -d "$(req_dev 512)"
+check "queue slot 2: 202" [ "$CODE" = 202 ]
+req POST /search "${JSONH[@]}" -H 'Prefer: respond-async' -d "$(req_dev 1024)"
+check "queue full: 503" [ "$CODE" = 503 ]
+check "503 has Retry-After" [ -n "$(hdr Retry-After)" ]
+check "503 is problem+json" [ "$(ptype)" = application/problem+json ]
+req GET /readyz
+check "readyz 503 while the queue is full" [ "$CODE" = 503 ]
+
+# ---- kill -9 with jobs queued; restart; they complete -----------------------
+stop_kill
+MFUD_TEST_JOB_DELAY_MS=2000 start --workers 1
+K_IDS=""
+for d in 16 32 48; do
+    req POST /search "${JSONH[@]}" -H 'Prefer: respond-async' -d "$(req_dev $d)"
+    check "crash-test job $d accepted (202)" [ "$CODE" = 202 ]
+    K_IDS="$K_IDS $(json "$BODY" 'd["id"]')"
+done
+sleep 0.3
+stop_kill
+start --workers 1
+check "restart re-queued the jobs" grep -q 'msg=requeued jobs=' "$LOG.cur"
+for id in $K_IDS; do
+    check "job ${id:0:12} completes after kill -9" wait_done "$id" 120
+done
+# the 256/512 jobs of the queue test were also persisted and complete
+req GET "/results?limit=100"
+check "no job left queued or running" [ "$(json "$BODY" 'sum(1 for i in d["items"] if i["status"] in ("queued","running"))')" = 0 ]
+
+# ---- SIGTERM: clean shutdown -------------------------------------------------
+kill -TERM "$PID"
+rc=124
+for _ in $(seq 1 100); do
+    if ! kill -0 "$PID" 2>/dev/null; then wait "$PID"; rc=$?; break; fi
+    sleep 0.1
+done
+PID=""
+check "SIGTERM exits 0 (rc=$rc)" [ "$rc" = 0 ]
+if command -v sqlite3 >/dev/null 2>&1; then
+    check "database passes integrity_check" [ "$(sqlite3 "$T/var/mfud.db" 'PRAGMA integrity_check')" = ok ]
+    check "schema version recorded" [ "$(sqlite3 "$T/var/mfud.db" 'PRAGMA user_version')" -ge 1 ]
+fi
+
+# ---- every response against openapi.yaml -----------------------------------
+out=$(python3 tests/integration/oas_check.py openapi.yaml "$REC")
+echo "$out" | grep -v '^[0-9]* passed' | head -n 40
+line=$(echo "$out" | tail -n 1)
+p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+if [ -z "$p" ]; then bad "oas_check did not run"; else pass=$((pass + p)); fail=$((fail + f)); fi
+
+if [ "$fail" -ne 0 ]; then echo "--- daemon log (tail)"; tail -n 30 "$LOG.cur"; fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
