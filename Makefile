@@ -93,7 +93,7 @@ bench: all $(BENCH_BIN)
 	@if [ -x bench/http ]; then BUILD=$(BUILD) bench/http; fi
 
 deps:
-	@sh docker/deps.sh
+	@sh docker/deps.sh build
 
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -102,3 +102,6 @@ run: deps
 
 clean:
 	rm -rf $(BUILD)
+
+# Further targets (sanitizers, fuzzing, ...) live in mk/*.mk.
+-include $(wildcard mk/*.mk)

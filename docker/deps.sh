@@ -5,7 +5,10 @@
 # sudo) only when something is missing.
 set -e
 BUILD_PKGS="build-essential pkg-config libjansson-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev"
-TEST_PKGS="curl sqlite3 python3"
+# tests: curl/python3 drive the daemon, sqlite3 checks the file, promtool
+# (Debian's prometheus) lints /metrics, wrk loads it, clang + its runtime
+# build the fuzzers and the sanitizer runs, valgrind checks leaks
+TEST_PKGS="curl sqlite3 python3 prometheus wrk clang libclang-rt-14-dev valgrind"
 case "${1:-all}" in
     build) PKGS="$BUILD_PKGS" ;;
     runtime) PKGS="libjansson4 libmicrohttpd12 libuv1 libsqlite3-0" ;;
