@@ -278,7 +278,7 @@ static uint64_t subtree_points(const ctx *x, const mfu_config *c)
     int64_t lo = (o->batch_min_seqs + per - 1) / per, hi = o->batch_max_seqs / per;
     if (lo < 1) lo = 1;
     uint64_t n_ga = hi >= lo ? (uint64_t)(hi - lo + 1) : 1;
-    uint64_t n_zero = (c->ax[MFU_AX_DP] > 1 && o->fix_zero < 0) ? 3 : 1;
+    uint64_t n_zero = (c->ax[MFU_AX_DP] * c->ax[MFU_AX_EP] > 1 && o->fix_zero < 0) ? 3 : 1;
     int64_t pp = c->ax[MFU_AX_PP];
     uint64_t n_sched = 1;
     if (pp > 1 && o->fix_schedule < 0) {
@@ -313,7 +313,7 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 
 static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 {
-    int zmax = c->ax[MFU_AX_DP] > 1 ? 2 : 0;
+    int zmax = c->ax[MFU_AX_DP] * c->ax[MFU_AX_EP] > 1 ? 2 : 0;
     for (int z = 0; z <= zmax && !x->stop; z++) {
         if (x->o->fix_zero >= 0 && z != x->o->fix_zero) continue;
         c->zero = z;

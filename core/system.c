@@ -131,7 +131,7 @@ int mfu_config_check_point(const mfu_system *sys, const mfu_config *c, const cha
         return MFU_PRUNE_DIVISIBILITY;
     }
     if (c->schedule != MFU_SCHED_1F1B && pp < 2) { *why = "pipeline schedules other than 1f1b need pp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->zero && c->ax[MFU_AX_DP] < 2) { *why = "zero needs dp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
+    if (c->zero && c->ax[MFU_AX_DP] * c->ax[MFU_AX_EP] < 2) { *why = "zero needs dp * ep >= 2"; return MFU_PRUNE_DIVISIBILITY; }
     if (c->zero < 0 || c->zero > 2) { *why = "zero must be 0, 1 or 2 (use fsdp for stage 3)"; return MFU_PRUNE_DIVISIBILITY; }
     if (c->mbs < 1 || c->grad_accum < 1) { *why = "mbs and grad_accum must be >= 1"; return MFU_PRUNE_BATCH; }
     if (c->recompute_layers == 0 || c->recompute_layers < -1) { *why = "recompute_layers must be -1 (all) or >= 1"; return MFU_PRUNE_DIVISIBILITY; }
@@ -256,26 +256,39 @@ static int64_t rc_layers(const mfu_config *c, int64_t ls)
     return c->recompute_layers < 0 || c->recompute_layers > ls ? ls : c->recompute_layers;
 }
 
-/* Parameters held by one device of the busiest stage (before fsdp sharding). */
-static double device_params(const mfu_system *sys, const mfu_config *c, int first_stage)
+/* Parameters held by one device of a stage (before fsdp sharding), split
+ * into the dense part (replicated over dp and ep: ep is data parallel for
+ * non-expert layers) and the routed experts (divided over ep, and over
+ * etp; replicated over dp only). */
+typedef struct dev_params { double dense, expert; } dev_params;
+
+static dev_params device_params(const mfu_system *sys, const mfu_config *c, int first_stage)
 {
     const mfu_model *m = sys->model;
     double tp = (double)c->ax[MFU_AX_TP], ep = (double)c->ax[MFU_AX_EP];
     double frac = (double)stage_layers(sys, c) / (double)sys->layers;
-    double p = frac * (sys->layer_params_dense / tp + sys->params_expert / (ep * (double)c->etp));
+    dev_params p;
+    p.dense = frac * sys->layer_params_dense / tp;
+    p.expert = frac * sys->params_expert / (ep * (double)c->etp);
     double vh = (double)m->vocab * (double)m->d_model;
     double pos = m->position == MFU_POS_LEARNED ? (double)m->max_positions * (double)m->d_model : 0;
     /* the final norm: whatever the layers and embeddings do not hold */
     double fin = sys->params_total - sys->layer_params_dense - sys->params_expert -
                  sys->params_embed;
     if (c->ax[MFU_AX_PP] == 1) {
-        p += (vh + pos) / tp + (m->tie_embeddings ? 0.0 : vh / tp) + fin;
+        p.dense += (vh + pos) / tp + (m->tie_embeddings ? 0.0 : vh / tp) + fin;
     } else {
         /* first stage: token (+ position) embeddings; last: the LM head (a
          * copy of the embedding when tied) and the final norm */
-        p += first_stage ? (vh + pos) / tp : vh / tp + fin;
+        p.dense += first_stage ? (vh + pos) / tp : vh / tp + fin;
     }
     return p;
+}
+
+/* Replicas of the dense part and of the experts that ZeRO shards over. */
+static double dense_replicas(const mfu_config *c)
+{
+    return (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_EP]);
 }
 
 static void memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
@@ -284,10 +297,15 @@ static void memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_s
     const mfu_model *m = sys->model;
     double dp = (double)c->ax[MFU_AX_DP], fsdp = (double)c->ax[MFU_AX_FSDP];
     double pp = (double)c->ax[MFU_AX_PP];
-    double P = device_params(sys, c, first_stage);
+    dev_params dpar = device_params(sys, c, first_stage);
+    double P = dpar.dense + dpar.expert;
+    double rd = dense_replicas(c);
     out->weights_bytes = P * sys->weight_bytes / fsdp;
-    out->grads_bytes = P * sys->grad_bytes / (fsdp * (c->zero >= 2 ? dp : 1.0));
-    out->optimizer_bytes = P * sys->optim_bytes / (fsdp * (c->zero >= 1 ? dp : 1.0));
+    /* ZeRO-1/2 (distributed optimizer) shard over the replicas of each part */
+    out->grads_bytes = sys->grad_bytes / fsdp *
+                       (c->zero >= 2 ? dpar.dense / rd + dpar.expert / dp : P);
+    out->optimizer_bytes = sys->optim_bytes / fsdp *
+                           (c->zero >= 1 ? dpar.dense / rd + dpar.expert / dp : P);
 
     /* Activations of one micro-batch on this stage under the policy. */
     int64_t ls = stage_layers(sys, c);
@@ -510,7 +528,8 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     /* FSDP (ZeRO-3): per layer and micro-batch, all-gather the layer's
      * parameters forward and again backward, reduce-scatter its gradients;
      * layer n+1's gather is prefetched under layer n (seed 000 step 4). */
-    double P_first = device_params(sys, c, 1);
+    dev_params dpar = device_params(sys, c, 1);
+    double P_first = dpar.dense + dpar.expert;
     if (fsdp > 1) {
         link l = link_for(sys, s_fsdp, eff);
         double layer_p = (P_first - (c->ax[MFU_AX_PP] == 1 ? sys->params_embed / tp : 0.0)) / L;
@@ -523,22 +542,32 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     }
     /* DP: gradients once per step (all-reduce, or with ZeRO-1/2 a
      * reduce-scatter of gradients and an all-gather of parameters), in
-     * buckets under the last micro-batch's backward. */
-    if (dp > 1) {
+     * buckets under the last micro-batch's backward. Dense parameters sync
+     * over dp x ep (ep is data parallel for them), experts over dp; the two
+     * groups share the links, so their times add. */
+    double rd = dense_replicas(c);
+    if (rd > 1) {
         link l = link_for(sys, s_dp, eff);
-        double P = P_first / fsdp;
-        double g = sys->grad_comm_bytes * P;
-        double bucket = fmin(sys->bucket_bytes, g);
-        if (c->zero == 0) {
-            double t = t_ar(g, dp, l);
-            tot[MFU_COMM_DP] = t;
-            exp_[MFU_COMM_DP] = dmax(t_ar(bucket, dp, l), t - t_b);
-        } else {
-            double rs = t_ag(g, dp, l), ag = t_ag(sys->weight_bytes * P, dp, l);
-            tot[MFU_COMM_DP] = rs + ag;
-            /* RS under the last backward; parameter AG under the next forward */
-            exp_[MFU_COMM_DP] = dmax(t_ag(bucket, dp, l), rs - t_b) + dmax(0.0, ag - t_f);
+        double parts[2][2] = {{dpar.dense / fsdp, rd}, {dpar.expert / fsdp, dp}};
+        double t_sync = 0, t_gather = 0, t_bucket = 0;
+        for (int i = 0; i < 2; i++) {
+            double P = parts[i][0], n = parts[i][1];
+            if (P <= 0 || n <= 1) continue;
+            double g = sys->grad_comm_bytes * P;
+            double bucket = fmin(sys->bucket_bytes, g);
+            if (c->zero == 0) {
+                t_sync += t_ar(g, n, l);
+                t_bucket = dmax(t_bucket, t_ar(bucket, n, l));
+            } else {
+                t_sync += t_ag(g, n, l);
+                t_gather += t_ag(sys->weight_bytes * P, n, l);
+                t_bucket = dmax(t_bucket, t_ag(bucket, n, l));
+            }
         }
+        tot[MFU_COMM_DP] = t_sync + t_gather;
+        /* sync under the last backward (the last bucket always exposed);
+         * the ZeRO parameter all-gather under the next forward */
+        exp_[MFU_COMM_DP] = dmax(t_bucket, t_sync - t_b) + dmax(0.0, t_gather - t_f);
         exp_[MFU_COMM_DP] = fmin(exp_[MFU_COMM_DP], tot[MFU_COMM_DP]);
     }
     /* PP (Narayanan sec. 4.1): per micro-batch b*s*h forward and backward
@@ -566,7 +595,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     /* optimizer step: AdamW over the local optimizer shard, memory bound:
      * reads fp32 master, grad, m, v (16 B), writes master, m, v and the bf16
      * weights (14 B). */
-    double P_opt = P_first / (fsdp * (c->zero >= 1 ? dp : 1.0));
+    double P_opt = (c->zero >= 1 ? dpar.dense / rd + dpar.expert / dp : P_first) / fsdp;
     tm->optimizer_s = 30.0 * P_opt / (sys->hw->hbm_bw_bytes_s * (eff ? eff->hbm_eff : 1.0));
     tm->overhead_s = eff ? eff->step_overhead_s : 0.0;
 

@@ -129,6 +129,31 @@ int main(void)
         CHECK_NEAR(16 * psi / nd / 1e9, 1.9, 0.02);
     }
 
+    /* ---- MoE: ep is data parallel for the dense part. With dp = 1 and
+     * ep = 8, the dense parameters (everything but the routed experts)
+     * still all-reduce over the 8 ep ranks: 2 (n-1)/n * 4 B * P_dense / W;
+     * the experts (one eighth each) need no sync. ZeRO-1 then shards the
+     * dense optimizer states over those 8 replicas. */
+    {
+        mfu_model mx;
+        CHECK(load_model("mixtral-8x7b", &mx) == 0);
+        mfu_params pm;
+        mfu_model_params(&mx, &pm);
+        double experts = 32.0 * 8 * 3 * 4096 * 14336; /* 32 layers x 8 experts x SwiGLU */
+        double dense = pm.total - experts;
+        mfu_training t8 = {4096, 4096.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+        mfu_system sx;
+        mfu_system_init(&sx, &mx, &hw, &t8, 8, ops);
+        mfu_config c = cfg(1, 1, 1, 8, 1, 1);
+        mfu_eval ev;
+        CHECK(mfu_evaluate(&sx, &c, ops, &ev) == 0);
+        CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_DP], 2 * (7.0 / 8) * 4 * dense / 450e9, 1e-9);
+        c.zero = 1;
+        CHECK(mfu_evaluate(&sx, &c, ops, &ev) == 0);
+        CHECK_NEAR(ev.mem.optimizer_bytes, 12 * (dense / 8 + experts / 8), 1e-9);
+        CHECK_NEAR(ev.mem.weights_bytes, 2 * (dense + experts / 8), 1e-9);
+    }
+
     /* ---- invariants over many configurations on a real preset */
     {
         mfu_hardware h100;
