@@ -194,7 +194,7 @@ typedef struct layer_spec {
     int64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     int64_t key_dim, value_dim, gate_rank, chunk_size, output_gate;
     int64_t mlp_kind, ffn_dim, n_experts, top_k, expert_ffn_dim;
-    int64_t n_shared_experts, shared_ffn_dim;
+    int64_t n_shared_experts, shared_ffn_dim, route_nodes;
 } layer_spec;
 
 static json_t *attn_json(const layer_spec *l)
@@ -246,6 +246,7 @@ static json_t *mlp_json(const layer_spec *l, const char *act)
         json_object_set_new(m, "n_shared_experts", json_integer(l->n_shared_experts));
         json_object_set_new(m, "shared_ffn_dim", json_integer(l->shared_ffn_dim));
         json_object_set_new(m, "capacity_factor", json_real(1.0));
+        json_object_set_new(m, "route_nodes", json_integer(l->route_nodes));
     }
     /* Every supported family uses a gated MLP (SwiGLU / GeGLU). */
     json_object_set_new(m, "gated", json_true());
@@ -587,6 +588,17 @@ static void deepseek_layers(hf_ctx *c, hf_family fam, const hf_common *cm, layer
                &fkd) < 0)
         return;
     if (hf_int(c, "moe_layer_freq", 0, 1, 1, API_MAX_LAYERS, &freq) < 0) return;
+    /* Device/node-limited routing (DeepSeek-V2 sec. 2.1.3, V3 sec. 2.1.2):
+     * topk_method "group_limited_greedy" (V2) or "noaux_tc" (V3) picks experts
+     * from topk_group of n_group groups; deployed one group per node, a
+     * token's experts then span at most topk_group nodes. "greedy" (V2-Lite)
+     * routes freely. */
+    long long route_nodes = 0;
+    json_t *tm = has_moe ? json_object_get(c->cfg, "topk_method") : NULL;
+    if (json_is_string(tm) && (strcmp(json_string_value(tm), "group_limited_greedy") == 0 ||
+                               strcmp(json_string_value(tm), "noaux_tc") == 0)) {
+        if (hf_int(c, "topk_group", 0, 0, 0, API_MAX_EXPERTS, &route_nodes) < 0) return;
+    }
     int any_dense = 0;
     for (long long i = 0; i < cm->n_layers; i++) {
         int moe = has_moe && i >= fkd && i % freq == 0;
@@ -610,6 +622,7 @@ static void deepseek_layers(hf_ctx *c, hf_family fam, const hf_common *cm, layer
             ls[i].expert_ffn_dim = moe_ffn;
             ls[i].n_shared_experts = n_shared;
             ls[i].shared_ffn_dim = moe_ffn;
+            ls[i].route_nodes = route_nodes;
         }
     }
 }

@@ -124,6 +124,7 @@ static int parse_mlp(json_t *o, const char *ptr, mfu_mlp *out, api_status *st)
                       &out->shared_ffn_dim, st);
         bad |= jv_num(o, "capacity_factor", ptr, JV_OPTIONAL, 1.0, 1.0, 64.0,
                       &out->capacity_factor, st);
+        bad |= jv_int(o, "route_nodes", ptr, JV_OPTIONAL, 0, 0, API_MAX_EXPERTS, &out->route_nodes, st);
         char p[256];
         if (!bad && out->top_k > out->n_experts) {
             api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "top_k"),
@@ -244,12 +245,13 @@ json_t *api_model_to_ir(const mfu_model *m)
             mj = json_pack("{s:s,s:I,s:b,s:s}", "type", "dense", "ffn_dim", (json_int_t)p->ffn_dim,
                            "gated", p->gated, "activation", ACTS[p->act]);
         else
-            mj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:s,s:f}", "type", "moe", "n_experts",
+            mj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:s,s:f,s:I}", "type", "moe", "n_experts",
                            (json_int_t)p->n_experts, "top_k", (json_int_t)p->top_k, "expert_ffn_dim",
                            (json_int_t)p->expert_ffn_dim, "n_shared_experts",
                            (json_int_t)p->n_shared_experts, "shared_ffn_dim",
                            (json_int_t)p->shared_ffn_dim, "gated", p->gated, "activation",
-                           ACTS[p->act], "capacity_factor", p->capacity_factor);
+                           ACTS[p->act], "capacity_factor", p->capacity_factor, "route_nodes",
+                           (json_int_t)p->route_nodes);
         json_array_append_new(layers, json_pack("{s:I,s:o,s:o}", "count", (json_int_t)lr->count,
                                                 "attention", aj, "mlp", mj));
     }

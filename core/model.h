@@ -52,6 +52,10 @@ typedef struct mfu_mlp {
     int64_t n_shared_experts;
     int64_t shared_ffn_dim; /* width of each shared expert */
     double capacity_factor; /* 1.0 = perfectly balanced (seed 000 roofline) */
+    int64_t route_nodes;    /* node-limited routing: a token's experts span at
+                             * most this many nodes and cross the network once
+                             * per node (DeepSeek-V3 sec. 2.1.2, topk_group);
+                             * 0 = unlimited, one transfer per expert copy */
 } mfu_mlp;
 
 typedef struct mfu_layer_run {

@@ -512,12 +512,31 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
         exp_[MFU_COMM_CP] = dmax(0.0, tot[MFU_COMM_CP] - mb * L * a->attn_core_s);
     }
     /* EP (seed 000 table): per MoE layer dispatch + combine all-to-all,
-     * forward and backward, each of the token slots' hidden states. */
+     * forward and backward, each of the token slots' hidden states. Inside
+     * one fast domain: an all-to-all over ep ranks. Across domains (nodes)
+     * it is two-level: a token's copies for remote nodes cross the network
+     * -- once per expert copy, or once per destination node with
+     * node-limited routing (DeepSeek-V3 sec. 2.1.2 / 3.2.2: IB to the node,
+     * NVLink forwarding inside it) -- while every copy moves over the fast
+     * domain; the two stages pipeline, so the slower one counts. */
     if (ep > 1 && sys->moe_layers > 0) {
-        link l = link_for(sys, s_ep, eff);
         const mfu_mlp *mp = sys->moe_mlp;
-        double Ts = T * (double)mp->top_k * mp->capacity_factor * (double)c->etp / tp;
-        double one = t_a2a(ab * Ts * h, ep, l);
+        double kk = (double)mp->top_k;
+        double tok = T * mp->capacity_factor * (double)c->etp / tp; /* tokens routed per device */
+        double d0 = (double)sys->hw->tiers[0].domain_size;
+        double one;
+        if ((double)s_ep <= d0 || sys->hw->n_tiers == 1) {
+            one = t_a2a(ab * tok * kk * h, ep, link_for(sys, s_ep, eff));
+        } else {
+            link lout = link_for(sys, s_ep, eff), lin = link_for(sys, 1, eff);
+            double nodes = (double)s_ep / d0, per_node = ep / nodes;
+            double remote = (nodes - 1.0) / nodes;
+            double copies = mp->route_nodes > 0 ? fmin((double)mp->route_nodes, fmin(kk, nodes)) : kk;
+            double inter = ab * tok * copies * remote * h, intra = ab * tok * kk * h;
+            double t_out = inter / bw_at(lout, inter) + (nodes - 1.0) * lout.lat;
+            double t_in = per_node > 1 ? intra / bw_at(lin, intra) + (per_node - 1.0) * lin.lat : 0.0;
+            one = dmax(t_out, t_in);
+        }
         double Lm = L * moe_frac;
         double rc = (c->recompute == MFU_RC_FULL ? nrc * moe_frac
                      : c->recompute == MFU_RC_SAVE_DOT_EXCEPT_MLP ? Lm : 0.0);

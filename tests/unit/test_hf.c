@@ -796,6 +796,24 @@ static void test_presets(void)
     CHECK(json_is_false(json_object_get(json_object_get(run(g, 0), "mlp"), "gated")));
 }
 
+/* Node-limited routing (DeepSeek-V3 sec. 2.1.2; V2 sec. 2.1.3): V3's
+ * topk_method "noaux_tc" with topk_group 4 -> a token's experts span at most
+ * 4 nodes; V2-Lite's "greedy" routes freely (0). */
+static void test_route_nodes(void)
+{
+    const char *names[] = {"deepseek-v3", "deepseek-v2-lite"};
+    long long want[] = {4, 0};
+    for (int i = 0; i < 2; i++) {
+        json_t *hf = load(names[i]);
+        mfu_model m;
+        json_t *ir = hf ? resolve(hf, &m) : NULL;
+        CHECK(ir != NULL);
+        if (ir) CHECK_EQ_I(m.runs[m.n_runs - 1].mlp.route_nodes, want[i]);
+        json_decref(ir);
+        json_decref(hf);
+    }
+}
+
 int main(void)
 {
     test_roundtrips();
@@ -813,5 +831,6 @@ int main(void)
     test_bad_configs();
     test_junk_never_crashes();
     test_presets();
+    test_route_nodes();
     return check_done();
 }

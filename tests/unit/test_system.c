@@ -154,6 +154,40 @@ int main(void)
         CHECK_NEAR(ev.mem.weights_bytes, 2 * (dense + experts / 8), 1e-9);
     }
 
+    /* ---- EP across nodes, by hand: a toy MoE (h 1024, 4 layers, 32
+     * experts top-4) on 16 devices = 2 NVLink nodes of 8, ep = 16. Per MoE
+     * layer 4 all-to-alls (dispatch, combine; fwd, bwd). A device routes its
+     * T = 4096 tokens: free routing sends each of the 4 copies across the
+     * network with probability 1/2 (the other node): 2 B * T * 4 * 1/2 * h
+     * bytes over IB (50 GB/s) vs 2 B * T * 4 * h over NVLink (450 GB/s);
+     * IB is slower. Node-limited to 1 node: one copy per token crosses,
+     * times 1/2. */
+    {
+        for (int lim = 0; lim <= 1; lim++) {
+            char buf[512];
+            snprintf(buf, sizeof buf,
+                     "{\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"count\": 4, "
+                     "\"attention\": {\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 32, "
+                     "\"top_k\": 4, \"expert_ffn_dim\": 512, \"route_nodes\": %d}}]}", lim);
+            json_error_t je;
+            json_t *j = json_loads(buf, 0, &je);
+            api_status st;
+            api_status_init(&st);
+            mfu_model toy;
+            CHECK(api_model_from_ir(j, "/model", &toy, &st) == 0);
+            json_decref(j);
+            mfu_training t16 = {4096, 4096.0 * 16, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+            mfu_system s16;
+            mfu_system_init(&s16, &toy, &hw, &t16, 16, ops);
+            mfu_config c = cfg(1, 1, 1, 16, 1, 1);
+            mfu_eval ev;
+            CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
+            double copies = lim ? 1.0 : 4.0;
+            double one = 2.0 * 4096 * copies * 0.5 * 1024 / 50e9;
+            CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_EP], 4 * 4 * one, 1e-12);
+        }
+    }
+
     /* ---- invariants over many configurations on a real preset */
     {
         mfu_hardware h100;
