@@ -53,10 +53,12 @@ json_t *api_render_roofline(const api_request *r, const mfu_roofline *roof, cons
     for (int i = 0; i < roof->n_ops; i++) {
         const mfu_op *op = &ops[i];
         double t = mfu_op_time(op, hw, r->train.dtype, NULL);
-        json_t *e = json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:s,s:f}", "name", op->name, "phase",
+        json_t *e = json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:s,s:s,s:f}", "name", op->name, "phase",
                               op->phase == MFU_FWD ? "fwd" : "bwd", "run", op->run, "count",
                               op->count, "flops", op->flops, "bytes", op->bytes, "intensity",
-                              op->bytes > 0 ? op->flops / op->bytes : 0.0, "bound",
+                              op->bytes > 0 ? op->flops / op->bytes : 0.0, "unit",
+                              op->tags & (MFU_TAG_MATMUL | MFU_TAG_FUSED_ATTN) ? "matrix" : "vector",
+                              "bound",
                               mfu_op_compute_bound(op, hw, r->train.dtype) ? "compute" : "memory",
                               "time_s", t * op->count);
         json_array_append_new(arr, e);

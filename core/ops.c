@@ -146,6 +146,8 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
         double io = ab * T * (Hq * dqk + Hkv * dqk * 2.0 + Hkv * dv + Hq * dv);
         double states = ab * (T / C) * Hq * dqk * dv;
         double saved = ab * T * (Hq * dqk + 2.0 * Hkv * dqk + Hkv * dv) + states;
+        /* a fused kernel on the matrix units, like flash attention */
+        t |= MFU_TAG_FUSED_ATTN;
         push(b, "gla_chunk", MFU_FWD, t, Hq * T * f_tok, io + states, saved);
         push(b, "gla_chunk.bwd", MFU_BWD, t, Hq * T * (2.0 * f_tok + 2.0 * dqk * dv),
              2.0 * io + 2.0 * states, 0);
@@ -373,26 +375,35 @@ int mfu_ops_model(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
     return n;
 }
 
+/* Compute roof of an op: matmuls and fused attention run on the matrix
+ * units at the dtype's peak; elementwise work (norms, activations, softmax,
+ * RoPE, loss) runs on the vector units, whose peak is the chip's fp32
+ * (non-tensor) figure where the preset gives one (A100 19.5 TFLOP/s, H100
+ * 66.9: NVIDIA datasheets), else the dtype's peak. */
+static double op_peak(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)
+{
+    if (op->tags & (MFU_TAG_MATMUL | MFU_TAG_FUSED_ATTN)) return hw->peak_flops[dt];
+    double v = hw->peak_flops[MFU_DT_FP32];
+    return v > 0 && v < hw->peak_flops[dt] ? v : hw->peak_flops[dt];
+}
+
 double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
                    const mfu_efficiency *eff)
 {
-    double peak = hw->peak_flops[dt];
     double e = 1.0, be = 1.0;
     if (eff) {
         if (op->tags & MFU_TAG_FUSED_ATTN) e = eff->attn_eff;
         else if (op->tags & MFU_TAG_MATMUL) e = mfu_gemm_eff(eff, op->gemm_flops);
         be = eff->hbm_eff;
     }
-    /* Elementwise ops run on the vector units; they are memory bound in any
-     * case, so the matmul peak is an adequate (optimistic) compute roof. */
-    double tc = op->flops / (peak * e);
+    double tc = op->flops / (op_peak(op, hw, dt) * e);
     double tm = op->bytes / (hw->hbm_bw_bytes_s * be);
     return tc > tm ? tc : tm;
 }
 
 int mfu_op_compute_bound(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)
 {
-    return op->flops / hw->peak_flops[dt] >= op->bytes / hw->hbm_bw_bytes_s;
+    return op->flops / op_peak(op, hw, dt) >= op->bytes / hw->hbm_bw_bytes_s;
 }
 
 double mfu_matmul_intensity(double M, double N, double K, double elem_bytes)

@@ -310,9 +310,15 @@ def inv_roofline(doc, req, **_):
     if not close(s, step, printed=len(ops)):
         out.append("sum of op time_s %.12g != step_time_s %.12g" % (s, step))
     cb = mb = fexec = 0.0
+    # vector-unit ops (norms, activations, softmax, loss) have the chip's fp32
+    # (non-tensor) peak as compute roof where the datasheet gives one
+    vpeak = hw["peak_flops"].get("fp32", 0)
+    vpeak = vpeak if 0 < vpeak < peak else peak
     for o in ops:
         name = "%s(run %s)" % (o["name"], o["run"])
-        tc, tm = o["flops"] / peak, o["bytes"] / bw
+        if o.get("unit") not in ("matrix", "vector"):
+            out.append("%s: unit %r" % (name, o.get("unit")))
+        tc, tm = o["flops"] / (peak if o.get("unit") == "matrix" else vpeak), o["bytes"] / bw
         # T_op = max(FLOPs/peak, bytes/BW), times the op's count
         if not close(o["time_s"], o["count"] * max(tc, tm), printed=3):
             out.append("%s: time_s %.10g != count*max(flops/peak, bytes/bw) = %.10g"
