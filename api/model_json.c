@@ -292,6 +292,16 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
             api_fail(st, 422, jv_ptr(q, sizeof q, p, "bf16"), "must be positive");
             bad = -1;
         }
+        /* fuzz (tests/fuzz, request): a peak of 1e-300 FLOP/s made every op
+         * time infinite and the result unrepresentable in JSON. A given
+         * peak is 0 (unsupported) or at least 1e6 FLOP/s, which keeps any
+         * op of a model within the limits finite. */
+        for (int d = 0; !bad && d < MFU_DT_COUNT; d++)
+            if (out->peak_flops[d] > 0 && out->peak_flops[d] < 1e6) {
+                api_fail(st, 422, jv_ptr(q, sizeof q, p, DTYPES[d]),
+                         "must be 0 (unsupported) or at least 1e6 FLOP/s");
+                bad = -1;
+            }
     }
     bad |= jv_num(hw, "hbm_bytes", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bytes, st);
     bad |= jv_num(hw, "hbm_bw_bytes_s", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bw_bytes_s, st);
@@ -352,11 +362,14 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
             json_array_foreach(g, i, pt) {
                 double f = json_number_value(json_array_get(pt, 0));
                 double e = json_number_value(json_array_get(pt, 1));
-                if (!json_is_array(pt) || json_array_size(pt) != 2 || !(f > 0) || !(e > 0) || e > 1 ||
+                /* efficiency >= 0.001 (the smallest GEMMs of the presets
+                 * run at ~0.01): a tiny one (fuzz: 1e-300) made expected
+                 * times infinite */
+                if (!json_is_array(pt) || json_array_size(pt) != 2 || !(f > 0) || !(e >= 0.001) || e > 1 ||
                     (i > 0 && f <= out->eff.gemm_flops[i - 1])) {
                     char r[256];
                     api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i),
-                             "must be [flops > previous, 0 < efficiency <= 1]");
+                             "must be [flops > previous, 0.001 <= efficiency <= 1]");
                     return -1;
                 }
                 out->eff.gemm_flops[i] = f;
@@ -368,6 +381,8 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
         bad |= jv_num(eff, "hbm", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.hbm_eff, st);
         bad |= jv_num(eff, "step_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e3,
                       &out->eff.step_overhead_s, st);
+        bad |= jv_num(eff, "overlap_slowdown", p, JV_OPTIONAL, 0.0, 0.0, 0.9,
+                      &out->eff.overlap_slowdown, st);
         json_t *half = json_object_get(eff, "net_half_bytes");
         if (half) {
             jv_ptr(q, sizeof q, p, "net_half_bytes");
@@ -396,9 +411,9 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
             json_t *e;
             json_array_foreach(net, i, e) {
                 double v = json_number_value(e);
-                if (!json_is_number(e) || !(v > 0) || v > 1) {
+                if (!json_is_number(e) || !(v >= 0.01) || v > 1) { /* as gemm, above */
                     char r[256];
-                    api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i), "must be in (0, 1]");
+                    api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i), "must be in [0.01, 1]");
                     return -1;
                 }
                 out->eff.net_eff[i] = v;
@@ -431,9 +446,10 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
             json_array_append_new(half, json_real(e->net_half_bytes[i]));
         }
         json_object_set_new(o, "efficiency",
-                            json_pack("{s:o,s:f,s:f,s:o,s:o,s:f}", "gemm", g, "attention",
+                            json_pack("{s:o,s:f,s:f,s:o,s:o,s:f,s:f}", "gemm", g, "attention",
                                       e->attn_eff, "hbm", e->hbm_eff, "net", net, "net_half_bytes",
-                                      half, "step_overhead_s", e->step_overhead_s));
+                                      half, "step_overhead_s", e->step_overhead_s,
+                                      "overlap_slowdown", e->overlap_slowdown));
     }
     return o;
 }

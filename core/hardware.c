@@ -18,6 +18,7 @@ void mfu_efficiency_ideal(mfu_efficiency *e)
         e->net_half_bytes[i] = 0.0;
     }
     e->step_overhead_s = 0.0;
+    e->overlap_slowdown = 0.0;
 }
 
 double mfu_gemm_eff(const mfu_efficiency *e, double flops)

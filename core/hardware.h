@@ -38,6 +38,10 @@ typedef struct mfu_efficiency {
      * (docs/collective-efficiency.md has the calibration) */
     double net_half_bytes[MFU_MAX_TIERS];
     double step_overhead_s; /* fixed per step: launch, data loader, sync */
+    /* compute throughput lost while a collective runs underneath it (the
+     * collective kernels occupy SMs/CUs and HBM bandwidth): hidden
+     * communication time x this is added back as exposed time */
+    double overlap_slowdown;
 } mfu_efficiency;
 
 typedef struct mfu_hardware {

@@ -604,6 +604,12 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
         exp_[MFU_COMM_PP] = fmin(exp_[MFU_COMM_PP], tot[MFU_COMM_PP]);
     }
 
+    /* contention: communication hidden under compute still takes SMs and
+     * HBM bandwidth from it (expected profile only) */
+    if (eff && eff->overlap_slowdown > 0)
+        for (int i = 0; i < MFU_COMM_COUNT; i++)
+            exp_[i] += eff->overlap_slowdown * (tot[i] - exp_[i]);
+
     /* bubble: the pipeline's idle fraction of a micro-batch's critical path
      * (compute, recompute, in-layer exposed communication). */
     double w_frac = (t_f + t_b) > 0 ? L * a->wgrad_s / (t_f + t_b) : 0.0;
