@@ -99,6 +99,10 @@ typedef int (*api_progress_fn)(void *ctx, double fraction, uint64_t evaluated);
  * contract in openapi.yaml; NULL on error with st filled. */
 json_t *api_roofline(json_t *request, api_status *st);
 json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ctx);
+/* The same on `threads` threads (the calling one included). The answer is
+ * bit-identical for any thread count (the space is split in fixed shards);
+ * fn is called only when threads == 1. */
+json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads);
 
 /* ---- rendering --------------------------------------------------------- */
 

@@ -7,6 +7,8 @@
  * `4096` and `4096.0`, key order, defaults and aliases all give one
  * normalized document -- and one cache key. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,9 +431,19 @@ json_t *api_normalize(json_t *request, api_status *st)
         for (int i = 0; i < o.n_allowed[a]; i++) json_array_append_new(arr, json_integer(o.allowed[a][i]));
         json_object_set_new(allowed, AXES[a], arr);
     }
-    json_t *fix = json_pack("{s:i,s:i,s:i,s:i,s:I,s:I,s:I}", "sp", o.fix_sp, "zero", o.fix_zero,
-                            "schedule", o.fix_schedule, "recompute", o.fix_recompute, "etp",
-                            (json_int_t)o.fix_etp, "vpp", (json_int_t)o.fix_vpp, "mbs", (json_int_t)o.fix_mbs);
+    /* fixed switches only, spelled as the request spells them (fuzz,
+     * cachekey: {"sp": -1, "schedule": 0, ...} for "searched" was not a
+     * valid request, so the normal form did not normalize again) */
+    json_t *fix = json_object();
+    if (o.fix_sp >= 0) json_object_set_new(fix, "sp", json_boolean(o.fix_sp));
+    if (o.fix_zero >= 0) json_object_set_new(fix, "zero", json_integer(o.fix_zero));
+    if (o.fix_schedule >= 0)
+        json_object_set_new(fix, "schedule", json_string(api_schedule_names[o.fix_schedule]));
+    if (o.fix_recompute >= 0)
+        json_object_set_new(fix, "recompute", json_string(api_recompute_names[o.fix_recompute]));
+    if (o.fix_etp >= 0) json_object_set_new(fix, "etp", json_integer((json_int_t)o.fix_etp));
+    if (o.fix_vpp >= 0) json_object_set_new(fix, "vpp", json_integer((json_int_t)o.fix_vpp));
+    if (o.fix_mbs >= 0) json_object_set_new(fix, "mbs", json_integer((json_int_t)o.fix_mbs));
     json_t *search = json_pack("{s:i,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:o,s:o,s:[I,I]}", "top_k", o.top_k,
                                "rank_by", RANKS[o.rank_by_bound], "max_evaluations",
                                (json_int_t)o.max_evaluations, "deadline_s", deadline, "max_tp",
@@ -446,6 +458,11 @@ json_t *api_normalize(json_t *request, api_status *st)
                     r.train.global_batch_tokens, "dtype", DTYPES[r.train.dtype], "attention_impl",
                     IMPLS[r.train.attn_impl], "tp_overlap", r.tp_overlap, "ep_overlap",
                     r.ep_overlap, "mfu_convention", CONVS[r.train.conv], "search", search);
+    if (!out) { /* as api_roofline */
+        json_decref(mj);
+        api_fail(st, 500, "", "normal form has a non-finite number");
+        goto done;
+    }
     if (mj) json_object_set_new(out, "measured", mj);
     /* provenance is kept outside the hashed part: same model, same key */
     json_object_set_new(out, "_source", json_pack("{s:O,s:O,s:O}", "model", r.model_source,
@@ -501,17 +518,21 @@ json_t *api_roofline(json_t *request, api_status *st)
     json_t *out = json_pack("{s:o,s:o,s:o}", "model", api_render_model(&r),
                             "hardware", api_render_hardware(&r),
                             "roofline", api_render_roofline(&r, &roof, ops));
+    /* never NULL without a status (fuzz, request): json_pack fails on a
+     * non-finite number, which validation is meant to rule out */
+    if (!out) api_fail(st, 500, "", "result has a non-finite number");
     free(ops);
     api_request_free(&r);
     return out;
 }
 
 typedef struct deadline_ctx {
-    api_progress_fn fn;
+    api_progress_fn fn;     /* the caller's callback (single-threaded runs only) */
     void *ctx;
     struct timespec start;
     double deadline_s;
-    int hit;
+    atomic_int hit;         /* the deadline passed */
+    atomic_int cancelled;   /* the callback asked to stop */
 } deadline_ctx;
 
 static double since(const struct timespec *t0)
@@ -524,14 +545,52 @@ static double since(const struct timespec *t0)
 static int progress_bridge(void *p, double frac, uint64_t evaluated)
 {
     deadline_ctx *d = p;
+    if (atomic_load(&d->hit) || atomic_load(&d->cancelled)) return 1;
     if (since(&d->start) > d->deadline_s) {
-        d->hit = 1;
+        atomic_store(&d->hit, 1);
         return 1;
     }
-    return d->fn ? d->fn(d->ctx, frac, evaluated) : 0;
+    if (d->fn && d->fn(d->ctx, frac, evaluated)) {
+        atomic_store(&d->cancelled, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* One search thread: shards first, first + step, ... of the fixed
+ * MFU_SEARCH_SHARDS, each into its own slot (merged in shard order later, so
+ * the answer does not depend on the thread count). */
+typedef struct search_thread {
+    const mfu_system *sys;
+    const mfu_search_opts *o;
+    deadline_ctx *d;
+    int first, step;
+    mfu_search_result *parts; /* MFU_SEARCH_SHARDS results, top_k entries each */
+    int ok;
+} search_thread;
+
+static void *search_thread_main(void *p)
+{
+    search_thread *t = p;
+    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    void *cache = malloc(mfu_search_cache_bytes());
+    t->ok = ops && cache;
+    for (int k = t->first; t->ok && k < MFU_SEARCH_SHARDS; k += t->step) {
+        if (atomic_load(&t->d->hit) || atomic_load(&t->d->cancelled)) break;
+        mfu_search_scratch sc = {ops, cache, NULL};
+        mfu_search_shard(t->sys, t->o, &sc, k, progress_bridge, t->d, &t->parts[k]);
+    }
+    free(cache);
+    free(ops);
+    return NULL;
 }
 
 json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ctx)
+{
+    return api_search_mt(request, st, fn, ctx, 1);
+}
+
+json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads)
 {
     api_request r;
     if (api_parse_request(request, 1, &r, st)) {
@@ -540,8 +599,7 @@ json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ct
     }
     json_t *out = NULL;
     mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
-    void *cache = malloc(mfu_search_cache_bytes());
-    mfu_ranked *top = NULL;
+    mfu_ranked *top = NULL, *parts_top = NULL;
     mfu_system sys;
     mfu_system_init(&sys, &r.model, &r.hw, &r.train, r.devices, ops);
     mfu_search_opts o;
@@ -559,12 +617,37 @@ json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ct
         mc.tp_overlap = r.tp_overlap;
         mc.ep_overlap = r.ep_overlap;
     }
+    if (threads < 1) threads = 1;
+    if (threads > MFU_SEARCH_SHARDS) threads = MFU_SEARCH_SHARDS;
     top = malloc(sizeof *top * (size_t)o.top_k);
+    parts_top = malloc(sizeof *parts_top * (size_t)o.top_k * MFU_SEARCH_SHARDS);
+    if (!top || !parts_top) { api_fail(st, 503, "", "out of memory for the ranking"); goto done; }
     mfu_search_result res = {0, top, {0}};
-    mfu_search_scratch sc = {ops, cache};
-    deadline_ctx d = {fn, ctx, {0, 0}, deadline, 0};
+    mfu_search_result parts[MFU_SEARCH_SHARDS];
+    for (int k = 0; k < MFU_SEARCH_SHARDS; k++) {
+        memset(&parts[k], 0, sizeof parts[k]);
+        parts[k].top = parts_top + (size_t)k * (size_t)o.top_k;
+    }
+    deadline_ctx d = {threads == 1 ? fn : NULL, ctx, {0, 0}, deadline, 0, 0};
     clock_gettime(CLOCK_MONOTONIC, &d.start);
-    mfu_search(&sys, &o, &sc, progress_bridge, &d, &res);
+    search_thread th[MFU_SEARCH_SHARDS];
+    pthread_t tid[MFU_SEARCH_SHARDS];
+    int started[MFU_SEARCH_SHARDS] = {0};
+    for (int t = 0; t < threads; t++) {
+        th[t] = (search_thread){&sys, &o, &d, t, threads, parts, 0};
+        /* thread 0 runs on the calling thread */
+        if (t > 0) started[t] = pthread_create(&tid[t], NULL, search_thread_main, &th[t]) == 0;
+    }
+    search_thread_main(&th[0]);
+    int lost = !th[0].ok;
+    for (int t = 1; t < threads; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else search_thread_main(&th[t]); /* no thread: run its shards here */
+        lost |= !th[t].ok;
+    }
+    if (lost) { api_fail(st, 503, "", "out of memory for the search"); goto done; }
+    for (int k = 0; k < MFU_SEARCH_SHARDS; k++) mfu_search_merge(&o, &parts[k], &res);
+    if (atomic_load(&d.hit) || atomic_load(&d.cancelled)) res.stats.truncated = 1;
     double elapsed = since(&d.start);
     mfu_roofline roof;
     mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof);
@@ -579,22 +662,23 @@ json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ct
                               "fully_evaluated", (json_int_t)res.stats.fully_evaluated, "feasible",
                               (json_int_t)res.stats.feasible, "pruned", pruned, "elapsed_s", elapsed,
                               "truncated", res.stats.truncated, "truncated_by",
-                              !res.stats.truncated ? "" : d.hit ? "deadline_s" :
-                              (o.max_evaluations && res.stats.evaluated >= o.max_evaluations) ? "max_evaluations" : "cancelled",
+                              !res.stats.truncated ? "" : atomic_load(&d.hit) ? "deadline_s" :
+                              atomic_load(&d.cancelled) ? "cancelled" : "max_evaluations",
                               "shape_inventories", (json_int_t)res.stats.shape_costs,
                               "rank_by", RANKS[o.rank_by_bound]);
     json_t *roof_j = api_render_roofline(&r, &roof, NULL);
     out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "model", api_render_model(&r), "hardware",
                     api_render_hardware(&r), "devices", (json_int_t)r.devices, "roofline", roof_j,
                     "configs", configs, "search", stats);
-    if (meas) {
+    if (!out) api_fail(st, 500, "", "result has a non-finite number"); /* as api_roofline */
+    if (out && meas) {
         mfu_eval ev;
         mfu_evaluate(&sys, &mc, ops, &ev);
         json_object_set_new(out, "measured", api_render_measured(&sys, &mc, &ev, meas_t));
     }
 done:
     free(top);
-    free(cache);
+    free(parts_top);
     free(ops);
     api_request_free(&r);
     return out;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api.h"
 
@@ -21,7 +22,7 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void run(const char *label, const char *req_text, int reps)
+static void run(const char *label, const char *req_text, int reps, int threads)
 {
     json_error_t e;
     json_t *req = json_loads(req_text, 0, &e);
@@ -32,7 +33,7 @@ static void run(const char *label, const char *req_text, int reps)
         api_status st;
         api_status_init(&st);
         double t0 = now();
-        json_t *res = api_search(req, &st, NULL, NULL);
+        json_t *res = api_search_mt(req, &st, NULL, NULL, threads);
         double dt = now() - t0;
         if (!res) { fprintf(stderr, "%s: %s\n", label, st.n_errors ? st.errors[0].detail : "failed"); exit(1); }
         if (dt < best) best = dt;
@@ -45,7 +46,7 @@ static void run(const char *label, const char *req_text, int reps)
     double full = json_number_value(json_object_get(s, "fully_evaluated"));
     json_t *top = json_array_get(json_object_get(last, "configs"), 0);
     json_t *par = json_object_get(top, "parallel");
-    printf("%s\n", label);
+    printf("%s (%d thread%s)\n", label, threads, threads > 1 ? "s" : "");
     printf("  space %.0f points, evaluated %.0f (full System Bound %.0f), truncated %s\n", space, ev,
            full, json_is_true(json_object_get(s, "truncated")) ? "yes" : "no");
     printf("  wall %.3f s (best of %d) = %.2f M points/s, %.2f M evaluated/s\n", best, reps,
@@ -74,20 +75,27 @@ int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 3;
     if (reps < 1) reps = 1;
+    /* threads: argv[2], else the online CPUs; each case runs on 1 thread and
+     * on that many (the answers are identical, core/search.h) */
+    long nt = argc > 2 ? atol(argv[2]) : sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = nt < 1 ? 1 : nt > 64 ? 64 : (int)nt;
+    for (int pass = 0; pass < (threads > 1 ? 2 : 1); pass++) {
+    int th = pass ? threads : 1;
     run("GPT-3 175B, 1024 x A100-80GB, batch 1..1536 x 2048 tokens",
         "{\"model\": {\"preset\": \"gpt3-175b\"}, \"hardware\": {\"preset\": \"a100-80gb\"},"
         " \"devices\": 1024, \"training\": {\"seq_len\": 2048},"
         " \"search\": {\"batch_seqs\": [1, 1536], \"max_mbs\": 16, \"deadline_s\": 600}}",
-        reps);
+        reps, th);
     run("Llama-3 405B, 16384 x H100, seq 8192, 16M tokens",
         "{\"model\": {\"preset\": \"llama3-405b\"}, \"hardware\": {\"preset\": \"h100-sxm\"},"
         " \"devices\": 16384, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 16777216},"
         " \"search\": {\"deadline_s\": 600}}",
-        reps);
+        reps, th);
     run("DeepSeek-V3, 2048 x H800, seq 4096, 3840 sequences",
         "{\"model\": {\"preset\": \"deepseek-v3\"}, \"hardware\": {\"preset\": \"h800\"},"
         " \"devices\": 2048, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 15728640},"
         " \"search\": {\"deadline_s\": 600}}",
-        reps);
+        reps, th);
+    }
     return 0;
 }

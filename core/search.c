@@ -156,6 +156,10 @@ typedef struct ctx {
     void *fctx;
     double frac;
     int stop;
+    int shard, nshards;   /* this run takes axis tuples t with t % nshards == shard */
+    int64_t tuple;        /* index of the current axis tuple */
+    uint64_t budget;      /* evaluations allowed in this shard (0 = no limit) */
+    int stopped;          /* the callback asked to stop */
 } ctx;
 
 static void prune(ctx *x, int reason, uint64_t n)
@@ -173,7 +177,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     mfu_search_result *res = x->res;
     const char *why;
     res->stats.space_size++;
-    if (x->o->max_evaluations && res->stats.evaluated >= x->o->max_evaluations) {
+    if (x->budget && res->stats.evaluated >= x->budget) {
         res->stats.truncated = 1;
         x->stop = 1;
         return NAN;
@@ -183,10 +187,10 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         return NAN;
     }
     res->stats.evaluated++;
-    if ((res->stats.evaluated & 0xffff) == 0 && x->fn &&
+    if ((res->stats.evaluated & 0x3fff) == 0 && x->fn &&
         x->fn(x->fctx, x->frac, res->stats.evaluated)) {
         res->stats.truncated = 1;
-        x->stop = 1;
+        x->stop = x->stopped = 1;
     }
     mfu_memory mem;
     mfu_memory_costs_ex(sys, c, &ce->bound, 0, &mem);
@@ -381,15 +385,17 @@ static void shape_loop(ctx *x, mfu_config *c)
     }
 }
 
-/* Enumerate factorizations of n over axes a..COUNT-1. */
+/* Enumerate factorizations of n over axes a..COUNT-1. Prefix-level
+ * constraint prunes are common to every shard: shard 0 counts them. */
 static void factor_loop(ctx *x, mfu_config *c, int a, int64_t rest, double f0, double f1)
 {
     if (x->stop) return;
     if (a == MFU_AX_COUNT - 1) {
         if (!allowed(x->o, a, rest)) {
-            prune(x, MFU_PRUNE_CONSTRAINT, 1);
+            if (x->shard == 0) prune(x, MFU_PRUNE_CONSTRAINT, 1);
             return;
         }
+        if (x->tuple++ % x->nshards != x->shard) return;
         c->ax[a] = rest;
         x->frac = f0;
         shape_loop(x, c);
@@ -405,7 +411,7 @@ static void factor_loop(ctx *x, mfu_config *c, int a, int64_t rest, double f0, d
         double g1 = f0 + (f1 - f0) * (double)(i + 1) / (double)nd;
         i++;
         if (!allowed(x->o, a, d)) {
-            prune(x, MFU_PRUNE_CONSTRAINT, 1);
+            if (x->shard == 0) prune(x, MFU_PRUNE_CONSTRAINT, 1);
             continue;
         }
         c->ax[a] = d;
@@ -413,13 +419,26 @@ static void factor_loop(ctx *x, mfu_config *c, int a, int64_t rest, double f0, d
     }
 }
 
-int mfu_search(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
-               mfu_progress_fn fn, void *fctx, mfu_search_result *out)
+uint64_t mfu_search_shard_budget(const mfu_search_opts *o, int shard)
+{
+    uint64_t n = o->max_evaluations;
+    return n / MFU_SEARCH_SHARDS + ((uint64_t)shard < n % MFU_SEARCH_SHARDS ? 1 : 0);
+}
+
+int mfu_search_shard(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
+                     int shard, mfu_progress_fn fn, void *fctx, mfu_search_result *out)
 {
     memset(&out->stats, 0, sizeof out->stats);
     out->n = 0;
     memset(scratch->cache, 0, sizeof(shape_cache));
-    ctx x = {sys, o, scratch, out, fn, fctx, 0.0, 0};
+    ctx x = {sys, o, scratch, out, fn, fctx, 0.0, 0, shard, MFU_SEARCH_SHARDS, 0, 0, 0};
+    if (o->max_evaluations) {
+        x.budget = mfu_search_shard_budget(o, shard);
+        if (x.budget == 0) { /* fewer evaluations allowed than shards */
+            out->stats.truncated = 1;
+            return 0;
+        }
+    }
     mfu_config c;
     memset(&c, 0, sizeof c);
     c.tp_overlap = o->tp_overlap;
@@ -428,6 +447,51 @@ int mfu_search(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scrat
     c.etp = 1;
     c.recompute_layers = -1;
     factor_loop(&x, &c, 0, sys->devices, 0.0, 1.0);
-    if (fn && !x.stop) fn(fctx, 1.0, out->stats.evaluated);
+    return x.stopped;
+}
+
+void mfu_search_merge(const mfu_search_opts *o, const mfu_search_result *part,
+                      mfu_search_result *out)
+{
+    mfu_search_stats *a = &out->stats;
+    const mfu_search_stats *b = &part->stats;
+    a->space_size += b->space_size;
+    a->evaluated += b->evaluated;
+    a->fully_evaluated += b->fully_evaluated;
+    a->feasible += b->feasible;
+    for (int i = 0; i < MFU_PRUNE_COUNT; i++) a->pruned[i] += b->pruned[i];
+    a->truncated |= b->truncated;
+    a->shape_costs += b->shape_costs;
+    for (int i = 0; i < part->n; i++) insert_top(out, o->top_k, &part->top[i]);
+}
+
+typedef struct shard_progress {
+    mfu_progress_fn fn;
+    void *fctx;
+    int shard;
+    uint64_t done;   /* evaluated in earlier shards */
+} shard_progress;
+
+static int shard_progress_fn(void *p, double frac, uint64_t evaluated)
+{
+    shard_progress *sp = p;
+    return sp->fn((sp->fctx), ((double)sp->shard + frac) / MFU_SEARCH_SHARDS, sp->done + evaluated);
+}
+
+int mfu_search(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
+               mfu_progress_fn fn, void *fctx, mfu_search_result *out)
+{
+    memset(&out->stats, 0, sizeof out->stats);
+    out->n = 0;
+    mfu_search_result part = {0, scratch->part, {0}};
+    shard_progress sp = {fn, fctx, 0, 0};
+    for (int k = 0; k < MFU_SEARCH_SHARDS; k++) {
+        sp.shard = k;
+        int stopped = mfu_search_shard(sys, o, scratch, k, fn ? shard_progress_fn : NULL, &sp, &part);
+        mfu_search_merge(o, &part, out);
+        sp.done += part.stats.evaluated;
+        if (stopped) break; /* the callback's stop ends the whole search */
+    }
+    if (fn && !out->stats.truncated) fn(fctx, 1.0, out->stats.evaluated);
     return 0;
 }

@@ -70,11 +70,27 @@ void mfu_search_defaults(const mfu_system *sys, mfu_search_opts *o);
 typedef struct mfu_search_scratch {
     mfu_op *ops;                 /* MFU_MAX_OPS */
     void *cache;                 /* mfu_search_cache_bytes() bytes */
+    mfu_ranked *part;            /* top_k entries: one shard's ranking */
 } mfu_search_scratch;
 size_t mfu_search_cache_bytes(void);
 
+/* The space is split into MFU_SEARCH_SHARDS fixed shards (axis tuples by
+ * index modulo the count), so a caller may run them on several threads and
+ * still get the same answer, bit for bit, as mfu_search(): each shard's
+ * result depends on the shard alone, and merging is order-free (a total
+ * order ranks configurations). max_evaluations is split evenly. */
+#define MFU_SEARCH_SHARDS 16
+
+/* All shards, one after another, merged into out. */
 int mfu_search(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
                mfu_progress_fn fn, void *ctx, mfu_search_result *out);
+/* One shard into out (out->top: top_k entries); scratch->part unused. */
+int mfu_search_shard(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
+                     int shard, mfu_progress_fn fn, void *ctx, mfu_search_result *out);
+/* Add a shard's result to out (start from out->n = 0 and zero stats). */
+void mfu_search_merge(const mfu_search_opts *o, const mfu_search_result *part,
+                      mfu_search_result *out);
+uint64_t mfu_search_shard_budget(const mfu_search_opts *o, int shard);
 
 /* Seed 003 sec. 3 closed forms (the worked numbers are unit tests). */
 double mfu_seed003_dp_ratio(double params, double tokens_per_device, double dp, double peak_flops,

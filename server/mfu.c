@@ -5,6 +5,7 @@
  *   mfu presets  [models|hardware]
  *   mfu key      FILE|-          (the cache key the daemon would use)
  *
+ * Searches run on MFU_THREADS threads (default: the online CPUs).
  * Reads one request JSON (docs/model-ir.md, openapi.yaml), prints the result
  * JSON (or a table / CSV) on stdout. Invalid input prints an RFC 9457
  * problem document on stderr and exits with status 2; usage errors exit 64.
@@ -12,10 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api.h"
 
 #define MAX_INPUT_BYTES (16u << 20)
+
+/* Search threads: MFU_THREADS, else the online CPUs (the answer is the
+ * same for any count; core/search.h). */
+static int search_threads(void)
+{
+    const char *e = getenv("MFU_THREADS");
+    long n = e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
 
 static int usage(void)
 {
@@ -119,7 +130,7 @@ int main(int argc, char **argv)
             rc = print_json(res);
         }
     } else if (strcmp(cmd, "search") == 0) {
-        res = api_search(req, &st, NULL, NULL);
+        res = api_search_mt(req, &st, NULL, NULL, search_threads());
         if (res && (table || csv)) {
             char *t = csv ? api_result_csv(res) : api_search_table(res);
             fputs(t ? t : "", stdout);
