@@ -108,6 +108,8 @@ struct mfu_db {
     sqlite3_stmt *st[ST_N];
     int64_t cache_max_bytes;
     int64_t size_bytes;
+    db_evict_fn evict_hook;
+    void *evict_ctx;
 };
 
 const char *db_errmsg(struct mfu_db *db)
@@ -486,10 +488,17 @@ int db_evict(struct mfu_db *db)
             }
             db->size_bytes -= sizes[i];
             deleted++;
+            if (db->evict_hook) db->evict_hook(db->evict_ctx, ids[i]);
         }
         if (step_done(db, db->st[ST_COMMIT]) != DB_OK) return DB_ERROR;
     }
     return deleted;
+}
+
+void db_set_evict_hook(struct mfu_db *db, db_evict_fn fn, void *ctx)
+{
+    db->evict_hook = fn;
+    db->evict_ctx = ctx;
 }
 
 int64_t db_size_bytes(struct mfu_db *db)

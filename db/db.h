@@ -117,6 +117,10 @@ int db_list(struct mfu_db *db, int limit, int offset, int64_t after_created_ms,
 /* Evict least recently accessed finished rows until the total size of
  * finished rows is at most the cap. Returns the number of rows deleted. */
 int db_evict(struct mfu_db *db);
+/* Called with the id of every row db_evict deletes (e.g. to drop copies
+ * cached elsewhere). NULL to unset. */
+typedef void (*db_evict_fn)(void *ctx, const char *id);
+void db_set_evict_hook(struct mfu_db *db, db_evict_fn fn, void *ctx);
 /* Total stored size of finished rows and count of all rows. */
 int64_t db_size_bytes(struct mfu_db *db);
 int64_t db_count(struct mfu_db *db);

@@ -58,6 +58,7 @@ struct job {
     double best_mfu;
     int64_t n_evaluated;
     int cancelled;
+    int64_t finished_ms;
     /* links */
     struct job *hnext;           /* hash bucket */
     struct job *next;            /* all active jobs */
@@ -93,6 +94,8 @@ static struct {
     struct db_touch touches[MAX_TOUCH];
     char touch_ids[MAX_TOUCH][65];
     size_t n_touch;
+    const char *finishing_id;    /* the row db_finish is writing */
+    int finishing_evicted;       /* ... and its own eviction removed it */
 } app;
 
 /* ---- the job table ----------------------------------------------------- */
@@ -134,32 +137,49 @@ static void job_free(struct job *j)
 
 /* ---- accesses (hit counts, LRU), flushed once a second ---------------- */
 
+static void touch_at(const char *id, int64_t hits, int64_t now);
+
+static void rcache_touch(void *ctx, const char *id, int64_t hits, int64_t accessed_ms)
+{
+    touch_at(id, hits, accessed_ms);
+}
+
 static void flush_touches(void)
 {
-    if (!app.n_touch || !app.db) return;
+    if (!app.db) return;
+    srv_rcache_drain_touches(rcache_touch, NULL);
+    if (!app.n_touch) return;
     if (db_touch_many(app.db, app.touches, app.n_touch) != DB_OK)
         srv_log(SRV_LOG_WARN, "msg=\"touch failed\" err=\"%s\"", db_errmsg(app.db));
     app.n_touch = 0;
 }
 
-static void touch(const char *id, int hit)
+static void touch_at(const char *id, int64_t hit, int64_t now)
 {
-    int64_t now = srv_now_ms();
     /* Most repeated accesses are to the same few ids: merge with recent. */
     size_t lo = app.n_touch > 16 ? app.n_touch - 16 : 0;
     for (size_t i = app.n_touch; i-- > lo;) {
         if (strcmp(app.touch_ids[i], id) == 0) {
             app.touches[i].hits += hit;
-            app.touches[i].accessed_ms = now;
+            if (now > app.touches[i].accessed_ms) app.touches[i].accessed_ms = now;
             return;
         }
     }
-    if (app.n_touch == MAX_TOUCH) flush_touches();
+    if (app.n_touch == MAX_TOUCH) {
+        if (db_touch_many(app.db, app.touches, app.n_touch) != DB_OK)
+            srv_log(SRV_LOG_WARN, "msg=\"touch failed\" err=\"%s\"", db_errmsg(app.db));
+        app.n_touch = 0;
+    }
     size_t i = app.n_touch++;
     memcpy(app.touch_ids[i], id, 65);
     app.touches[i].id = app.touch_ids[i];
     app.touches[i].hits = hit;
     app.touches[i].accessed_ms = now;
+}
+
+static void touch(const char *id, int hit)
+{
+    touch_at(id, hit, srv_now_ms());
 }
 
 static void on_flush_timer(uv_timer_t *t)
@@ -204,6 +224,18 @@ static void view_from_row(struct srv_view *v, struct db_row *row)
     v->result = row->result;
     v->error = row->error;
     row->result = row->error = NULL;
+}
+
+/* A done view read from the database: render it once into the memory
+ * cache and answer from the entry (the view's own copy is dropped). */
+static void attach_entry(struct srv_req *r)
+{
+    if (strcmp(r->view.status, "done") != 0 || !r->view.result) return;
+    struct srv_rentry *e = srv_rcache_put(&r->view, r->view.result);
+    if (!e) return;
+    r->entry = e;
+    free(r->view.result);
+    r->view.result = NULL;
 }
 
 static void answer_view(struct srv_req *r, int code)
@@ -276,7 +308,8 @@ static void work_cb(uv_work_t *w)
     }
     if (res) {
         json_t *best = json_array_get(json_object_get(res, "configs"), 0);
-        json_t *mfu = json_object_get(best, "mfu");
+        /* the ranking's figure: expected MFU of the best configuration */
+        json_t *mfu = json_object_get(json_object_get(best, "expected"), "mfu");
         if (json_is_number(mfu)) {
             j->has_best = 1;
             j->best_mfu = json_number_value(mfu);
@@ -299,7 +332,7 @@ static void work_cb(uv_work_t *w)
 
 static void maybe_finish_shutdown(void);
 
-static void answer_waiters(struct job *j, int done)
+static void answer_waiters(struct job *j, int done, struct srv_rentry *e)
 {
     struct srv_req **pp = &app.waiters;
     while (*pp) {
@@ -318,9 +351,10 @@ static void answer_waiters(struct job *j, int done)
             r->view.status = "done";
             r->view.progress = 1.0;
             r->view.evaluated = j->n_evaluated;
-            r->view.finished_ms = srv_now_ms();
-            r->view.result = strdup(j->result);
-            answer_view(r, r->view.result ? 200 : 202);
+            r->view.finished_ms = j->finished_ms;
+            if (e) r->entry = srv_rcache_ref(e);
+            else r->view.result = strdup(j->result);
+            answer_view(r, (r->entry || r->view.result) ? 200 : 202);
         } else {
             answer_failed(r, j->error);
         }
@@ -338,20 +372,38 @@ static void after_work_cb(uv_work_t *w, int status)
         srv_metrics_job_completed("cancelled");
         if (app.db) db_set_queued(app.db, j->id);
         srv_log(SRV_LOG_INFO, "msg=job_interrupted id=%.12s", j->id);
-        answer_waiters(j, 0);
+        answer_waiters(j, 0, NULL);
     } else {
         srv_metrics_job_running_delta(-1);
         const char *outcome = j->result ? "done" : "failed";
         srv_metrics_job_completed(outcome);
         srv_metrics_evaluated((uint64_t)j->n_evaluated);
-        if (db_finish(app.db, j->id, outcome, j->result, j->error, j->has_best, j->best_mfu,
-                      j->n_evaluated, now) != DB_OK)
+        app.finishing_id = j->id;
+        app.finishing_evicted = 0;
+        int frc = db_finish(app.db, j->id, outcome, j->result, j->error, j->has_best,
+                            j->best_mfu, j->n_evaluated, now);
+        app.finishing_id = NULL;
+        if (frc != DB_OK)
             srv_log(SRV_LOG_ERROR, "msg=\"db finish failed\" id=%.12s err=\"%s\"", j->id,
                     db_errmsg(app.db));
+        j->finished_ms = now;
+        struct srv_rentry *e = NULL;
+        if (j->result) {
+            /* Render once for the waiters and later readers; kept in memory
+             * only if the row is durable (stored and not evicted at once). */
+            struct srv_view v;
+            view_from_job(&v, j);
+            v.status = "done";
+            v.evaluated = j->n_evaluated;
+            v.finished_ms = now;
+            e = srv_rcache_put(&v, j->result);
+            if (e && (frc != DB_OK || app.finishing_evicted)) srv_rcache_remove(j->id);
+        }
         srv_log(SRV_LOG_INFO, "msg=job_end id=%.12s outcome=%s evaluated=%lld ms=%lld", j->id,
                 outcome, (long long)j->n_evaluated,
                 (long long)(now - atomic_load(&j->started_ms)));
-        answer_waiters(j, 1);
+        answer_waiters(j, 1, e);
+        srv_rcache_unref(e);
     }
     job_unlink(j);
     job_free(j);
@@ -416,6 +468,14 @@ static void cmd_search(struct srv_req *r)
         }
         return;
     }
+    if ((r->entry = srv_rcache_get(r->id, 1))) {
+        srv_metrics_cache(1);
+        memcpy(r->view.id, r->id, 65);
+        r->view.status = "done";
+        answer_view(r, 200);
+        srv_http_resume(r);
+        return;
+    }
     struct db_row row;
     int rc = db_get(app.db, r->id, 1, &row);
     if (rc == DB_OK && strcmp(row.status, "done") == 0) {
@@ -423,6 +483,7 @@ static void cmd_search(struct srv_req *r)
         touch(r->id, 1);
         view_from_row(&r->view, &row);
         db_row_fini(&row);
+        attach_entry(r);
         answer_view(r, 200);
         srv_http_resume(r);
         return;
@@ -474,6 +535,14 @@ static void cmd_result(struct srv_req *r)
         srv_http_resume(r);
         return;
     }
+    /* Cached since the HTTP thread looked (or it raced the insertion). */
+    if ((r->entry = srv_rcache_get(r->id, 0))) {
+        memcpy(r->view.id, r->id, 65);
+        r->view.status = "done";
+        answer_view(r, 200);
+        srv_http_resume(r);
+        return;
+    }
     struct db_row row;
     int rc = db_get(app.db, r->id, 1, &row);
     if (rc == DB_ENOTFOUND) {
@@ -484,6 +553,7 @@ static void cmd_result(struct srv_req *r)
         touch(r->id, 0);
         view_from_row(&r->view, &row);
         db_row_fini(&row);
+        attach_entry(r);
         answer_view(r, 200);
     }
     srv_http_resume(r);
@@ -782,6 +852,12 @@ static void on_signal(uv_signal_t *h, int signum)
     begin_shutdown(signum);
 }
 
+static void on_db_evict(void *ctx, const char *id)
+{
+    if (app.finishing_id && strcmp(app.finishing_id, id) == 0) app.finishing_evicted = 1;
+    srv_rcache_remove(id);
+}
+
 int srv_jobs_init(const struct srv_config *cfg)
 {
     app.cfg = cfg;
@@ -793,6 +869,8 @@ int srv_jobs_init(const struct srv_config *cfg)
         return -1;
     }
     atomic_store(&app.db_ok, 1);
+    srv_rcache_init(cfg->mem_cache > 0 ? (size_t)cfg->mem_cache : 0);
+    db_set_evict_hook(app.db, on_db_evict, NULL);
     srv_metrics_db_size(db_size_bytes(app.db));
     if (uv_mutex_init(&app.qlock) != 0 || uv_async_init(app.loop, &app.async, on_async) != 0)
         return -1;

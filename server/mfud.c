@@ -53,6 +53,8 @@ static void usage(FILE *f)
             "  --max-body BYTES   request body limit (MFUD_MAX_BODY, default 1048576)\n"
             "  --queue-limit N    jobs queued or running before 503 (MFUD_QUEUE_LIMIT, 256)\n"
             "  --cache-max BYTES  stored results before LRU eviction (MFUD_CACHE_MAX, 1 GiB)\n"
+            "  --mem-cache BYTES  finished results kept rendered in memory (MFUD_MEM_CACHE,\n"
+            "                     64 MiB; 0 = off)\n"
             "  --max-conns N      concurrent connections (MFUD_MAX_CONNS, 1024)\n"
             "  --conn-timeout S   idle connection timeout (MFUD_CONN_TIMEOUT, 30)\n"
             "  --wait S           default wait of POST /search before 202 (MFUD_WAIT, 2)\n"
@@ -132,6 +134,7 @@ int main(int argc, char **argv)
     cfg.http_threads = 2;
     cfg.queue_limit = 256;
     cfg.cache_max = 1LL << 30;
+    cfg.mem_cache = 64LL << 20;
     cfg.max_conns = 1024;
     cfg.conn_timeout_s = 30;
     cfg.default_wait_s = 2.0;
@@ -147,6 +150,7 @@ int main(int argc, char **argv)
         {"--max-body", "MFUD_MAX_BODY", 0, &max_body, sizeof(int64_t), 1024, 1LL << 30},
         {"--queue-limit", "MFUD_QUEUE_LIMIT", 0, &cfg.queue_limit, sizeof(int), 1, 1000000},
         {"--cache-max", "MFUD_CACHE_MAX", 0, &cfg.cache_max, sizeof(int64_t), 0, 1LL << 50},
+        {"--mem-cache", "MFUD_MEM_CACHE", 0, &cfg.mem_cache, sizeof(int64_t), 0, 1LL << 40},
         {"--max-conns", "MFUD_MAX_CONNS", 0, &cfg.max_conns, sizeof(int), 4, 100000},
         {"--conn-timeout", "MFUD_CONN_TIMEOUT", 0, &cfg.conn_timeout_s, sizeof(int), 1, 3600},
         {"--wait", "MFUD_WAIT", 2, &cfg.default_wait_s, sizeof(double), 0, 0},
@@ -217,14 +221,15 @@ int main(int argc, char **argv)
     srv_jobs_set_mhd(d);
     srv_log(SRV_LOG_INFO,
             "msg=listening bind=%s port=%d db=\"%s\" workers=%d http_threads=%d max_body=%zu "
-            "queue_limit=%d cache_max=%lld engine=%s auth=%s",
+            "queue_limit=%d cache_max=%lld mem_cache=%lld engine=%s auth=%s",
             cfg.bind, port, cfg.db_path, cfg.workers, cfg.http_threads, cfg.max_body,
-            cfg.queue_limit, (long long)cfg.cache_max, MFU_ENGINE_VERSION,
+            cfg.queue_limit, (long long)cfg.cache_max, (long long)cfg.mem_cache, MFU_ENGINE_VERSION,
             cfg.auth_token[0] ? "bearer" : "none");
     if (cfg.test_job_delay_ms)
         srv_log(SRV_LOG_WARN, "msg=\"test hook: every job is delayed\" delay_ms=%d",
                 cfg.test_job_delay_ms);
     srv_jobs_run();
     MHD_stop_daemon(d);
+    srv_rcache_clear();
     return 0;
 }

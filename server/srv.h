@@ -35,6 +35,7 @@ struct srv_config {
     int log_level;             /* SRV_LOG_* */
     char auth_token[256];      /* "" = no auth; else Bearer token for POST routes */
     int test_job_delay_ms;     /* tests only: hold each job before searching */
+    int64_t mem_cache;         /* bytes of finished results kept rendered in memory */
 };
 
 /* ---- logging (server/log.c) -------------------------------------------- */
@@ -85,6 +86,7 @@ struct srv_view {
 };
 
 enum srv_answer { ANS_NONE = 0, ANS_RAW, ANS_VIEW };
+struct srv_rentry;
 
 struct srv_req {
     struct MHD_Connection *conn;
@@ -127,6 +129,7 @@ struct srv_req {
     int out_retry_after;       /* seconds; 0 = none */
     int cache_hit;
     struct srv_view view;
+    struct srv_rentry *entry;  /* done: the cached rendering (a reference), or NULL */
 
     /* loop-side links */
     struct srv_req *next;      /* command queue / waiter list */
@@ -150,6 +153,42 @@ void srv_http_resume(struct srv_req *r);
 void srv_answer_problem(struct srv_req *r, int code, const char *title, const char *detail);
 /* Take over a JSON body (new reference stolen) as the answer. */
 void srv_answer_json(struct srv_req *r, int code, json_t *body);
+
+#define SRV_EXPOSE_HEADERS "ETag, Location, Retry-After, Preference-Applied, Content-Location"
+/* The full status document of a done job: {"id",...,"result":<result>}.
+ * *result_off is where the result text starts in it. malloc'd. */
+char *srv_render_done_doc(const struct srv_view *v, const char *result, size_t *len,
+                          size_t *result_off);
+
+/* ---- the in-memory cache of finished results (server/rcache.c) ---------- */
+
+struct srv_rentry;
+void srv_rcache_init(size_t max_bytes);
+/* A reference to the cached entry for id, or NULL. Records an access (and a
+ * cache hit when hit is nonzero) for the database's hit count and LRU. Any
+ * thread. */
+struct srv_rentry *srv_rcache_get(const char *id, int hit);
+/* Render and insert a done job (v: id and timestamps; result: its text).
+ * Returns a reference (possibly to an entry that did not fit the budget:
+ * then it has no prebuilt responses), or NULL when out of memory. Loop. */
+struct srv_rentry *srv_rcache_put(const struct srv_view *v, const char *result);
+void srv_rcache_remove(const char *id);
+void srv_rcache_clear(void);
+struct srv_rentry *srv_rcache_ref(struct srv_rentry *e);
+void srv_rcache_unref(struct srv_rentry *e);
+/* The loop writes pending accesses to the database: cb per id. */
+size_t srv_rcache_drain_touches(void (*cb)(void *ctx, const char *id, int64_t hits,
+                                           int64_t accessed_ms),
+                                void *ctx);
+void srv_rcache_stats(size_t *entries, size_t *bytes);
+/* The prebuilt, shared response (200 with the document, or the empty 304
+ * with the same ETag): queue it, never destroy it. NULL if not prebuilt. */
+struct MHD_Response *srv_rentry_response(struct srv_rentry *e, int not_modified);
+const char *srv_rentry_body(const struct srv_rentry *e, size_t *len);
+const char *srv_rentry_result(const struct srv_rentry *e, size_t *len);
+/* The ranked table as CSV, rendered once by render() and kept. */
+const char *srv_rentry_csv(struct srv_rentry *e, size_t *len,
+                           char *(*render)(const char *result, size_t result_len));
 
 /* ---- jobs and the loop (server/jobs.c) --------------------------------- */
 

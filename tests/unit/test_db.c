@@ -1,0 +1,472 @@
+/* db/: the SQLite result and job store. Schema migration from an empty file
+ * and re-open (user_version), a file from a newer schema refused, store and
+ * load round trips, hit counting, crash recovery (queued and running rows
+ * re-queued at open), size-bounded LRU eviction keeping the most recently
+ * used rows (and never queued/running ones), the eviction hook, keyset
+ * paging, and SQL-looking strings stored verbatim (prepared statements). */
+#include "check.h"
+#include "db.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static void path_of(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", dir, name);
+}
+
+static void make_id(char out[65], int k)
+{
+    for (int i = 0; i < 64; i++) out[i] = "0123456789abcdef"[(k * 7 + i * 13) % 16];
+    snprintf(out + 56, 9, "%08x", (unsigned)k);
+}
+
+static struct mfu_db *open_db(const char *name, int64_t cap)
+{
+    char p[512], err[256] = "";
+    path_of(p, sizeof p, name);
+    struct mfu_db *db = NULL;
+    int rc = db_open(p, cap, &db, err, sizeof err);
+    if (rc != DB_OK) fprintf(stderr, "db_open %s: %s\n", p, err);
+    CHECK_EQ_I(rc, DB_OK);
+    return db;
+}
+
+static int put(struct mfu_db *db, const char *id, const char *req, const char *input,
+               const char *model, int64_t now)
+{
+    struct db_new_job j = {id, req, input, model, "h100-sxm", 64, now};
+    return db_put_job(db, &j);
+}
+
+static int user_version_of(const char *name)
+{
+    char p[512];
+    path_of(p, sizeof p, name);
+    sqlite3 *h = NULL;
+    sqlite3_stmt *s = NULL;
+    int v = -1;
+    if (sqlite3_open_v2(p, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    return v;
+}
+
+static void test_migration(void)
+{
+    /* A path under a directory that does not exist yet: created. */
+    struct mfu_db *db = open_db("sub/dir/m.db", 0);
+    if (!db) return;
+    CHECK_EQ_I(db_schema_version(db), DB_SCHEMA_VERSION);
+    CHECK_EQ_I(db_count(db), 0);
+    char id[65];
+    make_id(id, 1);
+    CHECK_EQ_I(put(db, id, "{}", NULL, "m", 1000), DB_OK);
+    db_close(db);
+    CHECK_EQ_I(user_version_of("sub/dir/m.db"), DB_SCHEMA_VERSION);
+    /* Re-open: no migration runs again, the data is there. */
+    db = open_db("sub/dir/m.db", 0);
+    if (!db) return;
+    CHECK_EQ_I(db_schema_version(db), DB_SCHEMA_VERSION);
+    CHECK_EQ_I(db_count(db), 1);
+    db_close(db);
+
+    /* An empty (zero-byte) file is migrated like a new one. */
+    char p[512];
+    path_of(p, sizeof p, "empty.db");
+    FILE *f = fopen(p, "w");
+    if (f) fclose(f);
+    db = open_db("empty.db", 0);
+    if (db) {
+        CHECK_EQ_I(db_schema_version(db), DB_SCHEMA_VERSION);
+        db_close(db);
+    }
+
+    /* A file written by a newer schema is refused, untouched. */
+    path_of(p, sizeof p, "newer.db");
+    sqlite3 *h = NULL;
+    if (sqlite3_open(p, &h) == SQLITE_OK) {
+        sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL);
+        sqlite3_close(h);
+    }
+    char err[256] = "";
+    struct mfu_db *nd = (struct mfu_db *)1;
+    CHECK_EQ_I(db_open(p, 0, &nd, err, sizeof err), DB_EVERSION);
+    CHECK(nd == NULL);
+    CHECK(strstr(err, "newer") != NULL);
+    CHECK_EQ_I(user_version_of("newer.db"), 99);
+}
+
+static void test_round_trip(void)
+{
+    struct mfu_db *db = open_db("rt.db", 0);
+    if (!db) return;
+    char id[65];
+    make_id(id, 2);
+    struct db_row r;
+    CHECK_EQ_I(db_get(db, id, 1, &r), DB_ENOTFOUND);
+    CHECK_EQ_I(put(db, id, "{\"n\":1}", "{\"in\":1}", "llama3-8b", 1000), DB_OK);
+    CHECK_EQ_I(db_get(db, id, 1, &r), DB_OK);
+    CHECK_STR(r.id, id);
+    CHECK_STR(r.status, "queued");
+    CHECK_STR(r.request, "{\"n\":1}");
+    CHECK(r.result == NULL && r.error == NULL);
+    CHECK_STR(r.model, "llama3-8b");
+    CHECK_STR(r.hardware, "h100-sxm");
+    CHECK_EQ_I(r.devices, 64);
+    CHECK_EQ_I(r.created_ms, 1000);
+    CHECK_EQ_I(r.started_ms, 0);
+    CHECK_EQ_I(r.hits, 0);
+    CHECK(!r.has_best_mfu);
+    db_row_fini(&r);
+    /* Inserting again leaves the queued row alone. */
+    CHECK_EQ_I(put(db, id, "{\"other\":1}", NULL, "x", 5000), DB_OK);
+    CHECK_EQ_I(db_get(db, id, 1, &r), DB_OK);
+    CHECK_STR(r.request, "{\"n\":1}");
+    CHECK_EQ_I(r.created_ms, 1000);
+    db_row_fini(&r);
+
+    CHECK_EQ_I(db_set_running(db, id, 1500), DB_OK);
+    CHECK_EQ_I(db_get(db, id, 0, &r), DB_OK);
+    CHECK_STR(r.status, "running");
+    CHECK_EQ_I(r.started_ms, 1500);
+    CHECK(r.request == NULL); /* bodies not asked for */
+    db_row_fini(&r);
+
+    const char *result = "{\"configs\":[{\"mfu\":0.5}],\"search\":{\"evaluated\":42}}";
+    CHECK_EQ_I(db_finish(db, id, "done", result, NULL, 1, 0.5, 42, 2000), DB_OK);
+    CHECK_EQ_I(db_get(db, id, 1, &r), DB_OK);
+    CHECK_STR(r.status, "done");
+    CHECK_STR(r.result, result);
+    CHECK(r.error == NULL);
+    CHECK(r.has_best_mfu);
+    CHECK_NEAR(r.best_mfu, 0.5, 1e-15);
+    CHECK_EQ_I(r.evaluated, 42);
+    CHECK_EQ_I(r.finished_ms, 2000);
+    CHECK_EQ_I(r.accessed_ms, 2000);
+    db_row_fini(&r);
+    CHECK(db_size_bytes(db) >= (int64_t)strlen(result));
+    /* A done row is not reset by a new put. */
+    CHECK_EQ_I(put(db, id, "{}", NULL, NULL, 9000), DB_OK);
+    CHECK_EQ_I(db_get(db, id, 0, &r), DB_OK);
+    CHECK_STR(r.status, "done");
+    db_row_fini(&r);
+
+    /* A failed row is reset to queued by a new put (the job runs again). */
+    char id2[65];
+    make_id(id2, 3);
+    CHECK_EQ_I(put(db, id2, "{}", NULL, NULL, 1100), DB_OK);
+    CHECK_EQ_I(db_finish(db, id2, "failed", NULL, "{\"status\":500}", 0, 0, 0, 1200), DB_OK);
+    CHECK_EQ_I(db_get(db, id2, 1, &r), DB_OK);
+    CHECK_STR(r.status, "failed");
+    CHECK_STR(r.error, "{\"status\":500}");
+    CHECK(!r.has_best_mfu);
+    db_row_fini(&r);
+    CHECK_EQ_I(put(db, id2, "{}", "{\"again\":1}", NULL, 1300), DB_OK);
+    CHECK_EQ_I(db_get(db, id2, 1, &r), DB_OK);
+    CHECK_STR(r.status, "queued");
+    CHECK(r.error == NULL && r.result == NULL);
+    CHECK_EQ_I(r.finished_ms, 0);
+    db_row_fini(&r);
+
+    /* Back to queued (shutdown), only from queued/running. */
+    CHECK_EQ_I(db_set_running(db, id2, 1400), DB_OK);
+    CHECK_EQ_I(db_set_queued(db, id2), DB_OK);
+    CHECK_EQ_I(db_get(db, id2, 0, &r), DB_OK);
+    CHECK_STR(r.status, "queued");
+    CHECK_EQ_I(r.started_ms, 0);
+    db_row_fini(&r);
+    CHECK_EQ_I(db_set_queued(db, id), DB_OK);
+    CHECK_EQ_I(db_get(db, id, 0, &r), DB_OK);
+    CHECK_STR(r.status, "done");
+    db_row_fini(&r);
+    db_close(db);
+
+    /* Everything survives a close and re-open. */
+    db = open_db("rt.db", 0);
+    if (!db) return;
+    CHECK_EQ_I(db_get(db, id, 1, &r), DB_OK);
+    CHECK_STR(r.result, result);
+    db_row_fini(&r);
+    db_close(db);
+}
+
+static void test_hits(void)
+{
+    struct mfu_db *db = open_db("hits.db", 0);
+    if (!db) return;
+    char a[65], b[65], missing[65];
+    make_id(a, 10);
+    make_id(b, 11);
+    make_id(missing, 12);
+    CHECK_EQ_I(put(db, a, "{}", NULL, NULL, 1000), DB_OK);
+    CHECK_EQ_I(put(db, b, "{}", NULL, NULL, 1000), DB_OK);
+    CHECK_EQ_I(db_finish(db, a, "done", "{}", NULL, 0, 0, 0, 2000), DB_OK);
+    struct db_touch t[] = {{a, 3, 3000}, {b, 0, 2500}, {a, 2, 2800}, {missing, 5, 9000}};
+    CHECK_EQ_I(db_touch_many(db, t, 4), DB_OK);
+    CHECK_EQ_I(db_touch_many(db, t, 0), DB_OK);
+    struct db_row r;
+    CHECK_EQ_I(db_get(db, a, 0, &r), DB_OK);
+    CHECK_EQ_I(r.hits, 5);
+    CHECK_EQ_I(r.accessed_ms, 3000); /* max, not the last written */
+    db_row_fini(&r);
+    CHECK_EQ_I(db_get(db, b, 0, &r), DB_OK);
+    CHECK_EQ_I(r.hits, 0);
+    CHECK_EQ_I(r.accessed_ms, 2500);
+    db_row_fini(&r);
+    CHECK_EQ_I(db_get(db, missing, 0, &r), DB_ENOTFOUND);
+    CHECK_EQ_I(db_count(db), 2);
+    db_close(db);
+}
+
+struct pending {
+    int n;
+    char ids[8][65];
+    char reqs[8][64];
+};
+
+static void on_pending(void *ctx, const char *id, const char *request)
+{
+    struct pending *p = ctx;
+    if (p->n < 8) {
+        snprintf(p->ids[p->n], 65, "%s", id);
+        snprintf(p->reqs[p->n], 64, "%s", request);
+    }
+    p->n++;
+}
+
+static void test_requeue(void)
+{
+    struct mfu_db *db = open_db("rq.db", 0);
+    if (!db) return;
+    char q[65], run[65], done[65], failed[65];
+    make_id(q, 20);
+    make_id(run, 21);
+    make_id(done, 22);
+    make_id(failed, 23);
+    CHECK_EQ_I(put(db, run, "{\"norm\":\"run\"}", "{\"in\":\"run\"}", NULL, 1000), DB_OK);
+    CHECK_EQ_I(put(db, q, "{\"norm\":\"q\"}", NULL, NULL, 2000), DB_OK);
+    CHECK_EQ_I(put(db, done, "{}", NULL, NULL, 500), DB_OK);
+    CHECK_EQ_I(put(db, failed, "{}", NULL, NULL, 600), DB_OK);
+    CHECK_EQ_I(db_set_running(db, run, 1100), DB_OK);
+    CHECK_EQ_I(db_finish(db, done, "done", "{}", NULL, 0, 0, 0, 700), DB_OK);
+    CHECK_EQ_I(db_finish(db, failed, "failed", NULL, "{}", 0, 0, 0, 700), DB_OK);
+    /* No db_close: the process "crashes" (the handle is abandoned, as after
+     * kill -9; WAL keeps what was committed). */
+    struct mfu_db *crashed = db;
+    db = open_db("rq.db", 0);
+    if (!db) return;
+    struct pending p = {0};
+    CHECK_EQ_I(db_requeue(db, on_pending, &p), 2);
+    CHECK_EQ_I(p.n, 2);
+    /* Oldest first; the input request when stored, else the normalized. */
+    CHECK_STR(p.ids[0], run);
+    CHECK_STR(p.reqs[0], "{\"in\":\"run\"}");
+    CHECK_STR(p.ids[1], q);
+    CHECK_STR(p.reqs[1], "{\"norm\":\"q\"}");
+    struct db_row r;
+    CHECK_EQ_I(db_get(db, run, 0, &r), DB_OK);
+    CHECK_STR(r.status, "queued");
+    CHECK_EQ_I(r.started_ms, 0);
+    db_row_fini(&r);
+    CHECK_EQ_I(db_get(db, done, 0, &r), DB_OK);
+    CHECK_STR(r.status, "done");
+    db_row_fini(&r);
+    CHECK_EQ_I(db_get(db, failed, 0, &r), DB_OK);
+    CHECK_STR(r.status, "failed");
+    db_row_fini(&r);
+    db_close(db);
+    db_close(crashed);
+}
+
+struct evicted {
+    int n;
+    char ids[8][65];
+};
+
+static void on_evict(void *ctx, const char *id)
+{
+    struct evicted *e = ctx;
+    if (e->n < 8) snprintf(e->ids[e->n], 65, "%s", id);
+    e->n++;
+}
+
+static void test_eviction(void)
+{
+    /* Each finished row costs strlen(result) + 256: 1256 bytes here. A cap
+     * of 3000 holds two. */
+    char big[1001];
+    memset(big, 'x', 1000);
+    big[0] = '"';
+    big[999] = '"';
+    big[1000] = '\0';
+    struct mfu_db *db = open_db("ev.db", 3000);
+    if (!db) return;
+    struct evicted ev = {0};
+    db_set_evict_hook(db, on_evict, &ev);
+    char a[65], b[65], c[65], d[65], pend[65];
+    make_id(a, 30);
+    make_id(b, 31);
+    make_id(c, 32);
+    make_id(d, 33);
+    make_id(pend, 34);
+    CHECK_EQ_I(put(db, pend, "{}", NULL, NULL, 10), DB_OK); /* queued: never evicted */
+    CHECK_EQ_I(put(db, a, "{}", NULL, NULL, 1000), DB_OK);
+    CHECK_EQ_I(put(db, b, "{}", NULL, NULL, 1000), DB_OK);
+    CHECK_EQ_I(put(db, c, "{}", NULL, NULL, 1000), DB_OK);
+    CHECK_EQ_I(put(db, d, "{}", NULL, NULL, 1000), DB_OK);
+    CHECK_EQ_I(db_finish(db, a, "done", big, NULL, 0, 0, 0, 2000), DB_OK);
+    CHECK_EQ_I(db_finish(db, b, "done", big, NULL, 0, 0, 0, 2100), DB_OK);
+    CHECK_EQ_I(ev.n, 0);
+    CHECK_EQ_I(db_size_bytes(db), 2 * 1256);
+    /* a is used again after b: b is now the least recently used. */
+    struct db_touch t = {a, 1, 2200};
+    CHECK_EQ_I(db_touch_many(db, &t, 1), DB_OK);
+    CHECK_EQ_I(db_finish(db, c, "done", big, NULL, 0, 0, 0, 2300), DB_OK);
+    CHECK_EQ_I(ev.n, 1);
+    CHECK_STR(ev.ids[0], b);
+    struct db_row r;
+    CHECK_EQ_I(db_get(db, b, 0, &r), DB_ENOTFOUND);
+    CHECK_EQ_I(db_get(db, a, 0, &r), DB_OK);
+    db_row_fini(&r);
+    CHECK_EQ_I(db_get(db, c, 0, &r), DB_OK);
+    db_row_fini(&r);
+    CHECK_EQ_I(db_get(db, pend, 0, &r), DB_OK);
+    CHECK_STR(r.status, "queued");
+    db_row_fini(&r);
+    CHECK(db_size_bytes(db) <= 3000);
+    /* Next: a (2200) is older than c (2300). */
+    CHECK_EQ_I(db_finish(db, d, "done", big, NULL, 0, 0, 0, 2400), DB_OK);
+    CHECK_EQ_I(ev.n, 2);
+    CHECK_STR(ev.ids[1], a);
+    CHECK_EQ_I(db_get(db, c, 0, &r), DB_OK);
+    db_row_fini(&r);
+    CHECK_EQ_I(db_get(db, d, 0, &r), DB_OK);
+    db_row_fini(&r);
+    CHECK_EQ_I(db_count(db), 3); /* c, d, pend */
+    db_close(db);
+    /* The size is recomputed at open. */
+    db = open_db("ev.db", 3000);
+    if (!db) return;
+    CHECK_EQ_I(db_size_bytes(db), 2 * 1256);
+    db_close(db);
+}
+
+struct listed {
+    int n;
+    char ids[8][65];
+    int64_t created[8];
+};
+
+static void on_list(void *ctx, const struct db_row *row)
+{
+    struct listed *l = ctx;
+    if (l->n < 8) {
+        snprintf(l->ids[l->n], 65, "%s", row->id);
+        l->created[l->n] = row->created_ms;
+    }
+    l->n++;
+}
+
+static void test_list(void)
+{
+    struct mfu_db *db = open_db("list.db", 0);
+    if (!db) return;
+    char ids[5][65];
+    for (int i = 0; i < 5; i++) {
+        make_id(ids[i], 40 + i);
+        CHECK_EQ_I(put(db, ids[i], "{}", NULL, NULL, 1000 + 10 * i), DB_OK);
+    }
+    struct listed l = {0};
+    CHECK_EQ_I(db_list(db, 2, 0, 0, NULL, on_list, &l), 2);
+    CHECK_STR(l.ids[0], ids[4]); /* newest first */
+    CHECK_STR(l.ids[1], ids[3]);
+    struct listed l2 = {0};
+    CHECK_EQ_I(db_list(db, 10, 0, l.created[1], l.ids[1], on_list, &l2), 3);
+    CHECK_STR(l2.ids[0], ids[2]);
+    CHECK_STR(l2.ids[2], ids[0]);
+    struct listed l3 = {0};
+    CHECK_EQ_I(db_list(db, 10, 4, 0, NULL, on_list, &l3), 1);
+    CHECK_STR(l3.ids[0], ids[0]);
+    db_close(db);
+}
+
+static void test_sql_strings(void)
+{
+    static const char *const nasty[] = {
+        "'); DROP TABLE results; --",
+        "x' OR '1'='1",
+        "\" OR \"\"=\"",
+        "Robert'); DELETE FROM results WHERE ('1'='1",
+        "%s%n%x%p",
+        "; PRAGMA user_version = 42; --",
+        "line\nbreak\ttab \\ back",
+        "\xe2\x80\x94 unicode \xf0\x9f\x98\x80",
+    };
+    const int n = (int)(sizeof nasty / sizeof nasty[0]);
+    struct mfu_db *db = open_db("sql.db", 0);
+    if (!db) return;
+    for (int i = 0; i < n; i++) {
+        char id[65];
+        make_id(id, 50 + i);
+        struct db_new_job j = {id, nasty[i], nasty[(i + 1) % n], nasty[i], nasty[(i + 2) % n], i,
+                               1000 + i};
+        CHECK_EQ_I(db_put_job(db, &j), DB_OK);
+        CHECK_EQ_I(db_finish(db, id, "done", nasty[(i + 3) % n], NULL, 0, 0, 0, 2000 + i), DB_OK);
+    }
+    CHECK_EQ_I(db_count(db), n);
+    for (int i = 0; i < n; i++) {
+        char id[65];
+        make_id(id, 50 + i);
+        struct db_row r;
+        CHECK_EQ_I(db_get(db, id, 1, &r), DB_OK);
+        CHECK_STR(r.request, nasty[i]);
+        CHECK_STR(r.model, nasty[i]);
+        CHECK_STR(r.hardware, nasty[(i + 2) % n]);
+        CHECK_STR(r.result, nasty[(i + 3) % n]);
+        db_row_fini(&r);
+    }
+    /* Injection through the key does not match anything. */
+    struct db_row r;
+    CHECK_EQ_I(db_get(db, "x' OR '1'='1", 0, &r), DB_ENOTFOUND);
+    CHECK_EQ_I(db_get(db, "' OR 1=1 --", 1, &r), DB_ENOTFOUND);
+    struct db_touch t = {"' OR 1=1 --", 100, 99999};
+    CHECK_EQ_I(db_touch_many(db, &t, 1), DB_OK);
+    char id0[65];
+    make_id(id0, 50);
+    CHECK_EQ_I(db_get(db, id0, 0, &r), DB_OK);
+    CHECK_EQ_I(r.hits, 0);
+    db_row_fini(&r);
+    CHECK_EQ_I(db_schema_version(db), DB_SCHEMA_VERSION);
+    CHECK_EQ_I(db_count(db), n);
+    db_close(db);
+}
+
+int main(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/mfu_test_db_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_migration();
+    test_round_trip();
+    test_hits();
+    test_requeue();
+    test_eviction();
+    test_list();
+    test_sql_strings();
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_done();
+}
