@@ -484,13 +484,22 @@ int db_evict(struct mfu_db *db)
             sqlite3_bind_text(d, 1, ids[i], -1, SQLITE_STATIC);
             if (step_done(db, d) != DB_OK) {
                 step_done(db, db->st[ST_ROLLBACK]);
+                int64_t size = query_i64(db, ST_SIZE);
+                if (size >= 0) db->size_bytes = size;
                 return DB_ERROR;
             }
             db->size_bytes -= sizes[i];
             deleted++;
             if (db->evict_hook) db->evict_hook(db->evict_ctx, ids[i]);
         }
-        if (step_done(db, db->st[ST_COMMIT]) != DB_OK) return DB_ERROR;
+        if (step_done(db, db->st[ST_COMMIT]) != DB_OK) {
+            /* Nothing was deleted after all: recount. (Copies dropped by
+             * the hook are only caches; they are rebuilt on demand.) */
+            step_done(db, db->st[ST_ROLLBACK]);
+            int64_t size = query_i64(db, ST_SIZE);
+            if (size >= 0) db->size_bytes = size;
+            return DB_ERROR;
+        }
     }
     return deleted;
 }

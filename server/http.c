@@ -402,10 +402,10 @@ static enum MHD_Result queue_answer(struct srv_req *r)
         snprintf(etag, sizeof etag, "\"%s\"", r->view.id);
         int nm = (r->method == SRV_M_GET || r->method == SRV_M_HEAD) &&
                  etag_matches(r->if_none_match, etag);
-        struct MHD_Response *shared = srv_rentry_response(r->entry, nm);
-        if (shared) {
+        enum MHD_Result ret = MHD_NO;
+        if (srv_rentry_queue(r->entry, r->conn, nm, &ret) == 0) {
             r->code = nm ? 304 : 200;
-            return MHD_queue_response(r->conn, (unsigned)r->code, shared);
+            return ret;
         }
         etag[0] = '\0';
     }

@@ -21,8 +21,12 @@
  * then drops the cache's reference and the entry's own hold on its
  * responses (MHD_destroy_response); the body is freed when the last
  * reference goes, so a connection still sending it is never affected.
+ * An entry reference does not keep the responses alive: connections queue
+ * them under resp_lock (read), and the entry lets go of them under
+ * resp_lock (write), so libmicrohttpd has taken its own reference first.
  * Entries are immutable after creation except the lazily rendered CSV
- * (set once under the lock) and the access bookkeeping (under the lock).
+ * (set once under the lock), the access bookkeeping (under the lock) and
+ * the response pointers (cleared once, under resp_lock).
  *
  * ACCESSES
  * Hit counts and last-access times (the database's LRU order) are recorded
@@ -66,6 +70,11 @@ struct srv_rentry {
 
 static struct {
     pthread_mutex_t lock;
+    /* Queueing a prebuilt response (readers) vs. dropping the entry's hold
+     * on it (writer): an entry reference keeps the entry alive, not its
+     * responses, so a connection may only queue one while the entry still
+     * holds it. MHD_queue_response takes libmicrohttpd's own reference. */
+    pthread_rwlock_t resp_lock;
     size_t max_bytes, bytes;
     size_t n;
     struct srv_rentry *buckets[RC_BUCKETS];
@@ -76,7 +85,7 @@ static struct {
         int64_t hits, accessed_ms;
     } pend[RC_MAX_TOUCH];
     size_t n_pend;
-} rc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} rc = {.lock = PTHREAD_MUTEX_INITIALIZER, .resp_lock = PTHREAD_RWLOCK_INITIALIZER};
 
 static unsigned bucket_of(const char *id)
 {
@@ -160,7 +169,10 @@ static struct srv_rentry *unlink_locked(struct srv_rentry *e)
 /* Outside the lock: drop the cache's reference and the responses. */
 static void release_removed(struct srv_rentry *e)
 {
+    pthread_rwlock_wrlock(&rc.resp_lock);
     struct MHD_Response *a = e->resp200, *b = e->resp304;
+    e->resp200 = e->resp304 = NULL;
+    pthread_rwlock_unlock(&rc.resp_lock);
     /* Each response holds one reference, dropped by its free callback when
      * libmicrohttpd frees it (possibly right here). */
     if (a) MHD_destroy_response(a);
@@ -216,8 +228,10 @@ static void add_common(struct MHD_Response *resp, const char *etag, const char *
  * callers then render the plain answer themselves. */
 static void drop_responses(struct srv_rentry *e)
 {
+    pthread_rwlock_wrlock(&rc.resp_lock);
     struct MHD_Response *a = e->resp200, *b = e->resp304;
     e->resp200 = e->resp304 = NULL;
+    pthread_rwlock_unlock(&rc.resp_lock);
     if (a) MHD_destroy_response(a);
     if (b) MHD_destroy_response(b);
 }
@@ -341,9 +355,14 @@ void srv_rcache_stats(size_t *entries, size_t *bytes)
 
 /* ---- reading an entry ------------------------------------------------------ */
 
-struct MHD_Response *srv_rentry_response(struct srv_rentry *e, int not_modified)
+int srv_rentry_queue(struct srv_rentry *e, struct MHD_Connection *c, int not_modified,
+                     enum MHD_Result *ret)
 {
-    return not_modified ? e->resp304 : e->resp200;
+    pthread_rwlock_rdlock(&rc.resp_lock);
+    struct MHD_Response *resp = not_modified ? e->resp304 : e->resp200;
+    if (resp) *ret = MHD_queue_response(c, not_modified ? 304u : 200u, resp);
+    pthread_rwlock_unlock(&rc.resp_lock);
+    return resp ? 0 : -1;
 }
 
 const char *srv_rentry_result(const struct srv_rentry *e, size_t *len)

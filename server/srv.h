@@ -181,9 +181,12 @@ size_t srv_rcache_drain_touches(void (*cb)(void *ctx, const char *id, int64_t hi
                                            int64_t accessed_ms),
                                 void *ctx);
 void srv_rcache_stats(size_t *entries, size_t *bytes);
-/* The prebuilt, shared response (200 with the document, or the empty 304
- * with the same ETag): queue it, never destroy it. NULL if not prebuilt. */
-struct MHD_Response *srv_rentry_response(struct srv_rentry *e, int not_modified);
+/* Queue the prebuilt, shared response (200 with the document, or the empty
+ * 304 with the same ETag) on c; *ret is MHD_queue_response's answer.
+ * Returns -1 (nothing queued) when the entry has no prebuilt responses
+ * (not cached, or removed meanwhile): render the answer instead. */
+int srv_rentry_queue(struct srv_rentry *e, struct MHD_Connection *c, int not_modified,
+                     enum MHD_Result *ret);
 const char *srv_rentry_body(const struct srv_rentry *e, size_t *len);
 const char *srv_rentry_result(const struct srv_rentry *e, size_t *len);
 /* The ranked table as CSV, rendered once by render() and kept. */
