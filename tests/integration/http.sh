@@ -141,6 +141,15 @@ req GET "$LOC" -H "If-None-Match: $ETAG"
 check "If-None-Match on the done result gives 304" [ "$CODE" = 304 ]
 check "304 has an empty body" [ ! -s "$BODY" ]
 [ "$saw304" = 1 ] && echo "note: saw a 304 while the job ran"
+# Done results are served from the in-memory cache (a shared, prebuilt
+# response): HEAD, a list of tags, and the same bytes on every GET.
+curl -s -I --max-time 10 "$BASE$LOC" >"$T/head.hdr"
+check "HEAD on the done result: 200 with the same ETag" bash -c "head -n 1 '$T/head.hdr' | grep -q ' 200' && grep -qi '^ETag: $ETAG' '$T/head.hdr'"
+check "done result is cacheable (immutable)" bash -c "grep -qi '^Cache-Control: .*immutable' '$T/head.hdr'"
+req GET "$LOC" -H "If-None-Match: W/\"nope\", $ETAG"
+check "If-None-Match with a list containing the tag gives 304" [ "$CODE" = 304 ]
+req GET "$LOC"
+check "a second GET returns the same bytes" cmp -s "$BODY" "$T/result.json"
 req POST /search "${JSONH[@]}" -d "$REQ"
 check "same POST answers 200" [ "$CODE" = 200 ]
 check "cached POST carries the same id" [ "$(json "$BODY" 'd["id"]')" = "$ID" ]
