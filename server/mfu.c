@@ -73,7 +73,7 @@ static int problem(api_status *st)
 
 static int print_json(json_t *j)
 {
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    char *s = json_dumps(j, JSON_INDENT(2));
     if (!s) return 1;
     fputs(s, stdout);
     fputc('\n', stdout);
