@@ -3,6 +3,8 @@
 # tests/golden and tests/integration script; each prints a line
 # "N passed, N failed". Sum them and end with the total on its own line.
 # Exit non-zero if anything failed or a program crashed.
+# RUN_SCRIPTS overrides the list of scripts (globs allowed), e.g. the TSan run
+# (mk/sanitize.mk) skips the golden suite.
 BUILD=${BUILD:-build}
 total_p=0; total_f=0; status=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT
@@ -21,7 +23,7 @@ run_one() {
     total_p=$((total_p + p)); total_f=$((total_f + f))
 }
 for t in "$@"; do run_one "$(basename "$t")" "$t"; done
-for t in tests/golden/run.sh tests/integration/*.sh; do
+for t in ${RUN_SCRIPTS:-tests/golden/run.sh tests/integration/*.sh}; do
     [ -f "$t" ] || continue
     run_one "$t" env BUILD="$BUILD" sh "$t"
 done
