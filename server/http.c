@@ -946,6 +946,10 @@ void srv_http_resume(struct srv_req *r)
     MHD_resume_connection(r->conn);
 }
 
+/* libmicrohttpd's own messages: fmt is MHD's format string, not request data */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 0)))
+#endif
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char buf[512];

@@ -19,30 +19,10 @@
 #
 # Ends with "N passed, N failed"; exits non-zero on any failure. < 60 s.
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
-set -u
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-MFUD=$BUILD/mfud
-MFU=$BUILD/mfu
+. tests/lib.sh
 ROUNDS=${CRASH_ROUNDS:-4}
 BURST=${CRASH_BURST:-6}
-T=$(mktemp -d)
-PID=""
-pass=0
-fail=0
-cleanup() {
-    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { local name=$1; shift; if "$@"; then ok; else bad "$name"; fi; }
-finish() {
-    echo "$pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
-    exit
-}
 for b in "$MFUD" "$MFU"; do
     if [ ! -x "$b" ]; then echo "FAIL: $b not built"; fail=1; finish; fi
 done

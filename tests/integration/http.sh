@@ -9,26 +9,8 @@
 #   recorded here is validated against openapi.yaml (oas_check.py).
 # Ends with "N passed, N failed"; exits non-zero on any failure.
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
-set -u
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-MFUD=$BUILD/mfud
-T=$(mktemp -d)
-PID=""
-pass=0
-fail=0
-cleanup() {
-    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { # check "name" test-args...
-    local name=$1; shift
-    if "$@"; then ok; else bad "$name"; fi
-}
+. tests/lib.sh
 
 if [ ! -x "$MFUD" ]; then
     echo "FAIL: $MFUD not built"

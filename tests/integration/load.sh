@@ -14,31 +14,12 @@
 # Prints the figures. Ends with "N passed, N failed"; about 15 s.
 #   LOAD_DURATION=5s LOAD_CONNS=256 LOAD_THREADS=2
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
-set -u
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-MFUD=$BUILD/mfud
+. tests/lib.sh
 DURATION=${LOAD_DURATION:-5s}
 CONNS=${LOAD_CONNS:-256}
 THREADS=${LOAD_THREADS:-2}
 SLACK_KB=${LOAD_RSS_SLACK_KB:-65536}
-T=$(mktemp -d)
-PID=""
-pass=0
-fail=0
-cleanup() {
-    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { local name=$1; shift; if "$@"; then ok; else bad "$name"; fi; }
-finish() {
-    echo "$pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
-    exit
-}
 if [ ! -x "$MFUD" ]; then echo "FAIL: $MFUD not built"; fail=1; finish; fi
 if ! command -v wrk >/dev/null 2>&1; then
     echo "skip: wrk (Debian package wrk) not installed"

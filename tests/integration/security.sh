@@ -15,27 +15,8 @@
 #     right one; GET and CORS preflight need none; the token is never logged.
 # Ends with "N passed, N failed"; a few seconds.
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
-set -u
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-MFUD=$BUILD/mfud
-T=$(mktemp -d)
-PID=""
-pass=0
-fail=0
-cleanup() {
-    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { local name=$1; shift; if "$@"; then ok; else bad "$name"; fi; }
-finish() {
-    echo "$pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
-    exit
-}
+. tests/lib.sh
 if [ ! -x "$MFUD" ]; then echo "FAIL: $MFUD not built"; fail=1; finish; fi
 # Defaults must come from the daemon, not from the caller's environment.
 unset MFUD_BIND MFUD_AUTH_TOKEN MFUD_LOG_LEVEL MFUD_PORT MFUD_DB
