@@ -167,8 +167,6 @@ static int parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_
     bad |= jv_enum(cj, "recompute", ptr, JV_OPTIONAL, 0, api_recompute_names, &v, st);
     c->recompute = (mfu_recompute)v;
     bad |= jv_int(cj, "recompute_layers", ptr, JV_OPTIONAL, -1, -1, API_MAX_LAYERS, &c->recompute_layers, st);
-    int to = sys->train.conv; /* placeholder to keep types aligned */
-    (void)to;
     if (bad) return -1;
     int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
     double per = (double)c->mbs * (double)D * (double)sys->train.seq;
