@@ -118,6 +118,26 @@ char *api_search_table(json_t *result);
 #define API_MAX_DIM       (1LL << 24)   /* d_model, ffn widths, vocab */
 #define API_MAX_EXPERTS   65536
 #define API_MAX_SEQ       (1LL << 24)
+/* The document itself (api/limits.c): nesting of objects and arrays (the
+ * top-level object is level 1), bytes in a string or an object key,
+ * elements in an array (per-layer lists fit), members in an object. */
+#define API_MAX_DEPTH     64
+#define API_MAX_STRING    4096
+#define API_MAX_ARRAY     API_MAX_LAYERS
+#define API_MAX_MEMBERS   4096
+
+/* Parse a request body: the nesting depth is checked on the bytes first (a
+ * deep document never reaches jansson's recursive parser), then the text is
+ * parsed with jansson `flags` and the tree checked (api_check_limits).
+ * NULL with st filled: 400 (malformed JSON, pointer "") or 422 (a limit,
+ * pointer at the offending value). */
+json_t *api_parse_json(const char *text, size_t len, size_t flags, api_status *st);
+/* The depth check alone, on raw bytes (best effort on malformed text). */
+int api_scan_depth(const char *text, size_t len, api_status *st);
+/* Depth, string and key lengths, array and object sizes of a parsed
+ * document: 0, or -1 with a 422 at the offending value's pointer.
+ * api_normalize, api_roofline and api_search call it on their request. */
+int api_check_limits(json_t *doc, api_status *st);
 
 
 

@@ -306,6 +306,7 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
         api_fail(st, 422, "", "the request must be a JSON object");
         return -1;
     }
+    if (api_check_limits(req, st)) return -1;
     static const char *const KNOWN[] = {"model", "hardware", "devices", "training", "mfu_convention",
                                         "search", "measured", NULL};
     const char *k;
@@ -575,6 +576,13 @@ static void *search_thread_main(void *p)
     t->ok = ops && cache;
     for (int k = t->first; t->ok && k < MFU_SEARCH_SHARDS; k += t->step) {
         if (atomic_load(&t->d->hit) || atomic_load(&t->d->cancelled)) break;
+        /* the core asks progress_bridge only every 16384 evaluations of a
+         * shard; with many small shards (a huge but mostly indivisible space)
+         * the deadline is also checked between shards */
+        if (since(&t->d->start) > t->d->deadline_s) {
+            atomic_store(&t->d->hit, 1);
+            break;
+        }
         mfu_search_scratch sc = {ops, cache, NULL};
         mfu_search_shard(t->sys, t->o, &sc, k, progress_bridge, t->d, &t->parts[k]);
     }

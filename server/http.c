@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <errno.h>
 #include <stdio.h>
@@ -617,15 +618,12 @@ static char *summary_name(json_t *norm, json_t *raw, const char *key)
 
 static void finish_body_parse(struct srv_req *r, json_t **out)
 {
-    json_error_t jerr;
-    *out = json_loadb(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &jerr);
+    api_status st0;
+    api_status_init(&st0);
+    /* depth (on the bytes, before jansson), string lengths, container sizes */
+    *out = api_parse_json(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &st0);
     if (!*out) {
-        api_status st;
-        api_status_init(&st);
-        api_fail(&st, 400, "", "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                 jerr.text);
-        snprintf(st.title, sizeof st.title, "Malformed JSON");
-        answer_status(r, &st);
+        answer_status(r, &st0);
     } else if (!json_is_object(*out)) {
         json_decref(*out);
         *out = NULL;
@@ -662,6 +660,18 @@ static enum MHD_Result handle_search(struct srv_req *r)
         if (!st.status) api_fail(&st, 422, "", "invalid request");
         answer_status(r, &st);
         return queue_answer(r);
+    }
+    /* The server's time budget (--max-search-s): a longer deadline_s (the
+     * default is 60 s) is clamped in the normal form, so the key is the one
+     * of the search actually run, and in the input the job runs, so it stops
+     * there with truncated: true, truncated_by: "deadline_s". */
+    json_t *sopt = json_object_get(norm, "search");
+    json_t *dl = json_object_get(sopt, "deadline_s");
+    if (json_is_number(dl) && json_number_value(dl) > cfg->max_search_s) {
+        json_object_set_new(sopt, "deadline_s", json_real(cfg->max_search_s));
+        json_t *in = json_object_get(req, "search");
+        if (!in) json_object_set_new(req, "search", in = json_object());
+        if (json_is_object(in)) json_object_set_new(in, "deadline_s", json_real(cfg->max_search_s));
     }
     api_cache_key(norm, r->id);
     r->normalized = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);
@@ -806,6 +816,117 @@ static enum MHD_Result dispatch(struct srv_req *r)
     return queue_problem(r, 404, "Not Found", "no such route");
 }
 
+/* ---- the request deadline (slowloris) ------------------------------------
+ * libmicrohttpd's connection timeout is an idle timeout: a client sending a
+ * header byte every second never trips it and keeps its connection slot
+ * forever. So each connection is also watched: from its start, or from the
+ * end of its previous response, a whole request (headers and body) must
+ * arrive within --conn-timeout seconds. A watchdog thread shuts down the
+ * socket of a connection waiting too long for its headers (libmicrohttpd then
+ * sees EOF and closes it on its own thread; the CLOSED notification, which
+ * comes before the descriptor is closed, unlinks it under the same mutex, so
+ * the watchdog never touches a descriptor that was reused); the body is
+ * checked as it arrives (on_request). Requests being answered, suspended
+ * searches included, are not watched. */
+
+struct conn_watch {
+    struct conn_watch *prev, *next;
+    int fd;
+    int busy;      /* a request's headers arrived; until its response ends */
+    int shut;
+    double since;  /* monotonic: connection start or end of the last response */
+};
+
+static pthread_mutex_t cw_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cw_cond = PTHREAD_COND_INITIALIZER;
+static struct conn_watch cw_head = {&cw_head, &cw_head, -1, 0, 0, 0};
+static pthread_t cw_thread;
+static int cw_started, cw_stop;
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct conn_watch *w = calloc(1, sizeof *w);
+        *socket_context = w;
+        if (!w) return;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        w->fd = ci ? ci->connect_fd : -1;
+        w->since = srv_now_mono();
+        pthread_mutex_lock(&cw_mu);
+        w->next = &cw_head;
+        w->prev = cw_head.prev;
+        cw_head.prev->next = w;
+        cw_head.prev = w;
+        pthread_mutex_unlock(&cw_mu);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct conn_watch *w = *socket_context;
+        *socket_context = NULL;
+        if (!w) return;
+        pthread_mutex_lock(&cw_mu);
+        w->prev->next = w->next;
+        w->next->prev = w->prev;
+        pthread_mutex_unlock(&cw_mu);
+        free(w);
+    }
+}
+
+static struct conn_watch *conn_watch_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void conn_watch_set(struct MHD_Connection *c, int busy)
+{
+    struct conn_watch *w = conn_watch_of(c);
+    if (!w) return;
+    pthread_mutex_lock(&cw_mu);
+    w->busy = busy;
+    if (!busy) w->since = srv_now_mono();
+    pthread_mutex_unlock(&cw_mu);
+}
+
+/* Seconds since the connection's current request began to arrive. */
+static double conn_watch_age(struct MHD_Connection *c, double fallback)
+{
+    struct conn_watch *w = conn_watch_of(c);
+    if (!w) return srv_now_mono() - fallback;
+    pthread_mutex_lock(&cw_mu);
+    double age = srv_now_mono() - w->since;
+    pthread_mutex_unlock(&cw_mu);
+    return age;
+}
+
+static void *watchdog_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&cw_mu);
+    while (!cw_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&cw_cond, &cw_mu, &ts);
+        if (cw_stop) break;
+        double now = srv_now_mono();
+        int n = 0;
+        for (struct conn_watch *w = cw_head.next; w != &cw_head; w = w->next) {
+            if (w->busy || w->shut || w->fd < 0 || now - w->since <= cfg->conn_timeout_s) continue;
+            shutdown(w->fd, SHUT_RDWR);
+            w->shut = 1;
+            n++;
+        }
+        if (n) srv_log(SRV_LOG_WARN, "msg=\"request not received in time\" closed=%d timeout_s=%d",
+                       n, cfg->conn_timeout_s);
+    }
+    pthread_mutex_unlock(&cw_mu);
+    return NULL;
+}
+
 /* ---- libmicrohttpd callbacks ------------------------------------------- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -819,6 +940,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
         *con_cls = r;
+        conn_watch_set(c, 1); /* the headers are in; the body is checked below */
         r->conn = c;
         r->t_start = srv_now_mono();
         r->method = parse_method(method);
@@ -880,6 +1002,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        /* a body trickled in slower than the request deadline (slowloris) */
+        if (conn_watch_age(c, r->t_start) > cfg->conn_timeout_s) {
+            srv_log(SRV_LOG_WARN, "msg=\"request body not received in time\" timeout_s=%d",
+                    cfg->conn_timeout_s);
+            return MHD_NO;
+        }
         if (r->too_large) return MHD_YES;
         if (r->len + n > cfg->max_body) {
             r->too_large = 1;
@@ -919,6 +1047,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct srv_req *r = *con_cls;
+    conn_watch_set(c, 0); /* waiting for the next request (keep-alive) */
     if (!r) return;
     double dt = srv_now_mono() - r->t_start;
     if (r->code) srv_metrics_request(r->route, r->code, dt);
@@ -993,10 +1122,27 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *config, int *out_port
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_END);
     if (!d) return NULL;
+    cw_stop = 0;
+    cw_started = pthread_create(&cw_thread, NULL, watchdog_main, NULL) == 0;
+    if (!cw_started) srv_log(SRV_LOG_WARN, "msg=\"no request-deadline watchdog thread\"");
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     *out_port = info ? info->port : cfg->port;
     return d;
+}
+
+void srv_http_stop(struct MHD_Daemon *d)
+{
+    if (cw_started) {
+        pthread_mutex_lock(&cw_mu);
+        cw_stop = 1;
+        pthread_cond_signal(&cw_cond);
+        pthread_mutex_unlock(&cw_mu);
+        pthread_join(cw_thread, NULL);
+        cw_started = 0;
+    }
+    MHD_stop_daemon(d);
 }

@@ -110,14 +110,10 @@ int main(int argc, char **argv)
     }
     api_status st;
     api_status_init(&st);
-    json_error_t err;
-    json_t *req = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    /* the daemon's limits: depth, string lengths, container sizes */
+    json_t *req = api_parse_json(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &st);
     free(text);
-    if (!req) {
-        api_fail(&st, 400, "", "malformed JSON at line %d column %d: %s", err.line, err.column,
-                 err.text);
-        return problem(&st);
-    }
+    if (!req) return problem(&st);
     json_t *res = NULL;
     int rc = 0;
     if (strcmp(cmd, "roofline") == 0) {

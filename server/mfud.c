@@ -58,6 +58,8 @@ static void usage(FILE *f)
             "  --max-conns N      concurrent connections (MFUD_MAX_CONNS, 1024)\n"
             "  --conn-timeout S   idle connection timeout (MFUD_CONN_TIMEOUT, 30)\n"
             "  --wait S           default wait of POST /search before 202 (MFUD_WAIT, 2)\n"
+            "  --max-search-s S   cap on a search's deadline_s; longer ones are truncated\n"
+            "                     (MFUD_MAX_SEARCH_S, 60)\n"
             "  --log-level L      debug|info|warn|error (MFUD_LOG_LEVEL, info)\n"
             "  --auth-token T     require 'Authorization: Bearer T' on POST (MFUD_AUTH_TOKEN)\n"
             "  --version, --help\n");
@@ -139,6 +141,7 @@ int main(int argc, char **argv)
     cfg.conn_timeout_s = 30;
     cfg.default_wait_s = 2.0;
     cfg.max_wait_s = 60.0;
+    cfg.max_search_s = 60.0;
     cfg.log_level = SRV_LOG_INFO;
 
     const struct opt opts[] = {
@@ -154,6 +157,7 @@ int main(int argc, char **argv)
         {"--max-conns", "MFUD_MAX_CONNS", 0, &cfg.max_conns, sizeof(int), 4, 100000},
         {"--conn-timeout", "MFUD_CONN_TIMEOUT", 0, &cfg.conn_timeout_s, sizeof(int), 1, 3600},
         {"--wait", "MFUD_WAIT", 2, &cfg.default_wait_s, sizeof(double), 0, 0},
+        {"--max-search-s", "MFUD_MAX_SEARCH_S", 2, &cfg.max_search_s, sizeof(double), 0, 0},
         {"--log-level", "MFUD_LOG_LEVEL", 3, &cfg.log_level, sizeof(int), 0, 0},
         {"--auth-token", "MFUD_AUTH_TOKEN", 1, cfg.auth_token, sizeof cfg.auth_token, 0, 0},
     };
@@ -196,6 +200,10 @@ int main(int argc, char **argv)
         if (apply(&opts[k], val) != 0) return 2;
     }
     cfg.max_body = (size_t)max_body;
+    if (cfg.max_search_s < 0.001) { /* a request's deadline_s is at least 0.001 */
+        fprintf(stderr, "mfud: --max-search-s must be seconds in 0.001..3600\n");
+        return 2;
+    }
     const char *delay = getenv("MFUD_TEST_JOB_DELAY_MS");
     if (delay && *delay) {
         long long v;
@@ -221,15 +229,17 @@ int main(int argc, char **argv)
     srv_jobs_set_mhd(d);
     srv_log(SRV_LOG_INFO,
             "msg=listening bind=%s port=%d db=\"%s\" workers=%d http_threads=%d max_body=%zu "
-            "queue_limit=%d cache_max=%lld mem_cache=%lld engine=%s auth=%s",
+            "queue_limit=%d max_conns=%d conn_timeout_s=%d max_search_s=%g cache_max=%lld "
+            "mem_cache=%lld engine=%s auth=%s",
             cfg.bind, port, cfg.db_path, cfg.workers, cfg.http_threads, cfg.max_body,
-            cfg.queue_limit, (long long)cfg.cache_max, (long long)cfg.mem_cache, MFU_ENGINE_VERSION,
+            cfg.queue_limit, cfg.max_conns, cfg.conn_timeout_s, cfg.max_search_s,
+            (long long)cfg.cache_max, (long long)cfg.mem_cache, MFU_ENGINE_VERSION,
             cfg.auth_token[0] ? "bearer" : "none");
     if (cfg.test_job_delay_ms)
         srv_log(SRV_LOG_WARN, "msg=\"test hook: every job is delayed\" delay_ms=%d",
                 cfg.test_job_delay_ms);
     srv_jobs_run();
-    MHD_stop_daemon(d);
+    srv_http_stop(d);
     srv_rcache_clear();
     return 0;
 }

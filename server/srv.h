@@ -32,6 +32,7 @@ struct srv_config {
     int conn_timeout_s;        /* idle connection timeout (slowloris) */
     double default_wait_s;     /* POST /search waits this long before 202 */
     double max_wait_s;         /* cap on Prefer: wait=N */
+    double max_search_s;       /* cap on a request's search.deadline_s */
     int log_level;             /* SRV_LOG_* */
     char auth_token[256];      /* "" = no auth; else Bearer token for POST routes */
     int test_job_delay_ms;     /* tests only: hold each job before searching */
@@ -147,6 +148,8 @@ int64_t srv_now_ms(void);
 /* ---- http (server/http.c) ---------------------------------------------- */
 
 struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, int *out_port);
+/* Stop the request-deadline watchdog, then the daemon. */
+void srv_http_stop(struct MHD_Daemon *d);
 /* The answer is ready: resume the connection (any thread). */
 void srv_http_resume(struct srv_req *r);
 /* Fill a problem+json answer in r (does not resume). */

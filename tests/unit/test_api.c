@@ -210,5 +210,123 @@ int main(void)
         json_decref(res);
         json_decref(r);
     }
+
+    /* document limits (api/limits.c): depth on the bytes and on the tree,
+     * string and key lengths, array and object sizes, each with its pointer */
+    {
+        api_status st;
+        char *buf = malloc(20000);
+        /* {"a": [ {"b~c/d": [[[...0...]]]} ]}: levels 1..3 + n arrays */
+        for (int n = 60; n <= 62; n++) {
+            size_t len = (size_t)sprintf(buf, "{\"a\": [{\"b~c/d\\\"\": ");
+            for (int i = 0; i < n; i++) buf[len++] = '[';
+            buf[len++] = '0';
+            for (int i = 0; i < n; i++) buf[len++] = ']';
+            len += (size_t)sprintf(buf + len, "}]}");
+            api_status_init(&st);
+            json_t *d = api_parse_json(buf, len, JSON_REJECT_DUPLICATES, &st);
+            if (n + 3 <= API_MAX_DEPTH) {
+                CHECK(d != NULL);
+                CHECK_EQ_I(st.status, 0);
+                /* the same tree passes the walk; one level more fails it */
+                api_status st2;
+                api_status_init(&st2);
+                CHECK_EQ_I(api_check_limits(d, &st2), 0);
+                json_t *deeper = json_pack("{s:O}", "z", d);
+                CHECK_EQ_I(api_check_limits(deeper, &st2), n + 4 <= API_MAX_DEPTH ? 0 : -1);
+                if (n + 4 > API_MAX_DEPTH) {
+                    CHECK_EQ_I(st2.status, 422);
+                    CHECK(strncmp(st2.errors[0].pointer, "/z/a/0/b~0c~1d\"/0/0", 19) == 0);
+                }
+                json_decref(deeper);
+            } else {
+                CHECK(d == NULL);
+                CHECK_EQ_I(st.status, 422);
+                /* the pointer of the 65th container: /a/0/<key>/0/0/... (61 x /0) */
+                char want[256];
+                size_t w = (size_t)sprintf(want, "/a/0/b~0c~1d\"");
+                for (int i = 0; i < API_MAX_DEPTH - 3; i++) w += (size_t)sprintf(want + w, "/0");
+                CHECK_STR(st.errors[0].pointer, want);
+            }
+            json_decref(d);
+        }
+        /* far beyond jansson's own limit (2048): still our 422, not a 400 */
+        size_t len = 0;
+        for (int i = 0; i < 5000; i++) buf[len++] = '[';
+        api_status_init(&st);
+        CHECK(api_parse_json(buf, len, JSON_DECODE_ANY, &st) == NULL);
+        CHECK_EQ_I(st.status, 422);
+        /* depth counted outside strings only */
+        len = (size_t)sprintf(buf, "{\"s\": \"");
+        for (int i = 0; i < 100; i++) buf[len++] = '[';
+        len += (size_t)sprintf(buf + len, "\\\"{{\"}");
+        api_status_init(&st);
+        json_t *d = api_parse_json(buf, len, 0, &st);
+        CHECK(d != NULL);
+        json_decref(d);
+        /* malformed: 400 with "Malformed JSON" */
+        api_status_init(&st);
+        CHECK(api_parse_json("{\"a\": ", 6, 0, &st) == NULL);
+        CHECK_EQ_I(st.status, 400);
+        CHECK_STR(st.errors[0].pointer, "");
+        /* strings: 4096 bytes pass, 4097 fail at their pointer; keys too */
+        for (int n = API_MAX_STRING; n <= API_MAX_STRING + 1; n++) {
+            len = (size_t)sprintf(buf, "{\"x\": [1, \"");
+            memset(buf + len, 'a', (size_t)n);
+            len += (size_t)n;
+            len += (size_t)sprintf(buf + len, "\"]}");
+            api_status_init(&st);
+            d = api_parse_json(buf, len, 0, &st);
+            CHECK((d != NULL) == (n <= API_MAX_STRING));
+            if (!d) CHECK_STR(st.errors[0].pointer, "/x/1");
+            json_decref(d);
+        }
+        char *key = malloc(API_MAX_STRING + 2);
+        memset(key, 'k', API_MAX_STRING + 1);
+        key[API_MAX_STRING + 1] = '\0';
+        d = json_pack("{s:{s:i}}", "o", key, 1);
+        api_status_init(&st);
+        CHECK_EQ_I(api_check_limits(d, &st), -1);
+        CHECK(strncmp(st.errors[0].pointer, "/o/kkk", 6) == 0);
+        CHECK(strstr(st.errors[0].detail, "key") != NULL);
+        json_decref(d);
+        free(key);
+        /* arrays and objects */
+        json_t *arr = json_array();
+        for (int i = 0; i <= API_MAX_ARRAY; i++) json_array_append_new(arr, json_integer(i));
+        d = json_pack("{s:o}", "layers", arr);
+        api_status_init(&st);
+        CHECK_EQ_I(api_check_limits(d, &st), -1);
+        CHECK_STR(st.errors[0].pointer, "/layers");
+        json_array_remove(arr, 0);
+        api_status_init(&st);
+        CHECK_EQ_I(api_check_limits(d, &st), 0);
+        json_decref(d);
+        json_t *obj = json_object();
+        for (int i = 0; i <= API_MAX_MEMBERS; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "k%d", i);
+            json_object_set_new(obj, k, json_null());
+        }
+        d = json_pack("{s:[o]}", "m", obj);
+        api_status_init(&st);
+        CHECK_EQ_I(api_check_limits(d, &st), -1);
+        CHECK_STR(st.errors[0].pointer, "/m/0");
+        json_decref(d);
+        /* the engines check their request too (a tree built in memory) */
+        d = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"search\": {}}");
+        char *longs = malloc(API_MAX_STRING + 2);
+        memset(longs, 'e', API_MAX_STRING + 1);
+        longs[API_MAX_STRING + 1] = '\0';
+        json_object_set_new(json_object_get(d, "search"), "rank_by", json_string(longs));
+        free(longs);
+        api_status_init(&st);
+        CHECK(api_normalize(d, &st) == NULL);
+        CHECK_EQ_I(st.status, 422);
+        CHECK_STR(st.errors[0].pointer, "/search/rank_by");
+        CHECK(strstr(st.errors[0].detail, "limit of 4096") != NULL);
+        json_decref(d);
+        free(buf);
+    }
     return check_done();
 }
