@@ -6,8 +6,11 @@
  * through a mutex-protected queue plus uv_async_send (which coalesces, so
  * each wake-up drains the whole queue). Searches run on the libuv thread
  * pool (uv_queue_work, UV_THREADPOOL_SIZE = --workers): the worker parses
- * the stored normalized request, calls api_search() and renders the result
- * text, so the loop only writes it to the database and answers waiters.
+ * the stored request as the client sent it (its deadline clamped to
+ * --max-search-s; not the normalized form, whose model is resolved IR and
+ * would lose the model's provenance in the result), calls api_search() and
+ * renders the result text, so the loop only writes it to the database and
+ * answers waiters. The cache key is the normalized form's.
  *
  * A job is identified by its cache key; at most one job per key is in the
  * table, so identical requests in flight share it (they become waiters or
