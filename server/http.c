@@ -1134,6 +1134,16 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *config, int *out_port
     return d;
 }
 
+/* The socket MHD_quiesce_daemon hands back: MHD's worker threads may still
+ * have it in their epoll sets until they are joined (TSan saw close() race
+ * with epoll_ctl), so it is closed after MHD_stop_daemon. */
+static MHD_socket quiesced_fd = MHD_INVALID_SOCKET;
+
+void srv_http_quiesce(struct MHD_Daemon *d)
+{
+    if (quiesced_fd == MHD_INVALID_SOCKET) quiesced_fd = MHD_quiesce_daemon(d);
+}
+
 void srv_http_stop(struct MHD_Daemon *d)
 {
     if (cw_started) {
@@ -1145,4 +1155,8 @@ void srv_http_stop(struct MHD_Daemon *d)
         cw_started = 0;
     }
     MHD_stop_daemon(d);
+    if (quiesced_fd != MHD_INVALID_SOCKET) {
+        close(quiesced_fd);
+        quiesced_fd = MHD_INVALID_SOCKET;
+    }
 }

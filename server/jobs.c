@@ -830,10 +830,7 @@ static void begin_shutdown(int signum)
     app.stopping = 1;
     atomic_store(&app.pool_ok, 0);
     srv_log(SRV_LOG_INFO, "msg=shutdown signal=%d active=%d", signum, app.n_active);
-    if (app.mhd) {
-        MHD_socket fd = MHD_quiesce_daemon(app.mhd);
-        if (fd != MHD_INVALID_SOCKET) close(fd);
-    }
+    if (app.mhd) srv_http_quiesce(app.mhd);
     /* Waiters get 202: their jobs are in the database and run next start. */
     while (app.waiters) {
         struct srv_req *r = app.waiters;

@@ -150,6 +150,9 @@ int64_t srv_now_ms(void);
 struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, int *out_port);
 /* Stop the request-deadline watchdog, then the daemon. */
 void srv_http_stop(struct MHD_Daemon *d);
+/* Stop accepting new connections (SIGTERM); the listening socket is closed
+ * only in srv_http_stop, once MHD's threads no longer poll it. */
+void srv_http_quiesce(struct MHD_Daemon *d);
 /* The answer is ready: resume the connection (any thread). */
 void srv_http_resume(struct srv_req *r);
 /* Fill a problem+json answer in r (does not resume). */
