@@ -24,13 +24,7 @@ start() { # start [extra args...]; sets PID and PORT
     : >"$LOG.cur"
     "$MFUD" --port 0 --db "$T/var/mfud.db" --log-level info "$@" 2>"$LOG.cur" &
     PID=$!
-    PORT=""
-    for _ in $(seq 1 100); do
-        PORT=$(sed -n 's/.*msg=listening.* port=\([0-9]*\).*/\1/p' "$LOG.cur" | head -n 1)
-        [ -n "$PORT" ] && break
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_port "$LOG.cur"
     cat "$LOG.cur" >>"$LOG"
     if [ -z "$PORT" ]; then
         echo "FAIL: daemon did not start"; cat "$LOG.cur"

@@ -36,13 +36,7 @@ LOG=$T/log
 "$MFUD" --port 0 --db "$T/mfud.db" --workers 2 --max-body 262144 --max-conns 8 \
     --conn-timeout 2 --max-search-s 0.2 2>"$LOG" &
 PID=$!
-PORT=""
-for _ in $(seq 1 200); do
-    PORT=$(sed -n 's/.*msg=listening.* port=\([0-9]*\).*/\1/p' "$LOG" | head -n 1)
-    [ -n "$PORT" ] && break
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
-done
+wait_port "$LOG"
 if [ -z "$PORT" ]; then bad "daemon did not start"; cat "$LOG"; finish; fi
 BASE=http://127.0.0.1:$PORT
 

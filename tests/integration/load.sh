@@ -31,13 +31,7 @@ ulimit -n 4096 2>/dev/null || true
 "$MFUD" --port 0 --db "$T/mfud.db" --workers 1 --queue-limit 64 --max-conns 1024 \
     --log-level info 2>"$T/log" &
 PID=$!
-PORT=""
-for _ in $(seq 1 200); do
-    PORT=$(sed -n 's/.*msg=listening.* port=\([0-9]*\).*/\1/p' "$T/log" | head -n 1)
-    [ -n "$PORT" ] && break
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
-done
+wait_port "$T/log"
 if [ -z "$PORT" ]; then bad "daemon did not start"; cat "$T/log"; finish; fi
 BASE=http://127.0.0.1:$PORT
 

@@ -26,13 +26,7 @@ start() { # start [args...]; sets PID, PORT, BASE; stderr in $LOG
     : >"$LOG"
     "$MFUD" --port 0 --db "$T/mfud.db" --workers 1 "$@" 2>"$LOG" &
     PID=$!
-    PORT=""
-    for _ in $(seq 1 200); do
-        PORT=$(sed -n 's/.*msg=listening.* port=\([0-9]*\).*/\1/p' "$LOG" | head -n 1)
-        [ -n "$PORT" ] && break
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_port "$LOG"
     if [ -z "$PORT" ]; then bad "daemon did not start ($*)"; cat "$LOG"; finish; fi
     BASE=http://127.0.0.1:$PORT
 }
