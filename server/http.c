@@ -279,6 +279,14 @@ static void view_etag(const struct srv_req *r, int done, int failed, char *etag,
     }
 }
 
+
+/* A response that takes ownership of a malloc'd body (freed if MHD fails). */
+static struct MHD_Response *owned_response(char *body, size_t len)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) free(body);
+    return resp;
+}
 static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag, size_t etaglen,
                                         int *retry_after)
 {
@@ -316,8 +324,7 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
         }
         if (csv) {
             if (sliced) slice_csv(csv, r->top_k, r->res_offset);
-            resp = MHD_create_response_from_buffer(strlen(csv), csv, MHD_RESPMEM_MUST_FREE);
-            if (!resp) free(csv);
+            resp = owned_response(csv, strlen(csv));
         }
         if (!resp) {
             *code = 500;
@@ -362,16 +369,10 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
             free(head);
         }
         free(sliced_text);
-        if (body) {
-            resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-            if (!resp) free(body);
-        }
+        if (body) resp = owned_response(body, len);
     } else {
         char *head = render_head(v, 0, failed);
-        if (head) {
-            resp = MHD_create_response_from_buffer(strlen(head), head, MHD_RESPMEM_MUST_FREE);
-            if (!resp) free(head);
-        }
+        if (head) resp = owned_response(head, strlen(head));
     }
     if (!resp) {
         *code = 500;

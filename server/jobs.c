@@ -456,6 +456,18 @@ static void add_waiter(struct srv_req *r, struct job *j)
 
 /* ---- commands ---------------------------------------------------------- */
 
+
+/* A finished result in the memory cache: answer 200 from it (hit: count
+ * the access as a cache hit). Returns 1 if it answered. */
+static int answer_from_rcache(struct srv_req *r, int hit)
+{
+    if (!(r->entry = srv_rcache_get(r->id, hit))) return 0;
+    memcpy(r->view.id, r->id, 65);
+    r->view.status = "done";
+    answer_view(r, 200);
+    srv_http_resume(r);
+    return 1;
+}
 static void cmd_search(struct srv_req *r)
 {
     struct job *j = job_find(r->id);
@@ -471,12 +483,8 @@ static void cmd_search(struct srv_req *r)
         }
         return;
     }
-    if ((r->entry = srv_rcache_get(r->id, 1))) {
+    if (answer_from_rcache(r, 1)) {
         srv_metrics_cache(1);
-        memcpy(r->view.id, r->id, 65);
-        r->view.status = "done";
-        answer_view(r, 200);
-        srv_http_resume(r);
         return;
     }
     struct db_row row;
@@ -539,13 +547,7 @@ static void cmd_result(struct srv_req *r)
         return;
     }
     /* Cached since the HTTP thread looked (or it raced the insertion). */
-    if ((r->entry = srv_rcache_get(r->id, 0))) {
-        memcpy(r->view.id, r->id, 65);
-        r->view.status = "done";
-        answer_view(r, 200);
-        srv_http_resume(r);
-        return;
-    }
+    if (answer_from_rcache(r, 0)) return;
     struct db_row row;
     int rc = db_get(app.db, r->id, 1, &row);
     if (rc == DB_ENOTFOUND) {

@@ -166,17 +166,22 @@ static struct srv_rentry *unlink_locked(struct srv_rentry *e)
     return e;
 }
 
-/* Outside the lock: drop the cache's reference and the responses. */
-static void release_removed(struct srv_rentry *e)
+/* Drop an entry's shared responses. Each holds one reference, dropped by
+ * its free callback when libmicrohttpd frees it (possibly right here). */
+static void drop_responses(struct srv_rentry *e)
 {
     pthread_rwlock_wrlock(&rc.resp_lock);
     struct MHD_Response *a = e->resp200, *b = e->resp304;
     e->resp200 = e->resp304 = NULL;
     pthread_rwlock_unlock(&rc.resp_lock);
-    /* Each response holds one reference, dropped by its free callback when
-     * libmicrohttpd frees it (possibly right here). */
     if (a) MHD_destroy_response(a);
     if (b) MHD_destroy_response(b);
+}
+
+/* Outside the lock: drop the cache's reference and the responses. */
+static void release_removed(struct srv_rentry *e)
+{
+    drop_responses(e);
     srv_rcache_unref(e);
 }
 
@@ -224,17 +229,6 @@ static void add_common(struct MHD_Response *resp, const char *etag, const char *
     MHD_add_response_header(resp, "Cache-Control", cache_control);
 }
 
-/* An entry that is not in the table serves slices and CSV only: the
- * callers then render the plain answer themselves. */
-static void drop_responses(struct srv_rentry *e)
-{
-    pthread_rwlock_wrlock(&rc.resp_lock);
-    struct MHD_Response *a = e->resp200, *b = e->resp304;
-    e->resp200 = e->resp304 = NULL;
-    pthread_rwlock_unlock(&rc.resp_lock);
-    if (a) MHD_destroy_response(a);
-    if (b) MHD_destroy_response(b);
-}
 
 struct srv_rentry *srv_rcache_put(const struct srv_view *v, const char *result)
 {

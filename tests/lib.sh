@@ -23,12 +23,12 @@ finish() {
     [ "$fail" -eq 0 ]
     exit
 }
-# wait_port LOG: wait (up to 10 s) for the daemon $PID to write its
-# "msg=listening ... port=N" line to LOG; sets PORT (empty if it never did)
-# and BASE.
+# wait_port LOG [SECONDS]: wait (10 s unless said) for the daemon $PID to
+# write its "msg=listening ... port=N" line to LOG; sets PORT (empty if it
+# never did) and BASE.
 wait_port() {
     PORT=""
-    for _ in $(seq 1 200); do
+    for _ in $(seq 1 $((${2:-10} * 20))); do
         PORT=$(sed -n 's/.*msg=listening.* port=\([0-9]*\).*/\1/p' "$1" | head -n 1)
         [ -n "$PORT" ] && break
         kill -0 "$PID" 2>/dev/null || break

@@ -13,20 +13,9 @@
 # Ends with "N passed, N failed"; exits non-zero on any failure.
 # Usage: [BUILD=dir] bash tests/ci/valgrind.sh build/tests/test_*
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
-set -u
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-T=$(mktemp -d)
-PID=""
-pass=0
-fail=0
-cleanup() {
-    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-ok() { pass=$((pass + 1)); echo "ok: $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. tests/lib.sh
+ok() { pass=$((pass + 1)); echo "ok: $*"; } # lib.sh's, but saying what passed
 
 if ! command -v valgrind >/dev/null 2>&1; then
     echo "FAIL: valgrind is not installed (docker/deps.sh installs it)"
@@ -71,7 +60,6 @@ for t in "$@"; do
 done
 
 # ---- 2. a short daemon session ----------------------------------------------
-MFUD=$BUILD/mfud
 if [ ! -x "$MFUD" ]; then
     bad "$MFUD not built"
     echo "$pass passed, $fail failed"
@@ -83,13 +71,7 @@ t0=$(date +%s)
 "${VG[@]}" --log-file="$VGLOG" "$MFUD" --port 0 --db "$T/mfud.db" --workers 2 --http-threads 2 \
     --log-level info 2>"$DLOG" &
 PID=$!
-PORT=""
-for _ in $(seq 1 600); do
-    PORT=$(sed -n 's/.*msg=listening.* port=\([0-9]*\).*/\1/p' "$DLOG" | head -n 1)
-    [ -n "$PORT" ] && break
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-done
+wait_port "$DLOG" 60 # memcheck starts slowly
 if [ -z "$PORT" ]; then
     bad "mfud under memcheck did not start"
     cat "$DLOG"

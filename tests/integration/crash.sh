@@ -37,20 +37,13 @@ start() { # start [args...]; sets PID, BASE
     : >"$LOG.cur"
     "$MFUD" --port 0 --db "$DB" --log-level info --workers 1 "$@" 2>"$LOG.cur" &
     PID=$!
-    local port=""
-    for _ in $(seq 1 200); do
-        port=$(sed -n 's/.*msg=listening.* port=\([0-9]*\).*/\1/p' "$LOG.cur" | head -n 1)
-        [ -n "$port" ] && break
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_port "$LOG.cur"
     cat "$LOG.cur" >>"$LOG"
-    if [ -z "$port" ]; then
+    if [ -z "$PORT" ]; then
         bad "daemon did not start"
         tail -n 20 "$LOG.cur"
         finish
     fi
-    BASE=http://127.0.0.1:$port
 }
 kill9() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""; }
 
