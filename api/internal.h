@@ -18,10 +18,12 @@ typedef struct api_request {
     int64_t devices;
     mfu_training train;
     int tp_overlap, ep_overlap;
+    unsigned rc_custom;        /* the one module set no named recompute policy has */
 } api_request;
 
 extern const char *const api_schedule_names[];
 extern const char *const api_recompute_names[];
+extern const char *const api_split_names[];
 
 int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st);
 void api_request_free(api_request *r);
@@ -31,8 +33,18 @@ json_t *api_render_model(const api_request *r);
 json_t *api_render_hardware(const api_request *r);
 /* ops NULL: summary only */
 json_t *api_render_roofline(const api_request *r, const mfu_roofline *roof, const mfu_op *ops);
-json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev, int rank);
+/* Configurations ranked below this one carry only the binding stage's
+ * memory, not every stage's (a top 1,000 of 64-stage pipelines would be
+ * megabytes of per-stage figures). */
+#define API_STAGES_RANKS 20
+/* ops: scratch of MFU_MAX_OPS for the per-stage memory report, or NULL to
+ * leave it out */
+json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev, int rank,
+                          mfu_op *ops);
 json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev,
-                            double step_time_s);
+                            double step_time_s, mfu_op *ops);
+/* Why a configuration pinned by search.fix is not in the ranking. */
+json_t *api_render_pinned(const mfu_system *sys, const mfu_search_opts *o, const mfu_config *c,
+                          mfu_op *ops);
 
 #endif

@@ -17,6 +17,7 @@ static const char *const ACTS[] = {"silu", "gelu", "relu", NULL};
 static const char *const NORMS[] = {"rmsnorm", "layernorm", NULL};
 static const char *const POS[] = {"rope", "learned", "none", NULL};
 static const char *const DTYPES[] = {"bf16", "fp16", "fp8", "fp32", NULL};
+static const char *const PLATFORMS[] = {"gpu", "tpu", NULL};
 
 const char *api_dtype_name(mfu_dtype d) { return DTYPES[d]; }
 
@@ -305,6 +306,26 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
     }
     bad |= jv_num(hw, "hbm_bytes", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bytes, st);
     bad |= jv_num(hw, "hbm_bw_bytes_s", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bw_bytes_s, st);
+    int plat = 0;
+    bad |= jv_enum(hw, "platform", ptr, JV_OPTIONAL, 0, PLATFORMS, &plat, st);
+    out->platform = (mfu_platform)plat;
+    /* Defaults when a description gives no reserve: the GPU presets' sourced
+     * values (presets/hardware/h100-sxm.json notes.memory_reserve); none on
+     * TPUs, whose bytes_limit already excludes XLA's reserve. */
+    int gpu = out->platform == MFU_PLATFORM_GPU;
+    json_t *res = json_object_get(hw, "memory_reserve");
+    jv_ptr(p, sizeof p, ptr, "memory_reserve");
+    if (res && !json_is_object(res)) {
+        api_fail(st, 422, p, "must be an object {context_bytes, comm_buffer_bytes, fragmentation}");
+        bad = -1;
+        res = NULL;
+    }
+    bad |= jv_num(res, "context_bytes", p, JV_OPTIONAL, gpu ? 0.5e9 : 0.0, 0.0, 1e12,
+                  &out->reserve.context_bytes, st);
+    bad |= jv_num(res, "comm_buffer_bytes", p, JV_OPTIONAL, gpu ? 0.5e9 : 0.0, 0.0, 1e12,
+                  &out->reserve.comm_buffer_bytes, st);
+    bad |= jv_num(res, "fragmentation", p, JV_OPTIONAL, gpu ? 0.05 : 0.0, 0.0, 0.9,
+                  &out->reserve.fragmentation, st);
     json_t *tiers = json_object_get(hw, "tiers");
     jv_ptr(p, sizeof p, ptr, "tiers");
     if (!json_is_array(tiers) || json_array_size(tiers) == 0 ||
@@ -434,8 +455,12 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
                                                "domain_size", (json_int_t)hw->tiers[i].domain_size,
                                                "bw_bytes_s", hw->tiers[i].bw_bytes_s, "latency_s",
                                                hw->tiers[i].latency_s));
-    json_t *o = json_pack("{s:s,s:o,s:f,s:f,s:o}", "name", hw->name, "peak_flops", pf, "hbm_bytes",
-                          hw->hbm_bytes, "hbm_bw_bytes_s", hw->hbm_bw_bytes_s, "tiers", tiers);
+    json_t *o = json_pack("{s:s,s:s,s:o,s:f,s:{s:f,s:f,s:f},s:f,s:o}", "name", hw->name, "platform",
+                          PLATFORMS[hw->platform], "peak_flops", pf, "hbm_bytes", hw->hbm_bytes,
+                          "memory_reserve", "context_bytes", hw->reserve.context_bytes,
+                          "comm_buffer_bytes", hw->reserve.comm_buffer_bytes, "fragmentation",
+                          hw->reserve.fragmentation, "hbm_bw_bytes_s", hw->hbm_bw_bytes_s, "tiers",
+                          tiers);
     if (hw->has_profile) {
         const mfu_efficiency *e = &hw->eff;
         json_t *g = json_array(), *net = json_array(), *half = json_array();

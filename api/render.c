@@ -93,52 +93,101 @@ static json_t *gap_json(const mfu_system *sys, const mfu_times *t, int with_kern
     return a;
 }
 
-static json_t *megatron_args(const mfu_config *c, const mfu_system *sys)
+/* Megatron-LM flags of a configuration Megatron-LM launches (argument names
+ * from megatron/training/arguments.py and TransformerConfig, core_v0.12+),
+ * or null. */
+static json_t *megatron_args(const mfu_config *c, const mfu_system *sys, unsigned frameworks)
 {
-    char buf[512];
-    int n = snprintf(buf, sizeof buf,
-                     "--tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld "
-                     "--context-parallel-size %lld --expert-model-parallel-size %lld "
-                     "--micro-batch-size %lld --global-batch-size %lld",
-                     (long long)c->ax[MFU_AX_TP], (long long)c->ax[MFU_AX_PP],
-                     (long long)c->ax[MFU_AX_CP], (long long)c->ax[MFU_AX_EP], (long long)c->mbs,
-                     (long long)(c->mbs * c->grad_accum * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] *
-                                 c->ax[MFU_AX_EP]));
-    if (sys->moe_layers > 0 && c->etp > 1)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, " --expert-tensor-parallel-size %lld", (long long)c->etp);
-    if (c->sp) n += snprintf(buf + n, sizeof buf - (size_t)n, " --sequence-parallel");
-    if (c->zero >= 1) n += snprintf(buf + n, sizeof buf - (size_t)n, " --use-distributed-optimizer");
-    if (c->ax[MFU_AX_FSDP] > 1)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, " --use-torch-fsdp2 (fsdp=%lld)", (long long)c->ax[MFU_AX_FSDP]);
-    if (c->schedule == MFU_SCHED_INTERLEAVED)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, " --virtual-pipeline-model-parallel-size %lld",
-                      (long long)c->vpp);
-    if (c->ax[MFU_AX_PP] > 1 && sys->layers % (c->ax[MFU_AX_PP] * c->vpp))
-        /* uneven split: our model assumes ceil(L/pp) layers on the busiest stage */
-        n += snprintf(buf + n, sizeof buf - (size_t)n, " (uneven: %lld layers over %lld stages)",
-                      (long long)sys->layers, (long long)(c->ax[MFU_AX_PP] * c->vpp));
-    if (c->recompute == MFU_RC_SELECTIVE)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, " --recompute-granularity selective");
-    else if (c->recompute == MFU_RC_FULL)
-        n += snprintf(buf + n, sizeof buf - (size_t)n,
-                      " --recompute-granularity full --recompute-method block --recompute-num-layers %lld",
-                      (long long)(c->recompute_layers < 0 ? (sys->layers + c->ax[MFU_AX_PP] - 1) / c->ax[MFU_AX_PP]
-                                                          : c->recompute_layers));
-    else if (c->recompute == MFU_RC_SAVE_DOT_EXCEPT_MLP)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, " --recompute-granularity selective --recompute-modules mlp");
-    if (c->tp_overlap) n += snprintf(buf + n, sizeof buf - (size_t)n, " --tp-comm-overlap");
-    (void)n;
+    if (!(frameworks & MFU_FW_MASK(MFU_FW_MEGATRON))) return json_null();
+    char buf[768];
+    size_t n = 0;
+#define ARG(...) do { int k_ = snprintf(buf + n, sizeof buf - n, __VA_ARGS__); \
+                      if (k_ > 0 && (size_t)k_ < sizeof buf - n) n += (size_t)k_; } while (0)
+    ARG("--tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld "
+        "--context-parallel-size %lld --micro-batch-size %lld --global-batch-size %lld",
+        (long long)c->ax[MFU_AX_TP], (long long)c->ax[MFU_AX_PP], (long long)c->ax[MFU_AX_CP],
+        (long long)c->mbs,
+        (long long)(c->mbs * c->grad_accum * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP]));
+    if (sys->moe_layers > 0)
+        ARG(" --expert-model-parallel-size %lld --expert-tensor-parallel-size %lld",
+            (long long)c->ax[MFU_AX_EP], (long long)c->etp);
+    if (c->sp) ARG(" --sequence-parallel");
+    if (c->zero == 1) ARG(" --use-distributed-optimizer");
+    if (c->zero == 2) ARG(" --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads");
+    if (c->ax[MFU_AX_FSDP] > 1) ARG(" --use-torch-fsdp2");
+    if (c->schedule == MFU_SCHED_INTERLEAVED) ARG(" --num-virtual-stages-per-pipeline-rank %lld", (long long)c->vpp);
+    if (c->ax[MFU_AX_PP] > 1 && c->split == MFU_SPLIT_ACCOUNT)
+        ARG(" --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split");
+    if (c->ax[MFU_AX_PP] > 1 && c->split == MFU_SPLIT_FIRST_LAST)
+        ARG(" --decoder-first-pipeline-num-layers %lld --decoder-last-pipeline-num-layers %lld",
+            (long long)c->pp_first, (long long)c->pp_last);
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    if (rp->kind == MFU_RCK_SELECTIVE) {
+        ARG(" --recompute-granularity selective --recompute-modules");
+        for (int k = 0; k < MFU_RCM_COUNT; k++)
+            if (rp->modules & (1u << k)) ARG(" %s", mfu_rcm_names[k]);
+    } else if (rp->kind == MFU_RCK_FULL) {
+        if (c->recompute_layers < 0) ARG(" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+        else ARG(" --recompute-granularity full --recompute-method block --recompute-num-layers %lld",
+                 (long long)c->recompute_layers);
+    }
+    if (sys->train.grad_bf16) ARG(" --grad-reduce-in-bf16");
+    if (c->tp_overlap) ARG(" --tp-comm-overlap");
+#undef ARG
     return json_string(buf);
 }
 
-json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev, int rank)
+static json_t *memory_json(const mfu_memory *m)
+{
+    return json_pack("{s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "stage", (json_int_t)m->stage,
+                     "layers", (json_int_t)m->layers, "inflight_micro_batches", m->inflight,
+                     "weights_bytes", m->weights_bytes, "grads_bytes", m->grads_bytes,
+                     "optimizer_bytes", m->optimizer_bytes, "activations_bytes", m->activations_bytes,
+                     "buffers_bytes", m->buffers_bytes, "reserve_bytes", m->reserve_bytes,
+                     "total_bytes", m->total_bytes, "capacity_bytes", m->capacity_bytes,
+                     "headroom_bytes", m->headroom_bytes);
+}
+
+/* Every pipeline stage's memory (bound costs of c's shape). */
+static json_t *memory_stages_json(const mfu_system *sys, const mfu_config *c, mfu_op *ops)
+{
+    mfu_shape s;
+    mfu_config_shape(sys, c, &s);
+    mfu_shape_cost k;
+    mfu_shape_costs(sys, &s, NULL, ops, &k);
+    json_t *a = json_array();
+    for (int64_t r = 0; r < c->ax[MFU_AX_PP]; r++) {
+        mfu_memory m;
+        mfu_memory_stage(sys, c, &k, r, &m);
+        json_array_append_new(a, memory_json(&m));
+    }
+    return a;
+}
+
+static json_t *frameworks_json(unsigned mask)
+{
+    json_t *a = json_array();
+    for (int f = 0; f < MFU_FW_COUNT; f++)
+        if (mask & MFU_FW_MASK(f)) json_array_append_new(a, json_string(mfu_framework_names[f]));
+    return a;
+}
+
+json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev, int rank,
+                          mfu_op *ops)
 {
     const mfu_memory *m = &ev->mem;
     json_t *ratio = json_object();
     for (int i = 0; i < MFU_COMM_COUNT; i++)
         json_object_set_new(ratio, mfu_comm_names[i], json_real(ev->overlap_ratio[i]));
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    json_t *mods = json_array();
+    for (int k = 0; k < MFU_RCM_COUNT; k++)
+        if (rp->kind == MFU_RCK_SELECTIVE && (rp->modules & (1u << k)))
+            json_array_append_new(mods, json_string(mfu_rcm_names[k]));
+    mfu_stages st;
+    mfu_config_stages(sys, c, &st);
     json_t *o = json_pack(
-        "{s:i,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:I},s:s,s:I,s:I,s:I,s:I,s:s,s:I,s:b,s:b,s:b}",
+        "{s:i,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:I},s:s,s:I,s:I,s:I,s:I,s:s,s:o,s:I,s:b,s:b,s:b}",
         "rank", rank, "parallel", "dp", (json_int_t)c->ax[MFU_AX_DP], "fsdp",
         (json_int_t)c->ax[MFU_AX_FSDP], "tp", (json_int_t)c->ax[MFU_AX_TP], "ep",
         (json_int_t)c->ax[MFU_AX_EP], "pp", (json_int_t)c->ax[MFU_AX_PP], "cp",
@@ -146,16 +195,16 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
         "schedule", api_schedule_names[c->schedule], "vpp", (json_int_t)c->vpp, "mbs",
         (json_int_t)c->mbs, "grad_accum", (json_int_t)c->grad_accum, "global_batch_tokens",
         (json_int_t)ev->global_batch_tokens, "recompute", api_recompute_names[c->recompute],
-        "recompute_layers", (json_int_t)c->recompute_layers, "tp_overlap", c->tp_overlap,
-        "ep_overlap", c->ep_overlap, "feasible", ev->feasible);
-    json_object_set_new(o, "memory",
-                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "weights_bytes",
-                                  m->weights_bytes, "grads_bytes", m->grads_bytes,
-                                  "optimizer_bytes", m->optimizer_bytes, "activations_bytes",
-                                  m->activations_bytes, "buffers_bytes", m->buffers_bytes,
-                                  "reserve_bytes", m->reserve_bytes, "total_bytes", m->total_bytes,
-                                  "capacity_bytes", m->capacity_bytes, "headroom_bytes",
-                                  m->headroom_bytes));
+        "recompute_modules", mods, "recompute_layers", (json_int_t)c->recompute_layers,
+        "tp_overlap", c->tp_overlap, "ep_overlap", c->ep_overlap, "feasible", ev->feasible);
+    json_object_set_new(o, "pipeline_split",
+                        json_pack("{s:s,s:I,s:I,s:I}", "kind", api_split_names[c->split],
+                                  "first_stage_layers", (json_int_t)st.first,
+                                  "middle_stage_layers", (json_int_t)st.mid, "last_stage_layers",
+                                  (json_int_t)st.last));
+    json_object_set_new(o, "frameworks", frameworks_json(ev->frameworks));
+    json_object_set_new(o, "memory", memory_json(m));
+    if (ops) json_object_set_new(o, "memory_stages", memory_stages_json(sys, c, ops));
     json_object_set_new(o, "time", times_json(&ev->bound));
     json_object_set_new(o, "time_expected", times_json(&ev->expected));
     json_object_set_new(o, "bound", json_pack("{s:f,s:f,s:f}", "step_time_s", ev->bound.step_time_s,
@@ -168,15 +217,61 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
     json_object_set_new(o, "gap", gap_json(sys, &ev->bound, 0));
     json_object_set_new(o, "gap_expected", gap_json(sys, &ev->expected, 1));
     json_object_set_new(o, "roofline_mfu", json_real(sys->roofline_mfu));
-    json_object_set_new(o, "megatron_args", megatron_args(c, sys));
+    json_object_set_new(o, "megatron_args", megatron_args(c, sys, ev->frameworks));
     return o;
+}
+
+json_t *api_render_pinned(const mfu_system *sys, const mfu_search_opts *o, const mfu_config *c,
+                          mfu_op *ops)
+{
+    json_t *reasons = json_array();
+    const char *why;
+    int reason;
+    json_t *cfg = NULL;
+    int feasible = 0;
+    unsigned fw = 0;
+    if (mfu_config_check(sys, c, &reason, &why) != MFU_OK) {
+        json_array_append_new(reasons, json_pack("{s:s,s:s}", "kind", mfu_prune_names[reason], "detail", why));
+    } else {
+        mfu_eval ev;
+        if (mfu_evaluate(sys, c, ops, &ev) != MFU_OK) return json_null();
+        feasible = ev.feasible;
+        fw = ev.frameworks;
+        int64_t gbs = (int64_t)(sys->train.global_batch_tokens / (double)sys->train.seq);
+        int64_t per = c->mbs * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
+        if (gbs % per)
+            json_array_append_new(reasons, json_pack("{s:s,s:s}", "kind", "batch", "detail",
+                                                     "the global batch is not a multiple of mbs * dp * fsdp sequences"));
+        if (!ev.feasible) {
+            char d[256];
+            snprintf(d, sizeof d, "pipeline stage %lld needs %.2f GB of the %.2f GB the device exposes",
+                     (long long)ev.mem.stage, ev.mem.total_bytes / 1e9, ev.mem.capacity_bytes / 1e9);
+            json_array_append_new(reasons, json_pack("{s:s,s:s,s:I,s:f}", "kind", "memory", "detail", d,
+                                                     "stage", (json_int_t)ev.mem.stage, "excess_bytes",
+                                                     -ev.mem.headroom_bytes));
+        }
+        if (!(o->frameworks & MFU_FW_ANY) && !(fw & o->frameworks)) {
+            const char *wn[MFU_FW_COUNT];
+            (void)mfu_config_frameworks(sys, c, wn);
+            for (int f = 0; f < MFU_FW_COUNT; f++)
+                if ((o->frameworks & MFU_FW_MASK(f)) && wn[f])
+                    json_array_append_new(reasons, json_pack("{s:s,s:s,s:s}", "kind", "framework",
+                                                             "framework", mfu_framework_names[f], "detail", wn[f]));
+        }
+        cfg = api_render_config(sys, c, &ev, 0, ops);
+    }
+    if (json_array_size(reasons) == 0)
+        json_array_append_new(reasons, json_pack("{s:s,s:s}", "kind", "constraint", "detail",
+                                                 "another search option (max_tp, max_mbs, max_vpp, allowed) excludes it"));
+    return json_pack("{s:b,s:o,s:o,s:o}", "feasible", feasible, "launchable_by", frameworks_json(fw),
+                     "reasons", reasons, "config", cfg ? cfg : json_null());
 }
 
 /* Seed 000 Phases 3-4: measured MFU/HFU and the System -> Measured gap.
  * The expected profile explains part of it (kernel and network efficiency,
  * overhead); the rest is unexplained (scheduling, stragglers, data loading). */
 json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev,
-                            double step_time_s)
+                            double step_time_s, mfu_op *ops)
 {
     double N = (double)sys->devices, peak = sys->hw->peak_flops[sys->train.dtype];
     double mfu = ev->f_useful_flops / (N * peak * step_time_s);
@@ -201,7 +296,7 @@ json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mf
     for (int i = 0; i < 5; i++)
         json_array_append_new(gap, json_pack("{s:s,s:f,s:f}", "name", names[i], "seconds", comps[i],
                                              "mfu_points", b->mfu * comps[i] / step_time_s));
-    json_t *cfg = api_render_config(sys, c, ev, 0);
+    json_t *cfg = api_render_config(sys, c, ev, 0, ops);
     return json_pack("{s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "config", cfg, "step_time_s",
                      step_time_s, "mfu", mfu, "hfu", hfu, "system_mfu", b->mfu,
                      "expected_mfu", e->mfu, "system_step_time_s", b->step_time_s,

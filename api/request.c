@@ -22,8 +22,16 @@
 static const char *const CONVS[] = {"causal", "full", "none", NULL};
 static const char *const IMPLS[] = {"flash", "unfused", NULL};
 static const char *const DTYPES[] = {"bf16", "fp16", "fp8", "fp32", NULL};
-const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", NULL};
-const char *const api_recompute_names[] = {"none", "selective", "save_dot_except_mlp", "full", NULL};
+const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", "gpipe", NULL};
+/* the recompute slots of core/system.h; "custom" is what "selective" with
+ * a recompute_modules list that no named policy has becomes */
+const char *const api_recompute_names[] = {"none", "selective", "minimal", "save_dot_except_mlp",
+                                           "mla_up", "full", "custom", NULL};
+static const char *const RC_INPUT[] = {"none", "selective", "minimal", "save_dot_except_mlp",
+                                       "mla_up", "full", NULL};
+const char *const api_split_names[] = {"even", "account", "first_last", NULL};
+static const char *const FRAMEWORKS[] = {"megatron", "torchtitan", "maxtext", "any", NULL};
+static const char *const GRAD_DTYPES[] = {"fp32", "bf16", NULL};
 static const char *const AXES[] = {"dp", "fsdp", "tp", "ep", "pp", "cp", NULL};
 static const char *const RANKS[] = {"expected", "bound", NULL};
 
@@ -135,6 +143,76 @@ void api_request_free(api_request *r)
     memset(r, 0, sizeof *r);
 }
 
+/* A recompute_modules list -> MFU_RCM_* mask (0 with an error). */
+static unsigned parse_modules(json_t *arr, const char *ptr, api_status *st)
+{
+    if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > 16) {
+        api_fail(st, 422, ptr, "must be an array of 1 to 16 module names: core_attn, layernorm, mlp, moe_act, moe, mla_up_proj, shared_experts, act");
+        return 0;
+    }
+    unsigned mask = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) {
+        int found = -1;
+        for (int k = 0; json_is_string(e) && k < MFU_RCM_COUNT; k++)
+            if (!strcmp(json_string_value(e), mfu_rcm_names[k])) found = k;
+        if (found < 0) {
+            char q[256];
+            api_fail(st, 422, jv_ptr_i(q, sizeof q, ptr, i),
+                     "unknown module; modules: core_attn, layernorm, mlp, moe_act, moe, mla_up_proj, shared_experts, act");
+            return 0;
+        }
+        mask |= 1u << found;
+    }
+    return mask;
+}
+
+/* The recompute slot of {"recompute": name, "recompute_modules": [...]} in
+ * obj (a config or search.fix). -1 if absent (def used), -2 on error.
+ * *custom receives a module set no named policy has. */
+static int parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, api_status *st)
+{
+    char p[256];
+    json_t *name = json_object_get(obj, "recompute");
+    json_t *mods = json_object_get(obj, "recompute_modules");
+    int v = def;
+    if (name && jv_enum(obj, "recompute", ptr, JV_REQUIRED, 0, RC_INPUT, &v, st)) return -2;
+    if (!mods) return name ? v : -1;
+    if (name && v != MFU_RC_SELECTIVE) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute_modules"),
+                 "only with \"recompute\": \"selective\" (Megatron --recompute-modules)");
+        return -2;
+    }
+    unsigned m = parse_modules(mods, jv_ptr(p, sizeof p, ptr, "recompute_modules"), st);
+    if (!m) return -2;
+    int slot = mfu_rc_slot(MFU_RCK_SELECTIVE, m);
+    if (slot == MFU_RC_CUSTOM) {
+        if (*custom && *custom != m) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute_modules"),
+                     "a request may name one module set that no named policy has; it names two");
+            return -2;
+        }
+        *custom = m;
+    }
+    return slot;
+}
+
+/* The custom recompute module set of a request (measured config, search
+ * fix), known before the system is built. */
+static int scan_custom_modules(json_t *req, unsigned *custom, api_status *st)
+{
+    *custom = 0;
+    json_t *mc = json_object_get(json_object_get(req, "measured"), "config");
+    json_t *fix = json_object_get(json_object_get(req, "search"), "fix");
+    if (json_is_object(mc) && parse_recompute(mc, "/measured/config", 0, custom, st) == -2) return -1;
+    if (json_is_object(fix) && parse_recompute(fix, "/search/fix", 0, custom, st) == -2) return -1;
+    return 0;
+}
+
+/* A configuration (measured or pinned). Divisibility is checked here (an
+ * illegal configuration is a 422); whether a framework launches it is
+ * reported with the result, not refused. */
 static int parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c,
                         api_status *st)
 {
@@ -164,18 +242,52 @@ static int parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_
     c->schedule = (mfu_schedule)v;
     bad |= jv_int(cj, "vpp", ptr, JV_OPTIONAL, 1, 1, 1024, &c->vpp, st);
     bad |= jv_int(cj, "mbs", ptr, JV_OPTIONAL, 1, 1, 1 << 20, &c->mbs, st);
-    bad |= jv_enum(cj, "recompute", ptr, JV_OPTIONAL, 0, api_recompute_names, &v, st);
-    c->recompute = (mfu_recompute)v;
+    unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
+    int rc = parse_recompute(cj, ptr, MFU_RC_NONE, &custom, st);
+    if (rc == -2) bad = -1;
+    c->recompute = rc < 0 ? MFU_RC_NONE : rc;
     bad |= jv_int(cj, "recompute_layers", ptr, JV_OPTIONAL, -1, -1, API_MAX_LAYERS, &c->recompute_layers, st);
     if (bad) return -1;
-    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
+    /* the pipeline split: "even", "account", {"first": n, "last": n}, or
+     * the search's default for (pp, vpp) */
+    json_t *sj = json_object_get(cj, "pipeline_split");
+    const char *sp_ptr = jv_ptr(p, sizeof p, ptr, "pipeline_split");
+    if (!sj) {
+        if (mfu_config_default_split(sys, c) != MFU_OK) {
+            api_fail(st, 422, sp_ptr, "no split of %lld layers over pp %lld x vpp %lld; give one",
+                     (long long)sys->layers, (long long)c->ax[MFU_AX_PP], (long long)c->vpp);
+            return -1;
+        }
+    } else if (json_is_string(sj)) {
+        int k = -1;
+        for (int i = 0; i < 2; i++) if (!strcmp(json_string_value(sj), api_split_names[i])) k = i;
+        if (k < 0) {
+            api_fail(st, 422, sp_ptr, "must be \"even\", \"account\" or {\"first\": layers, \"last\": layers}");
+            return -1;
+        }
+        c->split = (mfu_split)k;
+    } else if (json_is_object(sj)) {
+        c->split = MFU_SPLIT_FIRST_LAST;
+        bad |= jv_int(sj, "first", sp_ptr, JV_REQUIRED, 0, 0, API_MAX_LAYERS, &c->pp_first, st);
+        bad |= jv_int(sj, "last", sp_ptr, JV_REQUIRED, 0, 0, API_MAX_LAYERS, &c->pp_last, st);
+        if (!bad && c->pp_first + c->pp_last > sys->layers) {
+            api_fail(st, 422, sp_ptr, "first + last exceed the model's %lld layers", (long long)sys->layers);
+            return -1;
+        }
+    } else {
+        api_fail(st, 422, sp_ptr, "must be \"even\", \"account\" or {\"first\": layers, \"last\": layers}");
+        return -1;
+    }
+    if (sj) mfu_config_fill_stages(sys, c);
+    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
     double per = (double)c->mbs * (double)D * (double)sys->train.seq;
     int64_t ga_default = (int64_t)floor(sys->train.global_batch_tokens / per + 0.5);
     if (ga_default < 1) ga_default = 1;
     bad |= jv_int(cj, "grad_accum", ptr, JV_OPTIONAL, ga_default, 1, 1 << 24, &c->grad_accum, st);
     if (bad) return -1;
     const char *why;
-    if (mfu_config_check(sys, c, &why) >= 0) {
+    int reason;
+    if (mfu_config_check(sys, c, &reason, &why) != MFU_OK) {
         api_fail(st, 422, ptr, "illegal configuration: %s", why);
         return -1;
     }
@@ -234,17 +346,20 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
         if (json_object_get(fix, "mbs")) { bad |= jv_int(fix, "mbs", fp, JV_REQUIRED, 1, 1, 1 << 20, &o->fix_mbs, st);
             if (o->fix_mbs > o->max_mbs) o->max_mbs = o->fix_mbs; }
         if (json_object_get(fix, "schedule")) { bad |= jv_enum(fix, "schedule", fp, JV_REQUIRED, 0, api_schedule_names, &v, st); o->fix_schedule = v; }
-        if (json_object_get(fix, "recompute")) { bad |= jv_enum(fix, "recompute", fp, JV_REQUIRED, 0, api_recompute_names, &v, st); o->fix_recompute = v; }
+        unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
+        int rc = parse_recompute(fix, fp, MFU_RC_SELECTIVE, &custom, st);
+        if (rc == -2) bad = -1;
+        else if (rc >= 0) o->fix_recompute = rc;
         const char *kk;
         json_t *vv;
         json_object_foreach(fix, kk, vv) {
             int known = 0;
             for (int a = 0; AXES[a]; a++) known |= !strcmp(kk, AXES[a]);
-            const char *other[] = {"sp", "zero", "etp", "vpp", "mbs", "schedule", "recompute", NULL};
+            const char *other[] = {"sp", "zero", "etp", "vpp", "mbs", "schedule", "recompute", "recompute_modules", NULL};
             for (int a = 0; other[a]; a++) known |= !strcmp(kk, other[a]);
             if (!known) {
                 api_fail(st, 422, jv_ptr(q, sizeof q, fp, kk),
-                         "unknown switch; fixable: dp, fsdp, tp, ep, pp, cp, sp, zero, etp, vpp, mbs, schedule, recompute");
+                         "unknown switch; fixable: dp, fsdp, tp, ep, pp, cp, sp, zero, etp, vpp, mbs, schedule, recompute, recompute_modules");
                 bad = -1;
             }
         }
@@ -283,6 +398,38 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
                 if (a == MFU_AX_TP && (int64_t)d > o->max_ax[MFU_AX_TP]) o->max_ax[MFU_AX_TP] = (int64_t)d;
             }
         }
+    }
+    json_t *fw = json_object_get(sj, "frameworks");
+    if (fw) {
+        const char *fwp = jv_ptr(p, sizeof p, ptr, "frameworks");
+        if (!json_is_array(fw) || json_array_size(fw) == 0 || json_array_size(fw) > 8) {
+            api_fail(st, 422, fwp, "must be an array of 1 to 8 names: megatron, torchtitan, maxtext, any");
+            return -1;
+        }
+        unsigned mask = 0, plat = mfu_platform_frameworks(sys->hw);
+        size_t i;
+        json_t *e;
+        json_array_foreach(fw, i, e) {
+            int f = -1;
+            for (int j = 0; json_is_string(e) && FRAMEWORKS[j]; j++)
+                if (!strcmp(json_string_value(e), FRAMEWORKS[j])) f = j;
+            if (f < 0) {
+                api_fail(st, 422, jv_ptr_i(q, sizeof q, fwp, i), "unknown framework; frameworks: megatron, torchtitan, maxtext, any");
+                bad = -1;
+                continue;
+            }
+            if (f == MFU_FW_COUNT) { mask |= MFU_FW_ANY; continue; }
+            if (!(plat & MFU_FW_MASK(f))) {
+                api_fail(st, 422, jv_ptr_i(q, sizeof q, fwp, i), "%s does not run on %s (a %s)", FRAMEWORKS[f],
+                         sys->hw->name, sys->hw->platform == MFU_PLATFORM_TPU ? "TPU" : "GPU");
+                bad = -1;
+                continue;
+            }
+            mask |= MFU_FW_MASK(f);
+        }
+        /* "any" alone: every framework of the platform, and configurations none launches */
+        if (mask == MFU_FW_ANY) mask |= plat;
+        o->frameworks = mask;
     }
     json_t *bs = json_object_get(sj, "batch_seqs");
     if (bs) {
@@ -384,14 +531,45 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
                  DTYPES[r->train.dtype]);
         return -1;
     }
+    int gd = 0, md = 0;
+    bad |= jv_enum(tj, "grad_dtype", "/training", JV_OPTIONAL, 0, GRAD_DTYPES, &gd, st);
+    bad |= jv_enum(tj, "adam_moments_dtype", "/training", JV_OPTIONAL, 0, GRAD_DTYPES, &md, st);
+    if (bad) return -1;
+    r->train.grad_bf16 = gd;
+    r->train.moments_bf16 = md;
     r->tp_overlap = tpo;
     r->ep_overlap = epo;
-    return 0;
+    return scan_custom_modules(req, &r->rc_custom, st);
 }
 
 /* ---- normal form and key ------------------------------------------------- */
 
-static json_t *config_json_min(const mfu_config *c);
+static json_t *config_json_min(const mfu_system *sys, const mfu_config *c);
+
+/* The system of a parsed request; a failure (an inventory beyond the
+ * limits) is a 422 at /model. */
+static int system_init(mfu_system *sys, const api_request *r, mfu_op *ops, api_status *st)
+{
+    int rc = mfu_system_init(sys, &r->model, &r->hw, &r->train, r->devices, r->rc_custom, ops);
+    if (rc == MFU_OK) return 0;
+    api_fail(st, 422, "/model", "cannot be modelled: %s", mfu_strerror(rc));
+    return -1;
+}
+
+/* {"recompute": name} or, for the custom slot, {"recompute": "selective",
+ * "recompute_modules": [...]} into obj. */
+static void set_recompute(json_t *obj, const mfu_system *sys, int slot)
+{
+    if (slot != MFU_RC_CUSTOM) {
+        json_object_set_new(obj, "recompute", json_string(api_recompute_names[slot]));
+        return;
+    }
+    json_object_set_new(obj, "recompute", json_string("selective"));
+    json_t *m = json_array();
+    for (int k = 0; k < MFU_RCM_COUNT; k++)
+        if (sys->rc[MFU_RC_CUSTOM].modules & (1u << k)) json_array_append_new(m, json_string(mfu_rcm_names[k]));
+    json_object_set_new(obj, "recompute_modules", m);
+}
 
 json_t *api_normalize(json_t *request, api_status *st)
 {
@@ -404,10 +582,11 @@ json_t *api_normalize(json_t *request, api_status *st)
     }
     mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
     mfu_system sys;
-    mfu_system_init(&sys, &r.model, &r.hw, &r.train, r.devices, ops);
     mfu_search_opts o;
     double deadline;
     json_t *out = NULL;
+    if (!ops) { api_fail(st, 503, "", "out of memory"); goto done; }
+    if (system_init(&sys, &r, ops, st)) goto done;
     if (parse_search(json_object_get(request, "search"), &sys, &o, &deadline, st)) goto done;
     mfu_config mc;
     json_t *meas = json_object_get(request, "measured");
@@ -421,7 +600,7 @@ json_t *api_normalize(json_t *request, api_status *st)
         if (parse_config(cj, "/measured/config", &sys, &mc, st)) goto done;
         mc.tp_overlap = r.tp_overlap;
         mc.ep_overlap = r.ep_overlap;
-        mj = json_pack("{s:o,s:f}", "config", config_json_min(&mc), "step_time_s", t);
+        mj = json_pack("{s:o,s:f}", "config", config_json_min(&sys, &mc), "step_time_s", t);
     }
     json_t *allowed = json_object();
     for (int a = 0; a < MFU_AX_COUNT; a++) {
@@ -438,25 +617,31 @@ json_t *api_normalize(json_t *request, api_status *st)
     if (o.fix_zero >= 0) json_object_set_new(fix, "zero", json_integer(o.fix_zero));
     if (o.fix_schedule >= 0)
         json_object_set_new(fix, "schedule", json_string(api_schedule_names[o.fix_schedule]));
-    if (o.fix_recompute >= 0)
-        json_object_set_new(fix, "recompute", json_string(api_recompute_names[o.fix_recompute]));
+    if (o.fix_recompute >= 0) set_recompute(fix, &sys, o.fix_recompute);
     if (o.fix_etp >= 0) json_object_set_new(fix, "etp", json_integer((json_int_t)o.fix_etp));
     if (o.fix_vpp >= 0) json_object_set_new(fix, "vpp", json_integer((json_int_t)o.fix_vpp));
     if (o.fix_mbs >= 0) json_object_set_new(fix, "mbs", json_integer((json_int_t)o.fix_mbs));
-    json_t *search = json_pack("{s:i,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:o,s:o,s:[I,I]}", "top_k", o.top_k,
+    json_t *fws = json_array();
+    for (int f = 0; f < MFU_FW_COUNT; f++)
+        if (o.frameworks & MFU_FW_MASK(f)) json_array_append_new(fws, json_string(FRAMEWORKS[f]));
+    if (o.frameworks & MFU_FW_ANY) json_array_append_new(fws, json_string("any"));
+    json_t *search = json_pack("{s:i,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:o,s:o,s:[I,I],s:o}", "top_k", o.top_k,
                                "rank_by", RANKS[o.rank_by_bound], "max_evaluations",
                                (json_int_t)o.max_evaluations, "deadline_s", deadline, "max_tp",
                                (json_int_t)o.max_ax[MFU_AX_TP], "max_mbs", (json_int_t)o.max_mbs,
                                "max_vpp", (json_int_t)o.max_vpp, "partial_recompute",
                                o.partial_recompute, "allowed", allowed, "fix", fix, "batch_seqs",
-                               (json_int_t)o.batch_min_seqs, (json_int_t)o.batch_max_seqs);
+                               (json_int_t)o.batch_min_seqs, (json_int_t)o.batch_max_seqs,
+                               "frameworks", fws);
     json_t *model = api_model_to_ir(&r.model);
-    out = json_pack("{s:o,s:o,s:I,s:{s:I,s:f,s:s,s:s,s:b,s:b},s:s,s:o}", "model", model, "hardware",
-                    api_hardware_to_json(&r.hw), "devices", (json_int_t)r.devices, "training",
-                    "seq_len", (json_int_t)r.train.seq, "global_batch_tokens",
+    out = json_pack("{s:o,s:o,s:I,s:{s:I,s:f,s:s,s:s,s:b,s:b,s:s,s:s},s:s,s:o}", "model", model,
+                    "hardware", api_hardware_to_json(&r.hw), "devices", (json_int_t)r.devices,
+                    "training", "seq_len", (json_int_t)r.train.seq, "global_batch_tokens",
                     r.train.global_batch_tokens, "dtype", DTYPES[r.train.dtype], "attention_impl",
                     IMPLS[r.train.attn_impl], "tp_overlap", r.tp_overlap, "ep_overlap",
-                    r.ep_overlap, "mfu_convention", CONVS[r.train.conv], "search", search);
+                    r.ep_overlap, "grad_dtype", GRAD_DTYPES[r.train.grad_bf16],
+                    "adam_moments_dtype", GRAD_DTYPES[r.train.moments_bf16], "mfu_convention",
+                    CONVS[r.train.conv], "search", search);
     if (!out) { /* as api_roofline */
         json_decref(mj);
         api_fail(st, 500, "", "normal form has a non-finite number");
@@ -491,17 +676,23 @@ void api_cache_key(json_t *normalized, char out_hex[65])
 
 /* ---- engines -------------------------------------------------------------- */
 
-static json_t *config_json_min(const mfu_config *c)
+static json_t *config_json_min(const mfu_system *sys, const mfu_config *c)
 {
-    return json_pack("{s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:I},s:s,s:I,s:I,s:I,s:s,s:I}", "parallel",
-                     "dp", (json_int_t)c->ax[MFU_AX_DP], "fsdp", (json_int_t)c->ax[MFU_AX_FSDP], "tp",
-                     (json_int_t)c->ax[MFU_AX_TP], "ep", (json_int_t)c->ax[MFU_AX_EP], "pp",
-                     (json_int_t)c->ax[MFU_AX_PP], "cp", (json_int_t)c->ax[MFU_AX_CP], "sp", c->sp,
-                     "zero", c->zero, "etp", (json_int_t)c->etp, "schedule",
-                     api_schedule_names[c->schedule], "vpp", (json_int_t)c->vpp, "mbs",
-                     (json_int_t)c->mbs, "grad_accum", (json_int_t)c->grad_accum, "recompute",
-                     api_recompute_names[c->recompute], "recompute_layers",
-                     (json_int_t)c->recompute_layers);
+    json_t *o = json_pack("{s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:I},s:s,s:I,s:I,s:I,s:I}", "parallel",
+                          "dp", (json_int_t)c->ax[MFU_AX_DP], "fsdp", (json_int_t)c->ax[MFU_AX_FSDP],
+                          "tp", (json_int_t)c->ax[MFU_AX_TP], "ep", (json_int_t)c->ax[MFU_AX_EP], "pp",
+                          (json_int_t)c->ax[MFU_AX_PP], "cp", (json_int_t)c->ax[MFU_AX_CP], "sp", c->sp,
+                          "zero", c->zero, "etp", (json_int_t)c->etp, "schedule",
+                          api_schedule_names[c->schedule], "vpp", (json_int_t)c->vpp, "mbs",
+                          (json_int_t)c->mbs, "grad_accum", (json_int_t)c->grad_accum,
+                          "recompute_layers", (json_int_t)c->recompute_layers);
+    set_recompute(o, sys, c->recompute);
+    if (c->split == MFU_SPLIT_FIRST_LAST)
+        json_object_set_new(o, "pipeline_split", json_pack("{s:I,s:I}", "first", (json_int_t)c->pp_first,
+                                                           "last", (json_int_t)c->pp_last));
+    else
+        json_object_set_new(o, "pipeline_split", json_string(api_split_names[c->split]));
+    return o;
 }
 
 json_t *api_roofline(json_t *request, api_status *st)
@@ -512,8 +703,19 @@ json_t *api_roofline(json_t *request, api_status *st)
         return NULL;
     }
     mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    if (!ops) {
+        api_fail(st, 503, "", "out of memory");
+        api_request_free(&r);
+        return NULL;
+    }
     mfu_roofline roof;
-    mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof);
+    int rc = mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof);
+    if (rc != MFU_OK) {
+        api_fail(st, 422, "/model", "cannot be modelled: %s", mfu_strerror(rc));
+        free(ops);
+        api_request_free(&r);
+        return NULL;
+    }
     json_t *out = json_pack("{s:o,s:o,s:o}", "model", api_render_model(&r),
                             "hardware", api_render_hardware(&r),
                             "roofline", api_render_roofline(&r, &roof, ops));
@@ -574,6 +776,10 @@ static void *search_thread_main(void *p)
     mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
     void *cache = malloc(mfu_search_cache_bytes());
     t->ok = ops && cache;
+    if (t->ok) { /* kept across this thread's shards: one system */
+        mfu_search_scratch sc0 = {ops, cache, NULL};
+        mfu_search_cache_clear(&sc0);
+    }
     for (int k = t->first; t->ok && k < MFU_SEARCH_SHARDS; k += t->step) {
         if (atomic_load(&t->d->hit) || atomic_load(&t->d->cancelled)) break;
         /* the core asks progress_bridge only every 16384 evaluations of a
@@ -589,6 +795,39 @@ static void *search_thread_main(void *p)
     free(cache);
     free(ops);
     return NULL;
+}
+
+/* The configuration a search.fix pins when it fixes the layout: the dense
+ * axes it leaves out are 1 and the product is the device count. Switches
+ * it leaves out take their plainest value (sp with tp, no ZeRO, 1F1B or
+ * interleaved when vpp > 1, mbs 1, no recompute). */
+static int pinned_config(json_t *fix, const mfu_system *sys, const mfu_search_opts *o, mfu_config *c)
+{
+    if (!json_is_object(fix)) return 0;
+    memset(c, 0, sizeof *c);
+    int64_t prod = 1;
+    int any = 0;
+    for (int a = 0; a < MFU_AX_COUNT; a++) {
+        c->ax[a] = o->n_allowed[a] == 1 ? o->allowed[a][0] : 1;
+        any |= json_object_get(fix, AXES[a]) != NULL;
+        if (a != MFU_AX_EP) prod *= c->ax[a];
+    }
+    if (!any || prod != sys->devices) return 0;
+    c->sp = o->fix_sp >= 0 ? o->fix_sp : c->ax[MFU_AX_TP] > 1;
+    c->zero = o->fix_zero >= 0 ? o->fix_zero : 0;
+    c->etp = o->fix_etp > 0 ? o->fix_etp : 1;
+    c->vpp = o->fix_vpp > 0 ? o->fix_vpp : 1;
+    c->schedule = o->fix_schedule >= 0 ? (mfu_schedule)o->fix_schedule
+                  : c->vpp > 1 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
+    c->mbs = o->fix_mbs > 0 ? o->fix_mbs : 1;
+    c->recompute = o->fix_recompute >= 0 ? o->fix_recompute : MFU_RC_NONE;
+    c->recompute_layers = -1;
+    c->tp_overlap = o->tp_overlap;
+    c->ep_overlap = o->ep_overlap;
+    int64_t per = c->mbs * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
+    c->grad_accum = per > 0 && o->batch_max_seqs / per > 0 ? o->batch_max_seqs / per : 1;
+    if (mfu_config_default_split(sys, c) != MFU_OK) c->split = MFU_SPLIT_EVEN;
+    return 1;
 }
 
 json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ctx)
@@ -607,9 +846,10 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
     mfu_ranked *top = NULL, *parts_top = NULL;
     mfu_system sys;
-    mfu_system_init(&sys, &r.model, &r.hw, &r.train, r.devices, ops);
     mfu_search_opts o;
     double deadline;
+    if (!ops) { api_fail(st, 503, "", "out of memory"); goto done; }
+    if (system_init(&sys, &r, ops, st)) goto done;
     if (parse_search(json_object_get(request, "search"), &sys, &o, &deadline, st)) goto done;
     o.tp_overlap = r.tp_overlap;
     o.ep_overlap = r.ep_overlap;
@@ -656,21 +896,26 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     if (atomic_load(&d.hit) || atomic_load(&d.cancelled)) res.stats.truncated = 1;
     double elapsed = since(&d.start);
     mfu_roofline roof;
-    mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof);
+    if (mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof) != MFU_OK) {
+        api_fail(st, 422, "/model", "cannot be modelled: %s", mfu_strerror(MFU_ETOOMANYOPS));
+        goto done;
+    }
     json_t *configs = json_array();
     for (int i = 0; i < res.n; i++)
-        json_array_append_new(configs, api_render_config(&sys, &top[i].config, &top[i].eval, i + 1));
+        json_array_append_new(configs, api_render_config(&sys, &top[i].config, &top[i].eval, i + 1,
+                                                         i < API_STAGES_RANKS ? ops : NULL));
     json_t *pruned = json_object();
     for (int i = 0; i < MFU_PRUNE_COUNT; i++)
         json_object_set_new(pruned, mfu_prune_names[i], json_integer((json_int_t)res.stats.pruned[i]));
-    json_t *stats = json_pack("{s:I,s:I,s:I,s:I,s:o,s:f,s:b,s:s,s:I,s:s}", "space_size",
+    /* shape inventories built depend on the thread count: not reported, so
+     * the answer stays the same for any */
+    json_t *stats = json_pack("{s:I,s:I,s:I,s:I,s:o,s:f,s:b,s:s,s:s}", "space_size",
                               (json_int_t)res.stats.space_size, "evaluated", (json_int_t)res.stats.evaluated,
                               "fully_evaluated", (json_int_t)res.stats.fully_evaluated, "feasible",
                               (json_int_t)res.stats.feasible, "pruned", pruned, "elapsed_s", elapsed,
                               "truncated", res.stats.truncated, "truncated_by",
                               !res.stats.truncated ? "" : atomic_load(&d.hit) ? "deadline_s" :
                               atomic_load(&d.cancelled) ? "cancelled" : "max_evaluations",
-                              "shape_inventories", (json_int_t)res.stats.shape_costs,
                               "rank_by", RANKS[o.rank_by_bound]);
     json_t *roof_j = api_render_roofline(&r, &roof, NULL);
     out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "model", api_render_model(&r), "hardware",
@@ -679,9 +924,17 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     if (!out) api_fail(st, 500, "", "result has a non-finite number"); /* as api_roofline */
     if (out && meas) {
         mfu_eval ev;
-        mfu_evaluate(&sys, &mc, ops, &ev);
-        json_object_set_new(out, "measured", api_render_measured(&sys, &mc, &ev, meas_t));
+        if (mfu_evaluate(&sys, &mc, ops, &ev) == MFU_OK)
+            json_object_set_new(out, "measured", api_render_measured(&sys, &mc, &ev, meas_t, ops));
+        else
+            api_fail(st, 500, "/measured/config", "could not be evaluated");
     }
+    /* a plan pinned on every axis that gives nothing answers why, with
+     * that configuration evaluated (issue 9 item 11) */
+    mfu_config pc;
+    if (out && res.n == 0 && pinned_config(json_object_get(json_object_get(request, "search"), "fix"),
+                                           &sys, &o, &pc))
+        json_object_set_new(out, "pinned", api_render_pinned(&sys, &o, &pc, ops));
 done:
     free(top);
     free(parts_top);

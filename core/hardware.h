@@ -44,11 +44,26 @@ typedef struct mfu_efficiency {
     double overlap_slowdown;
 } mfu_efficiency;
 
+/* What runs on the chip: the frameworks a configuration may name depend on
+ * it (GPU: Megatron-LM, torchtitan; TPU: MaxText). */
+typedef enum { MFU_PLATFORM_GPU = 0, MFU_PLATFORM_TPU, MFU_PLATFORM_COUNT } mfu_platform;
+
+/* Memory a training process cannot use for its tensors (docs/model.md
+ * F-MEM-RESERVE). hbm_bytes itself is the capacity the runtime exposes to
+ * the process (CUDA/HIP total, XLA bytes_limit), not the marketed figure. */
+typedef struct mfu_mem_reserve {
+    double context_bytes;     /* CUDA/HIP context, library workspaces (fixed) */
+    double comm_buffer_bytes; /* collective library buffers per communicator */
+    double fragmentation;     /* allocator fragmentation, fraction of what is allocated */
+} mfu_mem_reserve;
+
 typedef struct mfu_hardware {
     char name[48];
+    mfu_platform platform;
     double peak_flops[MFU_DT_COUNT]; /* dense, no sparsity; 0 = unsupported */
-    double hbm_bytes;
+    double hbm_bytes;       /* as the runtime exposes it to one process */
     double hbm_bw_bytes_s;
+    mfu_mem_reserve reserve;
     int n_tiers;
     mfu_net_tier tiers[MFU_MAX_TIERS];
     int has_profile;        /* eff was given (else expected = bound) */

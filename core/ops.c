@@ -13,7 +13,11 @@
  *     dK = dS^T Q); executes only the causal blocks. Unfused attention
  *     materialises the s x s score matrix (Korthikanti et al. 2022 sec. 4.1).
  *   - activations are 2-byte (bf16/fp16) or 4-byte (fp32); GEMM operands use
- *     the training dtype (fp8: 1 byte).
+ *     the training dtype (fp8: 1 byte), and so do the GEMM inputs kept for
+ *     the weight gradient (Transformer Engine saves the FP8 cast of a
+ *     Linear's input with fp8 training);
+ *   - each saved tensor names the recompute modules that free it, each
+ *     forward op the modules that run it again (ops.h MFU_RCM_*).
  *   - saved bytes reproduce Korthikanti et al. 2022 sec. 4.1 for the GPT block:
  *     attention 11sbh + 5as^2b, MLP 19sbh, two layernorms 4sbh.
  */
@@ -29,12 +33,28 @@ typedef struct builder {
     double count;
     double eb; /* GEMM operand bytes */
     double ab; /* activation bytes */
+    unsigned fr, rr; /* recompute masks given to the next forward ops */
 } builder;
+
+const char *const mfu_rcm_names[MFU_RCM_COUNT] = {"core_attn", "layernorm", "mlp", "moe_act",
+                                                  "moe", "mla_up_proj", "shared_experts", "act"};
+
+/* The recompute masks of what is pushed next: saved tensors freed by `fr`,
+ * ops run again by `rr`. */
+static void rc(builder *b, unsigned fr, unsigned rr)
+{
+    b->fr = fr;
+    b->rr = rr;
+}
 
 static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, double flops,
                     double bytes, double saved)
 {
-    if (b->n >= b->max) return NULL;
+    /* count what does not fit: the caller sees n > max, never a short list */
+    if (b->n >= b->max) {
+        b->n++;
+        return NULL;
+    }
     mfu_op *o = &b->out[b->n++];
     o->name = name;
     o->phase = ph;
@@ -45,16 +65,21 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     o->bytes = bytes;
     o->gemm_flops = (tags & MFU_TAG_MATMUL) ? flops : 0.0;
     o->saved_bytes = ph == MFU_FWD ? saved : 0.0;
+    o->rc_free = ph == MFU_FWD ? b->fr : 0u;
+    o->rc_rerun = ph == MFU_FWD ? b->rr : 0u;
     return o;
 }
 
 /* A linear layer: forward GEMM and its two backward GEMMs. `groups` GEMMs of
  * equal size share the work (MoE experts: M rows spread over local experts,
- * every local expert's weights read). */
+ * every local expert's weights read). `saved_elems` elements of its input
+ * are kept for the weight gradient, in the GEMM operand type (fp8 training
+ * keeps the FP8 cast) -- 0 when another op already keeps that tensor. */
 static void matmul3(builder *b, const char *fwd, const char *dgrad, const char *wgrad,
-                    unsigned tags, double M, double K, double N, double groups, double saved)
+                    unsigned tags, double M, double K, double N, double groups, double saved_elems)
 {
     double eb = b->eb, ab = b->ab;
+    double saved = (eb < ab ? eb : ab) * saved_elems;
     double flops = 2.0 * M * K * N;
     double wbytes = K * N * groups;
     tags |= MFU_TAG_MATMUL;
@@ -107,14 +132,22 @@ static void dense_mlp(builder *b, const mfu_mlp *p, double T, double Te, double 
     double ab = b->ab;
     double up_n = (p->gated ? 2.0 : 1.0) * I / tp;
     unsigned t = MFU_TAG_LAYER | MFU_TAG_MLP | extra;
-    matmul3(b, names[0], names[1], names[2], t, T, h, up_n, 1.0,
-            first_saves_input ? ab * Te * h : 0.0);
-    /* activation: gated reads gate and up, writes one; saves its inputs. */
+    /* the block (Megatron "mlp", or "shared_experts" / "moe") is one
+     * recompute unit: its input (the norm output) is the checkpoint, which
+     * the layernorm module frees */
+    unsigned blk = extra ? MFU_RCM_SHARED | MFU_RCM_MOE : MFU_RCM_MLP;
+    rc(b, MFU_RCM_LAYERNORM, blk);
+    matmul3(b, names[0], names[1], names[2], t, T, h, up_n, 1.0, first_saves_input ? Te * h : 0.0);
+    /* activation: gated reads gate and up, writes one; saves its inputs
+     * (kept when only the activation is recomputed: they are its input) */
     double n_out = T * I / tp;
     double n_in = (p->gated ? 2.0 : 1.0) * n_out;
+    rc(b, blk, blk | MFU_RCM_ACT);
     elementwise(b, names[3], names[4], t, n_in, n_out,
                 act_flops(p->act) + (p->gated ? 1.0 : 0.0), ab * n_in);
-    matmul3(b, names[5], names[6], names[7], t, T, I / tp, h, 1.0, ab * n_out);
+    /* its output is the down projection's saved input */
+    rc(b, blk | MFU_RCM_ACT, blk);
+    matmul3(b, names[5], names[6], names[7], t, T, I / tp, h, 1.0, n_out);
 }
 
 static const char *MLP_NAMES[] = {"mlp_up", "mlp_up.dgrad", "mlp_up.wgrad", "mlp_act",
@@ -135,6 +168,10 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
     double ab = b->ab;
     double cp = (double)s->cp;
     unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
+    /* Q, K, V are the checkpoint of a core_attn recompute (kept); with MLA
+     * they are outputs of the up-projections, freed by mla_up_proj */
+    unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
+    rc(b, qkv_free, MFU_RCM_CORE_ATTN);
     if (a->kind == MFU_ATTN_GLA) {
         /* Chunked GLA kernel (Yang et al. 2024 sec. 4; fla chunk_gla): per token
          * per head 2C(dk+dv) intra-chunk + 4 dk dv inter-chunk FLOPs (see
@@ -179,7 +216,8 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
     /* scores: saves Q and K (Korthikanti: 4sbh) */
     push(b, "attn_scores", MFU_FWD, tm, fs, ab * (q + k + S), ab * (q + T * Hkv * dqk));
     push(b, "attn_scores.bwd", MFU_BWD, tm, 2.0 * fs, ab * (2.0 * q + 2.0 * k + S), 0);
-    /* softmax: saves its output (2as^2b) */
+    /* softmax: saves its output (2as^2b) -- what core_attn recompute frees */
+    rc(b, MFU_RCM_CORE_ATTN, MFU_RCM_CORE_ATTN);
     push(b, "attn_softmax", MFU_FWD, t | MFU_TAG_SCORES, 5.0 * S, ab * 2.0 * S, ab * S);
     push(b, "attn_softmax.bwd", MFU_BWD, t | MFU_TAG_SCORES, 4.0 * S, ab * 3.0 * S, 0);
     if (m->dropout) {
@@ -188,6 +226,7 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
         push(b, "attn_dropout.bwd", MFU_BWD, t | MFU_TAG_SCORES, S, ab * 2.0 * S + S, 0);
     }
     /* PV: saves V (2sbh); P is the softmax (or dropout) output saved above. */
+    rc(b, qkv_free, MFU_RCM_CORE_ATTN);
     push(b, "attn_av", MFU_FWD, tm, fv, ab * (S + v + o), ab * T * Hkv * dv);
     push(b, "attn_av.bwd", MFU_BWD, tm, 2.0 * fv, ab * (S + v + 2.0 * o + S + v), 0);
 }
@@ -198,7 +237,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     const mfu_attention *a = &run->attn;
     const mfu_mlp *p = &run->mlp;
     builder b = {out, 0, max, r, (double)run->count, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u};
     double ab = b.ab;
     double h = (double)m->d_model;
     double tp = (double)s->tp, cp = (double)s->cp;
@@ -209,8 +248,13 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     double nf = norm_flops_per_elem(m);
 
     /* ---- attention block ---- */
+    /* the norm keeps its input (the residual stream: only full recompute
+     * frees it); its output, kept by the next GEMM, is what the layernorm
+     * module frees (Megatron: output-discarding checkpoint) */
+    rc(&b, 0, MFU_RCM_LAYERNORM);
     elementwise(&b, "attn_norm", "attn_norm.bwd", L | MFU_TAG_TP_REPL, Te * h, Te * h, nf,
                 ab * Te * h);
+    rc(&b, MFU_RCM_LAYERNORM, 0);
     double Hq = (double)a->n_heads / tp;
     double Hkv, dqk, dv;
     switch (a->kind) {
@@ -219,7 +263,8 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         Hkv = kvh >= tp ? kvh / tp : 1.0; /* MQA/GQA with kv heads < tp: replicated */
         dqk = dv = (double)a->head_dim;
         matmul3(&b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L, T, h,
-                (Hq + 2.0 * Hkv) * dqk, 1.0, ab * Te * h);
+                (Hq + 2.0 * Hkv) * dqk, 1.0, Te * h);
+        rc(&b, 0, 0);
         if (m->position == MFU_POS_ROPE)
             elementwise(&b, "rope", "rope.bwd", L, T * (Hq + Hkv) * dqk, T * (Hq + Hkv) * dqk, 3.0,
                         0);
@@ -232,19 +277,23 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         dqk = dn + dr;
         dv = (double)a->v_head_dim;
         /* DeepSeek-V2 sec. 2.1.2-2.1.3: down-projections are not split over tp. */
+        /* Megatron mla_up_proj recomputes the up-projections and RoPE; their
+         * inputs (the normed latents) are its checkpoint */
         if (rq > 0) {
-            matmul3(&b, "q_down", "q_down.dgrad", "q_down.wgrad", L, T, h, rq, 1.0, ab * Te * h);
+            matmul3(&b, "q_down", "q_down.dgrad", "q_down.wgrad", L, T, h, rq, 1.0, Te * h);
+            rc(&b, 0, 0);
             elementwise(&b, "q_norm", "q_norm.bwd", L, T * rq, T * rq, nf, ab * T * rq);
-            matmul3(&b, "q_up", "q_up.dgrad", "q_up.wgrad", L, T, rq, Hq * dqk, 1.0, ab * T * rq);
+            rc(&b, 0, MFU_RCM_MLA_UP);
+            matmul3(&b, "q_up", "q_up.dgrad", "q_up.wgrad", L, T, rq, Hq * dqk, 1.0, T * rq);
         } else {
-            matmul3(&b, "q_proj", "q_proj.dgrad", "q_proj.wgrad", L, T, h, Hq * dqk, 1.0,
-                    ab * Te * h);
+            matmul3(&b, "q_proj", "q_proj.dgrad", "q_proj.wgrad", L, T, h, Hq * dqk, 1.0, Te * h);
         }
         /* kv_down reads the same norm output q_down/q_proj saved: nothing new saved. */
+        rc(&b, 0, 0);
         matmul3(&b, "kv_down", "kv_down.dgrad", "kv_down.wgrad", L, T, h, rkv + dr, 1.0, 0.0);
         elementwise(&b, "kv_norm", "kv_norm.bwd", L, T * rkv, T * rkv, nf, ab * T * rkv);
-        matmul3(&b, "kv_up", "kv_up.dgrad", "kv_up.wgrad", L, T, rkv, Hq * (dn + dv), 1.0,
-                ab * T * rkv);
+        rc(&b, 0, MFU_RCM_MLA_UP);
+        matmul3(&b, "kv_up", "kv_up.dgrad", "kv_up.wgrad", L, T, rkv, Hq * (dn + dv), 1.0, T * rkv);
         elementwise(&b, "rope", "rope.bwd", L, T * (Hq + 1.0) * dr, T * (Hq + 1.0) * dr, 3.0, 0);
         break;
     }
@@ -258,25 +307,26 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         dv = (double)a->value_dim / H;
         double kd = (double)a->key_dim, vd = (double)a->value_dim;
         double n = (kd + kd / g + vd / g + (a->output_gate ? vd : 0.0)) / tp;
-        matmul3(&b, "qkvg_proj", "qkvg_proj.dgrad", "qkvg_proj.wgrad", L, T, h, n, 1.0,
-                ab * Te * h);
+        matmul3(&b, "qkvg_proj", "qkvg_proj.dgrad", "qkvg_proj.wgrad", L, T, h, n, 1.0, Te * h);
+        rc(&b, 0, 0);
         double gr = (double)a->gate_rank;
         matmul3(&b, "gk_down", "gk_down.dgrad", "gk_down.wgrad", L, T, h, gr, 1.0, 0.0);
-        matmul3(&b, "gk_up", "gk_up.dgrad", "gk_up.wgrad", L, T, gr, kd / g / tp, 1.0, ab * T * gr);
+        matmul3(&b, "gk_up", "gk_up.dgrad", "gk_up.wgrad", L, T, gr, kd / g / tp, 1.0, T * gr);
         break;
     }
     }
     attn_core(&b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
+    rc(&b, 0, 0);
     if (a->kind == MFU_ATTN_GLA && a->output_gate) {
         /* fused RMSNorm * swish(g) on the output */
         double n = T * Hq * dv;
         elementwise(&b, "gla_out_gate", "gla_out_gate.bwd", L, 2.0 * n, n, 8.0, ab * 2.0 * n);
     }
-    matmul3(&b, "out_proj", "out_proj.dgrad", "out_proj.wgrad", L, T, Hq * dv, h, 1.0,
-            ab * T * Hq * dv);
+    matmul3(&b, "out_proj", "out_proj.dgrad", "out_proj.wgrad", L, T, Hq * dv, h, 1.0, T * Hq * dv);
     residual(&b, m, "attn_residual", "attn_residual.bwd", Te, h);
 
     /* ---- MLP block ---- */
+    rc(&b, 0, MFU_RCM_LAYERNORM);
     elementwise(&b, "mlp_norm", "mlp_norm.bwd", L | MFU_TAG_TP_REPL | MFU_TAG_MLP, Te * h, Te * h,
                 nf, ab * Te * h);
     if (p->kind == MFU_MLP_DENSE) {
@@ -287,7 +337,11 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         double ep = (double)s->ep, etp = (double)s->etp;
         /* Router on the local (sequence-parallel) tokens: GEMM h x E, fp32
          * probabilities, top-k. Saves its input (the norm output) once. */
-        matmul3(&b, "router", "router.dgrad", "router.wgrad", t, Te, h, E, 1.0, ab * Te * h);
+        /* Megatron "moe" recomputes the whole layer (router, dispatch,
+         * experts, combine, shared experts) from the norm output */
+        rc(&b, MFU_RCM_LAYERNORM, MFU_RCM_MOE);
+        matmul3(&b, "router", "router.dgrad", "router.wgrad", t, Te, h, E, 1.0, Te * h);
+        rc(&b, MFU_RCM_MOE, MFU_RCM_MOE);
         push(&b, "router_topk", MFU_FWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 4.0 * Te * E);
         push(&b, "router_topk.bwd", MFU_BWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 0);
         /* Token slots per device: every token goes to k experts, padded by the
@@ -303,21 +357,27 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
         unsigned te = t | MFU_TAG_EXPERT;
         matmul3(&b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
-                ab * slots);
+                slots);
         double n_out = Ts * I / etp;
         double n_in = (p->gated ? 2.0 : 1.0) * n_out;
+        /* moe_act recomputes the activation from its kept input, freeing its
+         * output (the down projection's saved input) */
+        rc(&b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT);
         elementwise(&b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
                     act_flops(p->act) + (p->gated ? 1.0 : 0.0), ab * n_in);
+        rc(&b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT, MFU_RCM_MOE);
         matmul3(&b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
-                ab * n_out);
+                n_out);
+        rc(&b, MFU_RCM_MOE, MFU_RCM_MOE);
         /* combine: weighted sum of the k expert outputs back into token order */
         push(&b, "moe_combine", MFU_FWD, te, 2.0 * slots, ab * (slots + Te * h), ab * slots);
         push(&b, "moe_combine.bwd", MFU_BWD, te, 2.0 * slots, ab * (2.0 * slots + Te * h), 0);
         if (p->n_shared_experts > 0) {
             double Is = (double)(p->n_shared_experts * p->shared_ffn_dim);
-            dense_mlp(&b, p, T, Te, h, Is, tp, 0, 0, SHARED_NAMES);
+            dense_mlp(&b, p, T, Te, h, Is, tp, 0, MFU_TAG_SHARED, SHARED_NAMES);
         }
     }
+    rc(&b, 0, 0);
     residual(&b, m, "mlp_residual", "mlp_residual.bwd", Te, h);
     return b.n;
 }
@@ -325,7 +385,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
 int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
     builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u};
     double h = (double)m->d_model, ab = b.ab;
     double T = s->mbs * (double)s->seq / (double)s->cp;
     double Te = s->sp ? T / (double)s->tp : T;
@@ -349,7 +409,7 @@ int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
     builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u};
     double h = (double)m->d_model, ab = b.ab;
     double tp = (double)s->tp;
     double T = s->mbs * (double)s->seq / (double)s->cp;
@@ -357,7 +417,7 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
     double V = (double)m->vocab;
     elementwise(&b, "final_norm", "final_norm.bwd", MFU_TAG_TP_REPL, Te * h, Te * h,
                 norm_flops_per_elem(m), ab * Te * h);
-    matmul3(&b, "lm_head", "lm_head.dgrad", "lm_head.wgrad", 0, T, h, V / tp, 1.0, ab * Te * h);
+    matmul3(&b, "lm_head", "lm_head.dgrad", "lm_head.wgrad", 0, T, h, V / tp, 1.0, Te * h);
     /* Cross-entropy over the (vocab-parallel) logits in fp32 (Megatron
      * vocab_parallel_cross_entropy): reads the bf16 logits, keeps the fp32
      * softmax for the backward (Korthikanti sec. 4.3: 4sbv/t bytes). */
@@ -370,8 +430,12 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 int mfu_ops_model(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
     int n = mfu_ops_embed(m, s, out, max);
-    for (int r = 0; r < m->n_runs; r++) n += mfu_ops_layer(m, r, s, out + n, max - n);
-    n += mfu_ops_head(m, s, out + n, max - n);
+    for (int r = 0; r < m->n_runs; r++) {
+        int k = n < max ? n : max;
+        n += mfu_ops_layer(m, r, s, out + k, max - k);
+    }
+    int k = n < max ? n : max;
+    n += mfu_ops_head(m, s, out + k, max - k);
     return n;
 }
 

@@ -22,8 +22,31 @@ enum {
     MFU_TAG_WGRAD = 1u << 5,     /* weight-gradient GEMM (zero-bubble W pass) */
     MFU_TAG_TP_REPL = 1u << 6,   /* saved tensor replicated over tp without sp */
     MFU_TAG_FUSED_ATTN = 1u << 7, /* fused attention kernel (attention efficiency) */
-    MFU_TAG_SCORES = 1u << 8      /* s x s score tensors (unfused softmax, dropout) */
+    MFU_TAG_SCORES = 1u << 8,     /* s x s score tensors (unfused softmax, dropout) */
+    MFU_TAG_SHARED = 1u << 9      /* shared-expert MLP of an MoE block */
 };
+
+/* Recompute modules (Megatron-LM --recompute-modules names, TransformerConfig
+ * recompute_modules; ACT is the dense MLP activation that torchtitan's
+ * op-level SAC and MaxText's "minimal" policies recompute and Megatron has
+ * no module for). A saved tensor is freed when any module of its rc_free
+ * set is recomputed; a forward op runs again when any of its rc_rerun set
+ * is (docs/model.md F-RC-MODULES). */
+enum {
+    MFU_RCM_CORE_ATTN = 1u << 0,
+    MFU_RCM_LAYERNORM = 1u << 1,
+    MFU_RCM_MLP = 1u << 2,
+    MFU_RCM_MOE_ACT = 1u << 3,
+    MFU_RCM_MOE = 1u << 4,
+    MFU_RCM_MLA_UP = 1u << 5,
+    MFU_RCM_SHARED = 1u << 6,
+    MFU_RCM_ACT = 1u << 7,
+    MFU_RCM_COUNT = 8
+};
+/* Megatron-LM's recompute modules (core_v0.14+ for shared_experts) */
+#define MFU_RCM_MEGATRON (MFU_RCM_CORE_ATTN | MFU_RCM_LAYERNORM | MFU_RCM_MLP | MFU_RCM_MOE_ACT | \
+                          MFU_RCM_MOE | MFU_RCM_MLA_UP | MFU_RCM_SHARED)
+extern const char *const mfu_rcm_names[MFU_RCM_COUNT];
 
 typedef struct mfu_op {
     const char *name;   /* static string */
@@ -35,6 +58,8 @@ typedef struct mfu_op {
     double bytes;       /* HBM bytes per invocation */
     double gemm_flops;  /* FLOPs of one GEMM call (for the efficiency curve) */
     double saved_bytes; /* fwd only: bytes kept for the backward */
+    unsigned rc_free;   /* MFU_RCM_*: recomputing any of these frees saved_bytes */
+    unsigned rc_rerun;  /* MFU_RCM_*: recomputing any of these runs this fwd op again */
 } mfu_op;
 
 typedef enum { MFU_ATTN_FLASH = 0, MFU_ATTN_UNFUSED } mfu_attn_impl;
@@ -49,15 +74,24 @@ typedef struct mfu_shape {
     mfu_attn_impl attn_impl;
 } mfu_shape;
 
-#define MFU_MAX_OPS 2048
+/* Sizes from the limits, so no inventory is ever cut short: one layer run
+ * has at most MFU_MAX_LAYER_OPS ops (worst case today: MLA + unfused
+ * attention with dropout + MoE with shared experts = 62; tests/unit/test_ops.c
+ * builds it and checks the margin), the embedding and head at most
+ * MFU_MAX_EDGE_OPS, and a model at most MFU_MAX_RUNS runs. */
+#define MFU_MAX_LAYER_OPS 96
+#define MFU_MAX_EDGE_OPS 32
+#define MFU_MAX_OPS (MFU_MAX_RUNS * MFU_MAX_LAYER_OPS + MFU_MAX_EDGE_OPS)
 
 /* Fill out[] with the ops of layer run r (count = layers of the run) and
- * return how many; at most `max`. */
+ * return how many the run has. At most `max` are written: a return value
+ * above `max` means the buffer was too small (nothing is silently dropped;
+ * the caller must check). The same holds for the functions below. */
 int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max);
 /* Ops outside the layers: embedding (+ positions), final norm, LM head, loss. */
 int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
 int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
-/* Everything: embed, every run, head. */
+/* Everything: embed, every run, head (a return above max: too small). */
 int mfu_ops_model(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
 
 /* T_op = max(FLOPs / (peak * eff), bytes / (bw * hbm_eff)) (seed 000 step 3).

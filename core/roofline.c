@@ -1,5 +1,6 @@
 /* core/roofline.c -- seed 000 Phase 1, steps 1-4. */
 #include <stddef.h>
+#include <string.h>
 #include "roofline.h"
 
 double mfu_useful_flops(const mfu_model *m, const mfu_training *t)
@@ -18,6 +19,8 @@ int mfu_roofline_compute(const mfu_model *m, const mfu_hardware *hw, const mfu_t
     s.dtype = t->dtype;
     s.attn_impl = t->attn_impl;
     int n = mfu_ops_model(m, &s, ops, max);
+    memset(out, 0, sizeof *out);
+    if (n > max) return MFU_ETOOMANYOPS;
     out->n_ops = n;
     out->f_useful_flops = mfu_useful_flops(m, t);
     out->f_exec_flops = out->step_time_s = 0.0;
@@ -35,5 +38,5 @@ int mfu_roofline_compute(const mfu_model *m, const mfu_hardware *hw, const mfu_t
         }
     }
     out->mfu = out->step_time_s > 0 ? out->f_useful_flops / (peak * out->step_time_s) : 0.0;
-    return n >= max ? -1 : 0;
+    return MFU_OK;
 }

@@ -8,6 +8,7 @@
 #ifndef MFU_ROOFLINE_H
 #define MFU_ROOFLINE_H
 
+#include "error.h"
 #include "hardware.h"
 #include "model.h"
 #include "ops.h"
@@ -18,6 +19,12 @@ typedef struct mfu_training {
     mfu_dtype dtype;            /* GEMM dtype */
     mfu_attn_impl attn_impl;
     mfu_convention conv;        /* MFU convention for attention FLOPs */
+    /* Mixed-precision state (docs/model.md F-MEM-STATE); 0 = the defaults:
+     * fp32 main gradients reduced in fp32 (Megatron-LM forces
+     * accumulate_allreduce_grads_in_fp32 with bf16 unless
+     * --grad-reduce-in-bf16), fp32 Adam moments. */
+    int grad_bf16;              /* gradients kept and reduced in bf16 */
+    int moments_bf16;           /* Adam moments in bf16 (DeepSeek-V3 sec. 3.3.3) */
 } mfu_training;
 
 typedef struct mfu_roofline {
@@ -35,8 +42,9 @@ typedef struct mfu_roofline {
 double mfu_useful_flops(const mfu_model *m, const mfu_training *t);
 
 /* Fill ops[0..max) with the inventory at roofline shapes and compute the
- * bound. Returns 0, or -1 if max was too small. */
-int mfu_roofline_compute(const mfu_model *m, const mfu_hardware *hw, const mfu_training *t,
+ * bound. Returns MFU_OK, or MFU_ETOOMANYOPS if max was too small (out is
+ * then zeroed: no bound is given over a partial inventory). */
+MFU_MUST_CHECK int mfu_roofline_compute(const mfu_model *m, const mfu_hardware *hw, const mfu_training *t,
                          mfu_op *ops, int max, mfu_roofline *out);
 
 #endif

@@ -13,37 +13,9 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- seed 003 closed forms -------------------------------------------- */
-
-double mfu_seed003_dp_ratio(double params, double tokens_per_device, double dp, double peak_flops,
-                            double bw_bytes_s, double bytes_per_param)
-{
-    /* t_comm = 2 P b (DP-1)/DP / B ; t_compute = 4 T P / F (backward) */
-    double t_comm = 2.0 * params * bytes_per_param * (dp - 1.0) / dp / bw_bytes_s;
-    double t_comp = 4.0 * tokens_per_device * params / peak_flops;
-    return t_comm / t_comp;
-}
-
-double mfu_seed003_zero3_ratio(double seq, double mbs, double dp, double peak_flops,
-                               double bw_bytes_s, double layer_params)
-{
-    /* t_comm = 2 P_l 2 (DP-1)/DP / B ; t_compute = 2 s mbs P_l / F (layer forward) */
-    double t_comm = 2.0 * layer_params * 2.0 * (dp - 1.0) / dp / bw_bytes_s;
-    double t_comp = 2.0 * seq * mbs * layer_params / peak_flops;
-    return t_comm / t_comp;
-}
-
-void mfu_seed003_mfu_hfu(double params, double tokens, double step_s, double peak_flops,
-                         double recompute_extra, double *mfu, double *hfu)
-{
-    double required = 6.0 * tokens * params; /* seed 003 sec. 2.A: 6 P T */
-    *mfu = required / (step_s * peak_flops);
-    *hfu = required * (1.0 + recompute_extra) / (step_s * peak_flops);
-}
-
 /* ---- shape cache -------------------------------------------------------- */
 
-#define CACHE_SLOTS 512
+#define CACHE_SLOTS 8192
 
 typedef struct cache_entry {
     int used;
@@ -56,6 +28,8 @@ typedef struct shape_cache {
 } shape_cache;
 
 size_t mfu_search_cache_bytes(void) { return sizeof(shape_cache); }
+
+void mfu_search_cache_clear(mfu_search_scratch *sc) { memset(sc->cache, 0, sizeof(shape_cache)); }
 
 static uint64_t key_hash(const int64_t *k)
 {
@@ -102,6 +76,7 @@ void mfu_search_defaults(const mfu_system *sys, mfu_search_opts *o)
     o->max_ax[MFU_AX_TP] = sys->hw->tiers[0].domain_size;
     int64_t b = (int64_t)(sys->train.global_batch_tokens / (double)sys->train.seq);
     o->batch_min_seqs = o->batch_max_seqs = b;
+    o->frameworks = mfu_platform_frameworks(sys->hw);
 }
 
 static int allowed(const mfu_search_opts *o, int ax, int64_t v)
@@ -123,10 +98,10 @@ static int cmp_ranked(const mfu_ranked *a, const mfu_ranked *b)
     const mfu_config *x = &a->config, *y = &b->config;
     int64_t kx[] = {x->ax[0], x->ax[1], x->ax[2], x->ax[3], x->ax[4], x->ax[5], x->sp, x->zero,
                     x->etp, x->schedule, x->vpp, x->mbs, x->grad_accum, x->recompute,
-                    x->recompute_layers};
+                    x->recompute_layers, x->split, x->pp_first, x->pp_last};
     int64_t ky[] = {y->ax[0], y->ax[1], y->ax[2], y->ax[3], y->ax[4], y->ax[5], y->sp, y->zero,
                     y->etp, y->schedule, y->vpp, y->mbs, y->grad_accum, y->recompute,
-                    y->recompute_layers};
+                    y->recompute_layers, y->split, y->pp_first, y->pp_last};
     for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
         if (kx[i] < ky[i]) return -1;
         if (kx[i] > ky[i]) return 1;
@@ -160,6 +135,20 @@ typedef struct ctx {
     int64_t tuple;        /* index of the current axis tuple */
     uint64_t budget;      /* evaluations allowed in this shard (0 = no limit) */
     int stopped;          /* the callback asked to stop */
+    int any;              /* MFU_FW_ANY: frameworks are reported, not required */
+    unsigned fw_want;     /* the admitted frameworks of the platform */
+    unsigned fw_shape;    /* those the shape's rules leave */
+    unsigned fw_sched;    /* ... and the schedule level's */
+    int rc_ok[MFU_RC_COUNT]; /* recompute policies tried (rc_usable, fixed per search) */
+    int n_rc;             /* how many */
+    /* the layer split per vpp for the current pp (mfu_config_default_split
+     * depends on pp and vpp only) */
+    int64_t split_pp;
+    int split_ok[MFU_SEARCH_MAX_VPP + 1];
+    mfu_config split_cfg[MFU_SEARCH_MAX_VPP + 1];
+    /* the divisors of the device count, ascending: every axis value is one */
+    int n_div;
+    int64_t div[MFU_SEARCH_MAX_DIVISORS];
 } ctx;
 
 static void prune(ctx *x, int reason, uint64_t n)
@@ -168,22 +157,36 @@ static void prune(ctx *x, int reason, uint64_t n)
     x->res->stats.space_size += n;
 }
 
+/* Would any framework the search admits offer this? (mask of those that
+ * could; MFU_FW_ANY admits everything) */
+static int fw_admits(const ctx *x, unsigned offered)
+{
+    unsigned want = x->o->frameworks;
+    return (want & MFU_FW_ANY) || (offered & want & mfu_platform_frameworks(x->sys->hw));
+}
+
 /* Score one point; the config is complete except recompute_layers for
- * partial recompute. */
-/* Returns the point's memory headroom in bytes (NAN if not scored). */
+ * partial recompute. Returns the point's memory headroom in bytes (NAN if
+ * not scored). */
 static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
 {
     const mfu_system *sys = x->sys;
     mfu_search_result *res = x->res;
     const char *why;
+    int reason;
     res->stats.space_size++;
     if (x->budget && res->stats.evaluated >= x->budget) {
         res->stats.truncated = 1;
         x->stop = 1;
         return NAN;
     }
-    if (mfu_config_check_point(sys, c, &why) >= 0) {
-        res->stats.pruned[MFU_PRUNE_DIVISIBILITY]++;
+    /* the shape and schedule levels were checked by the loops above */
+    if (mfu_config_check_rc(sys, c, &reason, &why) != MFU_OK) {
+        res->stats.pruned[reason]++;
+        return NAN;
+    }
+    if (!x->any && !(x->fw_sched & sys->rc[c->recompute].frameworks)) {
+        res->stats.pruned[MFU_PRUNE_FRAMEWORK]++;
         return NAN;
     }
     res->stats.evaluated++;
@@ -199,11 +202,15 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         return mem.headroom_bytes;
     }
     res->stats.feasible++;
-    /* lower bound: compute + recompute of the ranking profile */
+    /* lower bound: compute of the busiest stage's layers on the ranking
+     * profile, which nothing else can shorten */
     const mfu_shape_cost *k = x->o->rank_by_bound ? &ce->bound : &ce->expected;
-    double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP]);
+    double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP]);
     double gbt = (double)c->mbs * (double)c->grad_accum * D * (double)sys->train.seq;
-    int64_t ls = (sys->layers + c->ax[MFU_AX_PP] - 1) / c->ax[MFU_AX_PP];
+    mfu_stages st;
+    mfu_config_stages(sys, c, &st);
+    int64_t ls = st.first > st.mid ? st.first : st.mid;
+    if (st.last > ls) ls = st.last;
     double lb = (double)c->grad_accum * (double)ls * (k->avg.fwd_s + k->avg.bwd_s);
     if (res->n == x->o->top_k && lb / gbt > res->top[res->n - 1].score) {
         res->stats.pruned[MFU_PRUNE_BOUND]++;
@@ -216,7 +223,8 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     cand.score = mfu_step_time(sys, c, k, &ce->bound, !x->o->rank_by_bound) / gbt;
     cand.config = *c;
     if (res->n == x->o->top_k && cmp_ranked(&cand, &res->top[res->n - 1]) >= 0) return mem.headroom_bytes;
-    mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval);
+    if (mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval) != MFU_OK)
+        return mem.headroom_bytes;
     insert_top(res, x->o->top_k, &cand);
     return mem.headroom_bytes;
 }
@@ -227,7 +235,10 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
 static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce, double h_none,
                              double h_full)
 {
-    int64_t ls = (x->sys->layers + c->ax[MFU_AX_PP] - 1) / c->ax[MFU_AX_PP];
+    mfu_stages st;
+    mfu_config_stages(x->sys, c, &st);
+    int64_t ls = st.first > st.mid ? st.first : st.mid;
+    if (st.last > ls) ls = st.last;
     if (ls < 3 || !(h_none < 0) || !(h_full >= 0)) return 0;
     mfu_memory m1;
     c->recompute = MFU_RC_FULL;
@@ -241,28 +252,53 @@ static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce, doubl
     return n < ls ? n : 0;
 }
 
+/* A recompute policy the search tries for this model and these frameworks. */
+static int rc_usable_(const ctx *x, int rc)
+{
+    const mfu_rc_policy *p = &x->sys->rc[rc];
+    if (p->kind == MFU_RCK_SELECTIVE && p->modules == 0) return 0;
+    if ((p->modules & MFU_RCM_MLA_UP) && !x->sys->has_mla) return 0;
+    return fw_admits(x, p->frameworks);
+}
+
+static int rc_usable(const ctx *x, int rc) { return x->rc_ok[rc]; }
+
 static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 {
-    double h[MFU_RC_COUNT];
+    const mfu_search_opts *o = x->o;
+    double h_none = NAN, h_full = NAN;
+    int fits_without = 0;
     for (int rc = 0; rc < MFU_RC_COUNT && !x->stop; rc++) {
-        h[rc] = NAN;
-        if (x->o->fix_recompute >= 0 && rc != x->o->fix_recompute) {
+        if (!rc_usable(x, rc)) continue;
+        if (o->fix_recompute >= 0 && rc != o->fix_recompute) {
             prune(x, MFU_PRUNE_CONSTRAINT, 1);
             continue;
         }
-        c->recompute = (mfu_recompute)rc;
+        /* recomputing only adds time: once nothing needs recomputing to
+         * fit, every policy is dominated (F-RC-DOMINANCE) */
+        if (fits_without) {
+            prune(x, MFU_PRUNE_DOMINATED, 1);
+            continue;
+        }
+        c->recompute = rc;
         c->recompute_layers = -1;
-        h[rc] = score_point(x, c, ce);
+        double hr = score_point(x, c, ce);
+        if (rc == MFU_RC_NONE) {
+            h_none = hr;
+            fits_without = hr >= 0;
+        }
+        if (rc == MFU_RC_FULL) h_full = hr;
     }
-    if (x->o->partial_recompute && !x->stop && (x->o->fix_recompute < 0 || x->o->fix_recompute == MFU_RC_FULL)) {
+    if (o->partial_recompute && !x->stop && !fits_without &&
+        (o->fix_recompute < 0 || o->fix_recompute == MFU_RC_FULL)) {
         /* memory of "none" is needed even when recompute is fixed to full */
-        if (isnan(h[MFU_RC_NONE])) {
+        if (isnan(h_none)) {
             mfu_memory m0;
             c->recompute = MFU_RC_NONE;
             mfu_memory_costs(x->sys, c, &ce->bound, &m0);
-            h[MFU_RC_NONE] = m0.headroom_bytes;
+            h_none = m0.headroom_bytes;
         }
-        int64_t n = min_rc_layers(x, c, ce, h[MFU_RC_NONE], h[MFU_RC_FULL]);
+        int64_t n = min_rc_layers(x, c, ce, h_none, h_full);
         if (n > 0) {
             c->recompute = MFU_RC_FULL;
             c->recompute_layers = n;
@@ -272,24 +308,39 @@ static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
     }
 }
 
+/* Frameworks that offer a schedule (docs/frameworks.md FW-M4, FW-T5, FW-X4). */
+static unsigned schedule_frameworks(mfu_schedule s)
+{
+    const unsigned MG = MFU_FW_MASK(MFU_FW_MEGATRON), TT = MFU_FW_MASK(MFU_FW_TORCHTITAN),
+                   MX = MFU_FW_MASK(MFU_FW_MAXTEXT);
+    switch (s) {
+    case MFU_SCHED_1F1B: return MG | TT;
+    case MFU_SCHED_INTERLEAVED: return MG | TT;
+    case MFU_SCHED_GPIPE: return TT | MX;
+    default: return 0u; /* zb: ZB-H1 */
+    }
+}
+
+static int rc_count(const ctx *x) { return x->n_rc; }
+
 /* Points below the shape level (batch x zero x schedule x recompute), for
  * the space size when a whole shape is pruned. */
 static uint64_t subtree_points(const ctx *x, const mfu_config *c)
 {
     const mfu_search_opts *o = x->o;
-    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
+    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
     int64_t per = c->mbs * D;
     int64_t lo = (o->batch_min_seqs + per - 1) / per, hi = o->batch_max_seqs / per;
     if (lo < 1) lo = 1;
     uint64_t n_ga = hi >= lo ? (uint64_t)(hi - lo + 1) : 1;
-    uint64_t n_zero = (c->ax[MFU_AX_DP] * c->ax[MFU_AX_EP] > 1 && o->fix_zero < 0) ? 3 : 1;
+    uint64_t n_zero = (c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] > 1 && o->fix_zero < 0) ? 3 : 1;
     int64_t pp = c->ax[MFU_AX_PP];
     uint64_t n_sched = 1;
     if (pp > 1 && o->fix_schedule < 0) {
         n_sched = 2;
-        for (int64_t v = 2; v <= o->max_vpp && pp * v <= x->sys->layers; v++) n_sched++;
+        for (int64_t v = 2; v <= o->max_vpp && pp * v <= x->sys->layers + 2; v++) n_sched += 2;
     }
-    uint64_t n_rc = o->fix_recompute >= 0 ? 1 : MFU_RC_COUNT;
+    uint64_t n_rc = o->fix_recompute >= 0 ? 1 : (uint64_t)rc_count(x);
     return n_ga * n_zero * n_sched * n_rc;
 }
 
@@ -300,16 +351,42 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
     for (int s = 0; s < MFU_SCHED_COUNT && !x->stop; s++) {
         if (o->fix_schedule >= 0 && s != o->fix_schedule) continue;
         if (pp == 1 && s != MFU_SCHED_1F1B) continue;
+        if (pp > 1 && !fw_admits(x, schedule_frameworks((mfu_schedule)s))) continue;
         c->schedule = (mfu_schedule)s;
-        if (s == MFU_SCHED_INTERLEAVED) {
-            for (int64_t v = 2; v <= o->max_vpp && pp * v <= x->sys->layers && !x->stop; v++) {
-                if (o->fix_vpp > 0 && v != o->fix_vpp) continue;
-                c->vpp = v;
-                recompute_loop(x, c, ce);
+        int64_t vlo = s == MFU_SCHED_INTERLEAVED ? 2 : 1;
+        int64_t vhi = (s == MFU_SCHED_INTERLEAVED || s == MFU_SCHED_GPIPE) && pp > 1 ? o->max_vpp : 1;
+        for (int64_t v = vlo; v <= vhi && pp * v <= x->sys->layers + 2 && !x->stop; v++) {
+            if (o->fix_vpp > 0 && v != o->fix_vpp) continue;
+            c->vpp = v;
+            uint64_t n_rc = o->fix_recompute >= 0 ? 1 : (uint64_t)rc_count(x);
+            const char *why;
+            int reason;
+            if (x->split_pp != pp) { /* a new pp: the splits of every vpp */
+                x->split_pp = pp;
+                for (int64_t w = 1; w <= MFU_SEARCH_MAX_VPP; w++) {
+                    mfu_config t = *c;
+                    t.vpp = w;
+                    x->split_ok[w] = w * pp <= x->sys->layers + 2 && mfu_config_default_split(x->sys, &t) == MFU_OK;
+                    x->split_cfg[w] = t;
+                }
             }
-        } else {
-            if (o->fix_vpp > 1) continue;
-            c->vpp = 1;
+            if (v > MFU_SEARCH_MAX_VPP || !x->split_ok[v]) {
+                prune(x, MFU_PRUNE_DIVISIBILITY, n_rc);
+                continue;
+            }
+            c->split = x->split_cfg[v].split;
+            c->pp_first = x->split_cfg[v].pp_first;
+            c->pp_mid = x->split_cfg[v].pp_mid;
+            c->pp_last = x->split_cfg[v].pp_last;
+            if (mfu_config_check_sched(x->sys, c, &reason, &why) != MFU_OK) {
+                prune(x, reason, n_rc);
+                continue;
+            }
+            x->fw_sched = mfu_config_frameworks_at(x->sys, c, MFU_LV_SCHED, x->fw_shape, NULL);
+            if (!x->any && !x->fw_sched) {
+                prune(x, MFU_PRUNE_FRAMEWORK, n_rc);
+                continue;
+            }
             recompute_loop(x, c, ce);
         }
     }
@@ -317,9 +394,14 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 
 static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 {
-    int zmax = c->ax[MFU_AX_DP] * c->ax[MFU_AX_EP] > 1 ? 2 : 0;
+    /* ZeRO 1: Megatron's distributed optimizer, MaxText's
+     * shard_optimizer_over_data; ZeRO 2: Megatron-FSDP optim_grads */
+    const unsigned offered[3] = {MFU_FW_ALL, MFU_FW_MASK(MFU_FW_MEGATRON) | MFU_FW_MASK(MFU_FW_MAXTEXT),
+                                 MFU_FW_MASK(MFU_FW_MEGATRON)};
+    int zmax = c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] > 1 ? 2 : 0;
     for (int z = 0; z <= zmax && !x->stop; z++) {
         if (x->o->fix_zero >= 0 && z != x->o->fix_zero) continue;
+        if (x->o->fix_zero < 0 && !fw_admits(x, offered[z])) continue;
         c->zero = z;
         schedule_loop(x, c, ce);
     }
@@ -328,7 +410,7 @@ static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 static void batch_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 {
     const mfu_search_opts *o = x->o;
-    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
+    int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
     int64_t per = c->mbs * D; /* sequences per micro-batch round */
     int64_t lo = (o->batch_min_seqs + per - 1) / per, hi = o->batch_max_seqs / per;
     if (lo < 1) lo = 1;
@@ -342,55 +424,96 @@ static void batch_loop(ctx *x, mfu_config *c, const cache_entry *ce)
     }
 }
 
-static void shape_loop(ctx *x, mfu_config *c)
+/* Experts per layout: ep and etp fold over dp * fsdp * cp * tp (Megatron-
+ * Core parallel folding); etp is 1 or tp (torchtitan's two; Megatron's
+ * default is tp). */
+static void mbs_loop(ctx *x, mfu_config *c)
 {
     const mfu_search_opts *o = x->o;
     int64_t tp = c->ax[MFU_AX_TP];
-    int moe = x->sys->moe_layers > 0;
-    for (int64_t etp = 1; etp <= tp && !x->stop; etp = etp == 1 ? (tp > 1 ? tp : 2) : tp + 1) {
-        if (!moe && etp != 1) break;
-        if (o->fix_etp > 0 && etp != o->fix_etp) continue;
-        c->etp = etp;
-        for (int sp = 0; sp <= (tp > 1 ? 1 : 0) && !x->stop; sp++) {
-            if (o->fix_sp >= 0 && sp != o->fix_sp) continue;
-            c->sp = sp;
-            for (int64_t mbs = 1; mbs <= o->max_mbs && !x->stop; mbs++) {
-                if (o->fix_mbs > 0 && mbs != o->fix_mbs) continue;
-                /* powers of two and divisors of the fixed batch per replica */
-                int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
-                int fixed = o->batch_min_seqs == o->batch_max_seqs;
-                if (fixed) {
-                    if (o->batch_min_seqs % (D * mbs)) continue;
-                } else if (mbs & (mbs - 1)) {
-                    continue;
-                }
-                c->mbs = mbs;
-                /* divisibility of the shape before building its costs */
-                const char *why;
-                c->grad_accum = 1;
-                c->zero = 0;
-                c->schedule = MFU_SCHED_1F1B;
-                c->vpp = 1;
-                c->recompute = MFU_RC_NONE;
-                c->recompute_layers = -1;
-                /* with these defaults only the axes and the shape can fail */
-                if (mfu_config_check_shape(x->sys, c, &why) >= 0) {
-                    prune(x, MFU_PRUNE_DIVISIBILITY, subtree_points(x, c));
-                    continue;
-                }
-                const cache_entry *ce = costs_for(x->sys, c, x->sc, &x->res->stats);
-                batch_loop(x, c, ce);
+    for (int sp = 0; sp <= (tp > 1 ? 1 : 0) && !x->stop; sp++) {
+        if (o->fix_sp >= 0 && sp != o->fix_sp) continue;
+        c->sp = sp;
+        for (int64_t mbs = 1; mbs <= o->max_mbs && !x->stop; mbs++) {
+            if (o->fix_mbs > 0 && mbs != o->fix_mbs) continue;
+            /* powers of two and divisors of the fixed batch per replica */
+            int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
+            int fixed = o->batch_min_seqs == o->batch_max_seqs;
+            if (fixed) {
+                if (o->batch_min_seqs % (D * mbs)) continue;
+            } else if (mbs & (mbs - 1)) {
+                continue;
             }
+            c->mbs = mbs;
+            /* divisibility of the shape before building its costs */
+            const char *why;
+            int reason;
+            c->grad_accum = 1;
+            c->zero = 0;
+            c->schedule = MFU_SCHED_1F1B;
+            c->vpp = 1;
+            c->split = MFU_SPLIT_EVEN;
+            c->pp_first = c->pp_last = c->pp_mid = 0;
+            c->recompute = MFU_RC_NONE;
+            c->recompute_layers = -1;
+            /* with these defaults only the axes and the shape can fail */
+            if (mfu_config_check_shape(x->sys, c, &reason, &why) != MFU_OK) {
+                prune(x, MFU_PRUNE_DIVISIBILITY, subtree_points(x, c));
+                continue;
+            }
+            x->fw_shape = mfu_config_frameworks_at(x->sys, c, MFU_LV_SHAPE, x->fw_want, NULL);
+            if (!x->any && !x->fw_shape) {
+                prune(x, MFU_PRUNE_FRAMEWORK, subtree_points(x, c));
+                continue;
+            }
+            const cache_entry *ce = costs_for(x->sys, c, x->sc, &x->res->stats);
+            batch_loop(x, c, ce);
         }
     }
 }
 
-/* Enumerate factorizations of n over axes a..COUNT-1. Prefix-level
- * constraint prunes are common to every shard: shard 0 counts them. */
-static void factor_loop(ctx *x, mfu_config *c, int a, int64_t rest, double f0, double f1)
+static void shape_loop(ctx *x, mfu_config *c)
+{
+    const mfu_search_opts *o = x->o;
+    const mfu_system *sys = x->sys;
+    int64_t tp = c->ax[MFU_AX_TP];
+    if (sys->moe_layers == 0) {
+        c->etp = 1;
+        c->ax[MFU_AX_EP] = 1;
+        if (!allowed(o, MFU_AX_EP, 1) || (o->fix_etp > 1)) {
+            prune(x, MFU_PRUNE_CONSTRAINT, 1);
+            return;
+        }
+        mbs_loop(x, c);
+        return;
+    }
+    int64_t fold = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_CP] * tp;
+    int64_t E = sys->moe_mlp->n_experts;
+    for (int64_t etp = 1; etp <= tp && !x->stop; etp = etp == 1 ? (tp > 1 ? tp : 2) : tp + 1) {
+        if (o->fix_etp > 0 && etp != o->fix_etp) continue;
+        c->etp = etp;
+        for (int64_t ep = 1; ep <= E && !x->stop; ep++) {
+            if (E % ep || fold % (ep * etp)) continue;
+            if (!allowed(o, MFU_AX_EP, ep)) {
+                prune(x, MFU_PRUNE_CONSTRAINT, 1);
+                continue;
+            }
+            c->ax[MFU_AX_EP] = ep;
+            mbs_loop(x, c);
+        }
+    }
+}
+
+/* Enumerate factorizations of the devices over the dense axes (dp, fsdp,
+ * tp, pp, cp; ep folds over them, shape_loop). Prefix-level constraint
+ * prunes are common to every shard: shard 0 counts them. */
+static const int DENSE_AXES[5] = {MFU_AX_DP, MFU_AX_FSDP, MFU_AX_TP, MFU_AX_PP, MFU_AX_CP};
+
+static void factor_loop(ctx *x, mfu_config *c, int i, int64_t rest, double f0, double f1)
 {
     if (x->stop) return;
-    if (a == MFU_AX_COUNT - 1) {
+    int a = DENSE_AXES[i];
+    if (i == 4) {
         if (!allowed(x->o, a, rest)) {
             if (x->shard == 0) prune(x, MFU_PRUNE_CONSTRAINT, 1);
             return;
@@ -402,20 +525,21 @@ static void factor_loop(ctx *x, mfu_config *c, int a, int64_t rest, double f0, d
         return;
     }
     int64_t nd = 0;
-    for (int64_t d = 1; d <= rest; d++)
-        if (rest % d == 0) nd++;
-    int64_t i = 0;
-    for (int64_t d = 1; d <= rest && !x->stop; d++) {
+    for (int k = 0; k < x->n_div && x->div[k] <= rest; k++)
+        if (rest % x->div[k] == 0) nd++;
+    int64_t j = 0;
+    for (int k = 0; k < x->n_div && x->div[k] <= rest && !x->stop; k++) {
+        int64_t d = x->div[k];
         if (rest % d) continue;
-        double g0 = f0 + (f1 - f0) * (double)i / (double)nd;
-        double g1 = f0 + (f1 - f0) * (double)(i + 1) / (double)nd;
-        i++;
+        double g0 = f0 + (f1 - f0) * (double)j / (double)nd;
+        double g1 = f0 + (f1 - f0) * (double)(j + 1) / (double)nd;
+        j++;
         if (!allowed(x->o, a, d)) {
             if (x->shard == 0) prune(x, MFU_PRUNE_CONSTRAINT, 1);
             continue;
         }
         c->ax[a] = d;
-        factor_loop(x, c, a + 1, rest / d, g0, g1);
+        factor_loop(x, c, i + 1, rest / d, g0, g1);
     }
 }
 
@@ -430,8 +554,35 @@ int mfu_search_shard(const mfu_system *sys, const mfu_search_opts *o, mfu_search
 {
     memset(&out->stats, 0, sizeof out->stats);
     out->n = 0;
-    memset(scratch->cache, 0, sizeof(shape_cache));
-    ctx x = {sys, o, scratch, out, fn, fctx, 0.0, 0, shard, MFU_SEARCH_SHARDS, 0, 0, 0};
+    ctx x;
+    memset(&x, 0, sizeof x);
+    x.sys = sys;
+    x.o = o;
+    x.sc = scratch;
+    x.res = out;
+    x.fn = fn;
+    x.fctx = fctx;
+    x.shard = shard;
+    x.nshards = MFU_SEARCH_SHARDS;
+    x.any = (o->frameworks & MFU_FW_ANY) != 0;
+    x.fw_want = o->frameworks & mfu_platform_frameworks(sys->hw);
+    if (x.any) x.fw_want = mfu_platform_frameworks(sys->hw);
+    x.split_pp = -1;
+    x.n_div = 0;
+    for (int64_t d = 1; d * d <= sys->devices; d++) {
+        if (sys->devices % d) continue;
+        x.div[x.n_div++] = d;
+        if (d * d != sys->devices) x.div[x.n_div++] = sys->devices / d;
+    }
+    for (int a = 1; a < x.n_div; a++) /* insertion sort: ascending */
+        for (int b = a; b > 0 && x.div[b] < x.div[b - 1]; b--) {
+            int64_t t = x.div[b];
+            x.div[b] = x.div[b - 1];
+            x.div[b - 1] = t;
+        }
+    x.n_rc = 0;
+    for (int rc = 0; rc < MFU_RC_COUNT; rc++) x.n_rc += x.rc_ok[rc] = rc_usable_(&x, rc);
+    if (x.n_rc == 0) x.n_rc = 1;
     if (o->max_evaluations) {
         x.budget = mfu_search_shard_budget(o, shard);
         if (x.budget == 0) { /* fewer evaluations allowed than shards */
@@ -445,6 +596,7 @@ int mfu_search_shard(const mfu_system *sys, const mfu_search_opts *o, mfu_search
     c.ep_overlap = o->ep_overlap;
     c.vpp = 1;
     c.etp = 1;
+    c.ax[MFU_AX_EP] = 1;
     c.recompute_layers = -1;
     factor_loop(&x, &c, 0, sys->devices, 0.0, 1.0);
     return x.stopped;
@@ -485,6 +637,7 @@ int mfu_search(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scrat
     out->n = 0;
     mfu_search_result part = {0, scratch->part, {0}};
     shard_progress sp = {fn, fctx, 0, 0};
+    mfu_search_cache_clear(scratch);
     for (int k = 0; k < MFU_SEARCH_SHARDS; k++) {
         sp.shard = k;
         int stopped = mfu_search_shard(sys, o, scratch, k, fn ? shard_progress_fn : NULL, &sp, &part);

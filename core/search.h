@@ -16,6 +16,9 @@
 #include "system.h"
 
 #define MFU_MAX_ALLOWED 32
+#define MFU_SEARCH_MAX_VPP 64     /* largest max_vpp (the API's limit) */
+/* divisors of a device count <= 2^20 (API_MAX_DEVICES): at most 240 (720720) */
+#define MFU_SEARCH_MAX_DIVISORS 256
 #define MFU_MAX_TOP_K 1000
 
 typedef struct mfu_search_opts {
@@ -26,12 +29,15 @@ typedef struct mfu_search_opts {
     int n_allowed[MFU_AX_COUNT];
     int64_t allowed[MFU_AX_COUNT][MFU_MAX_ALLOWED];
     int64_t max_ax[MFU_AX_COUNT];
-    /* switches: -1 = search, else fixed */
+    /* switches: -1 = search, else fixed (fix_recompute: an mfu_recompute slot) */
     int fix_sp, fix_zero, fix_schedule, fix_recompute;
     int64_t fix_etp, fix_vpp, fix_mbs;
     int64_t max_mbs, max_vpp;
     int partial_recompute;       /* also try the fewest fully recomputed layers that fit */
     int tp_overlap, ep_overlap;  /* passed to every configuration */
+    /* frameworks a configuration must be launchable by (MFU_FW_MASK bits;
+     * MFU_FW_ANY also admits those none launches); default: the platform's */
+    unsigned frameworks;
     /* global batch: fixed (min == max == training tokens / seq) or a range, in sequences */
     int64_t batch_min_seqs, batch_max_seqs;
 } mfu_search_opts;
@@ -49,7 +55,8 @@ typedef struct mfu_search_stats {
     uint64_t feasible;           /* points that fit in memory */
     uint64_t pruned[MFU_PRUNE_COUNT];
     int truncated;               /* budget or callback stopped the search */
-    uint64_t shape_costs;        /* distinct per-shape op inventories built */
+    uint64_t shape_costs;        /* per-shape op inventories built (depends on how the
+                                  * shards were spread over threads: not part of answers) */
 } mfu_search_stats;
 
 typedef struct mfu_search_result {
@@ -63,7 +70,8 @@ typedef struct mfu_search_result {
 typedef int (*mfu_progress_fn)(void *ctx, double fraction, uint64_t evaluated);
 
 /* Defaults: top_k 10, everything searched, max_mbs 16, max_vpp 8,
- * max tp = innermost tier's domain size, fixed batch. */
+ * max tp = innermost tier's domain size, fixed batch, the platform's
+ * frameworks. */
 void mfu_search_defaults(const mfu_system *sys, mfu_search_opts *o);
 
 /* Scratch: the caller hands memory so the core allocates nothing. */
@@ -73,6 +81,11 @@ typedef struct mfu_search_scratch {
     mfu_ranked *part;            /* top_k entries: one shard's ranking */
 } mfu_search_scratch;
 size_t mfu_search_cache_bytes(void);
+/* Empty the per-shape cost cache. The cache holds pure functions of the
+ * system and the shape, so it may be kept across the shards of one search
+ * run on one thread (fewer inventories built, the same answer); it must be
+ * cleared before a search of another system. mfu_search() clears it. */
+void mfu_search_cache_clear(mfu_search_scratch *sc);
 
 /* The space is split into MFU_SEARCH_SHARDS fixed shards (axis tuples by
  * index modulo the count), so a caller may run them on several threads and
@@ -84,7 +97,8 @@ size_t mfu_search_cache_bytes(void);
 /* All shards, one after another, merged into out. */
 int mfu_search(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
                mfu_progress_fn fn, void *ctx, mfu_search_result *out);
-/* One shard into out (out->top: top_k entries); scratch->part unused. */
+/* One shard into out (out->top: top_k entries); scratch->part unused;
+ * scratch->cache must have been cleared for this system (see above). */
 int mfu_search_shard(const mfu_system *sys, const mfu_search_opts *o, mfu_search_scratch *scratch,
                      int shard, mfu_progress_fn fn, void *ctx, mfu_search_result *out);
 /* Add a shard's result to out (start from out->n = 0 and zero stats). */
@@ -92,12 +106,5 @@ void mfu_search_merge(const mfu_search_opts *o, const mfu_search_result *part,
                       mfu_search_result *out);
 uint64_t mfu_search_shard_budget(const mfu_search_opts *o, int shard);
 
-/* Seed 003 sec. 3 closed forms (the worked numbers are unit tests). */
-double mfu_seed003_dp_ratio(double params, double tokens_per_device, double dp, double peak_flops,
-                            double bw_bytes_s, double bytes_per_param);
-double mfu_seed003_zero3_ratio(double seq, double mbs, double dp, double peak_flops,
-                               double bw_bytes_s, double layer_params);
-void mfu_seed003_mfu_hfu(double params, double tokens, double step_s, double peak_flops,
-                         double recompute_extra, double *mfu, double *hfu);
 
 #endif

@@ -1,45 +1,78 @@
-/* core/system.c -- System Bound of one configuration (seed 000 Phase 2).
+/* core/system.c -- System Bound of one configuration (seed 000 Phase 2):
+ * the shared part, per-shape costs, communication, step time, evaluation.
+ * Legality is in config.c, memory in memory.c.
  *
  * T_step = compute + recompute + exposed comm (per axis) + bubble
  *          + optimizer step + overhead,
  * and never less than the busiest network tier's total traffic time.
  * MFU = F_useful / (devices * peak * T_step); HFU adds recompute FLOPs
- * (seed 003 sec. 2).
+ * (seed 003 sec. 2). docs/model.md has every formula (F-*).
  *
  * Assumptions (named, each a modelling choice):
- *  - layers spread evenly over pp stages; the busiest stage has ceil(L/pp)
- *    layers of the model's average layer, plus the LM head (last stage) or
- *    embedding (first stage), whichever stage is busier;
- *  - mixed precision as Megatron-LM with bf16: bf16 weights (2 B), fp32 main
- *    gradients (4 B, reduced in fp32: Megatron sets
- *    accumulate_allreduce_grads_in_fp32 for bf16), AdamW fp32 master + two
- *    moments (12 B) -- formulas.md sec. 6, Megatron distributed-optimizer table;
+ *  - compute runs at the pace of the busiest pipeline stage (first: its
+ *    layers + embedding; middle: rank 1's layers; last: its layers + LM
+ *    head and loss), layers being the model's average layer;
+ *  - mixed precision as Megatron-LM with bf16: bf16 weights (2 B), fp32
+ *    main gradients reduced in fp32 (4 B; --grad-reduce-in-bf16: 2 B),
+ *    fp32 master copy (4 B) and AdamW moments (8 B, or 4 B in bf16) --
+ *    Megatron docs/distrib_optimizer.md: 18 B/param, 6 + 12/d distributed;
  *  - collectives: ring all-gather / reduce-scatter (n-1)/n * S / W + (n-1)
  *    latency steps; all-reduce = RS + AG; all-to-all (n-1)/n * S / W
- *    (formulas.md sec. 5.1, nccl-tests PERFORMANCE.md); the group runs at the
- *    bandwidth of the slowest tier it spans (placement tp, cp, ep, fsdp, dp,
- *    pp from innermost);
- *  - a reserve of 5 % of HBM plus 1 GB for allocator fragmentation, the CUDA
- *    context and communication buffers (seed 003 sec. 4 on fragmentation).
+ *    (formulas.md sec. 5.1, nccl-tests PERFORMANCE.md); the group runs at
+ *    the bandwidth of the slowest tier it spans (placement tp, cp, fsdp,
+ *    dp, pp from innermost; experts etp, ep).
  */
-#include "system.h"
-
-#include <math.h>
-#include <string.h>
+#include "system_int.h"
 
 const char *const mfu_gap_names[MFU_GAP_COUNT] = {
     "memory_bound_ops", "kernel_efficiency", "recompute", "comm_tp", "comm_cp", "comm_ep",
     "comm_fsdp",        "comm_dp",           "comm_pp",   "bubble",  "optimizer", "overhead"};
 const char *const mfu_comm_names[MFU_COMM_COUNT] = {"tp", "cp", "ep", "fsdp", "dp", "pp"};
-const char *const mfu_prune_names[MFU_PRUNE_COUNT] = {"divisibility", "batch", "memory", "bound",
-                                                      "constraint"};
-
-static double dmax(double a, double b) { return a > b ? a : b; }
 
 /* ---- shared part ------------------------------------------------------- */
 
-void mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
-                     const mfu_training *t, int64_t devices, mfu_op *ops)
+const unsigned mfu_rc_std_modules[MFU_RC_COUNT] = {
+    0u,
+    MFU_RCM_CORE_ATTN,
+    MFU_RCM_LAYERNORM | MFU_RCM_ACT | MFU_RCM_MOE_ACT,
+    MFU_RCM_LAYERNORM | MFU_RCM_MLP | MFU_RCM_MOE | MFU_RCM_SHARED,
+    MFU_RCM_LAYERNORM | MFU_RCM_MLA_UP,
+    0u,
+    0u};
+
+int mfu_rc_slot(mfu_rc_kind kind, unsigned modules)
+{
+    if (kind == MFU_RCK_NONE) return MFU_RC_NONE;
+    if (kind == MFU_RCK_FULL) return MFU_RC_FULL;
+    for (int j = MFU_RC_SELECTIVE; j < MFU_RC_FULL; j++)
+        if (mfu_rc_std_modules[j] == modules) return j;
+    return MFU_RC_CUSTOM;
+}
+
+/* The recompute policy table (F-RC-POLICIES) and who can express each for
+ * this model (docs/frameworks.md FW-M7, FW-T7, FW-X5). */
+static void rc_table(mfu_system *sys, unsigned custom)
+{
+    const unsigned MG = MFU_FW_MASK(MFU_FW_MEGATRON), TT = MFU_FW_MASK(MFU_FW_TORCHTITAN),
+                   MX = MFU_FW_MASK(MFU_FW_MAXTEXT);
+    mfu_rc_policy *rc = sys->rc;
+    rc[MFU_RC_NONE] = (mfu_rc_policy){MFU_RCK_NONE, 0u, MFU_FW_ALL};
+    const unsigned *std = mfu_rc_std_modules;
+    rc[MFU_RC_SELECTIVE] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SELECTIVE], MG};
+    /* Megatron has moe_act but no module for a dense MLP's (or shared
+     * experts') activation */
+    unsigned act_mg = sys->has_dense_mlp ? 0u : MG;
+    rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], TT | MX | act_mg};
+    rc[MFU_RC_SAVE_DOT_EXCEPT_MLP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SAVE_DOT_EXCEPT_MLP],
+                                                     MG | MX};
+    rc[MFU_RC_MLA_UP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MLA_UP], sys->has_mla ? MG : 0u};
+    rc[MFU_RC_FULL] = (mfu_rc_policy){MFU_RCK_FULL, 0u, MFU_FW_ALL};
+    rc[MFU_RC_CUSTOM] = (mfu_rc_policy){MFU_RCK_SELECTIVE, custom,
+                                        custom && !(custom & ~MFU_RCM_MEGATRON) ? MG : 0u};
+}
+
+int mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
+                    const mfu_training *t, int64_t devices, unsigned custom_modules, mfu_op *ops)
 {
     memset(sys, 0, sizeof *sys);
     sys->model = m;
@@ -47,7 +80,8 @@ void mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw
     sys->train = *t;
     sys->devices = devices;
     mfu_roofline roof;
-    mfu_roofline_compute(m, hw, t, ops, MFU_MAX_OPS, &roof);
+    int rc = mfu_roofline_compute(m, hw, t, ops, MFU_MAX_OPS, &roof);
+    if (rc != MFU_OK) return rc;
     sys->roofline_mfu = roof.mfu;
     sys->roof_step_per_token_s = roof.step_time_s / t->global_batch_tokens;
     sys->f_fwd_per_token = mfu_model_flops_per_token_fwd(m, t->seq, t->conv);
@@ -66,82 +100,32 @@ void mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw
         if (m->runs[r].mlp.kind == MFU_MLP_MOE) {
             sys->moe_layers += m->runs[r].count;
             sys->moe_mlp = &m->runs[r].mlp;
+            if (m->runs[r].mlp.n_shared_experts > 0) sys->has_dense_mlp = 1;
+        } else {
+            sys->has_dense_mlp = 1;
         }
+        if (m->runs[r].attn.kind == MFU_ATTN_MLA) sys->has_mla = 1;
     }
-    sys->reserve_frac = 0.05;
-    sys->reserve_fixed_bytes = 1e9;
+    sys->layer_dense_avg = sys->layer_params_dense / (double)sys->layers;
+    sys->layer_expert_avg = sys->params_expert / (double)sys->layers;
+    {
+        double vh = (double)m->vocab * (double)m->d_model;
+        double pos = m->position == MFU_POS_LEARNED ? (double)m->max_positions * (double)m->d_model : 0;
+        sys->embed_params = vh + pos;
+        sys->head_params = vh; /* a copy of the embedding on the last stage when tied */
+        /* the final norm: whatever the layers and embeddings do not hold */
+        sys->final_params = sys->params_total - sys->layer_params_dense - sys->params_expert -
+                            sys->params_embed;
+    }
     /* Megatron-LM DDP bucket: 40 M parameters (ddp_bucket_size default), fp32. */
     sys->bucket_bytes = 40e6 * 4.0;
     sys->weight_bytes = 2.0;
-    sys->grad_bytes = 4.0;
-    sys->optim_bytes = 12.0;
-    sys->grad_comm_bytes = 4.0;
-}
-
-/* ---- legality ---------------------------------------------------------- */
-
-int mfu_config_check_shape(const mfu_system *sys, const mfu_config *c, const char **why)
-{
-    const mfu_model *m = sys->model;
-    int64_t tp = c->ax[MFU_AX_TP], cp = c->ax[MFU_AX_CP], ep = c->ax[MFU_AX_EP];
-    int64_t pp = c->ax[MFU_AX_PP];
-    int64_t prod = 1;
-    for (int a = 0; a < MFU_AX_COUNT; a++) {
-        if (c->ax[a] < 1) { *why = "every axis must be >= 1"; return MFU_PRUNE_DIVISIBILITY; }
-        prod *= c->ax[a];
-    }
-    if (prod != sys->devices) { *why = "axes must multiply to the device count"; return MFU_PRUNE_DIVISIBILITY; }
-    int has_moe = sys->moe_layers > 0;
-    for (int r = 0; r < m->n_runs; r++) {
-        const mfu_attention *a = &m->runs[r].attn;
-        const mfu_mlp *p = &m->runs[r].mlp;
-        if (a->n_heads % tp) { *why = "tp must divide the attention heads"; return MFU_PRUNE_DIVISIBILITY; }
-        if (a->kind != MFU_ATTN_MLA && a->n_kv_heads % tp && tp % a->n_kv_heads) {
-            *why = "tp and the KV heads must divide one another";
-            return MFU_PRUNE_DIVISIBILITY;
-        }
-        if (p->kind == MFU_MLP_DENSE && p->ffn_dim % tp) { *why = "tp must divide ffn_dim"; return MFU_PRUNE_DIVISIBILITY; }
-        if (p->kind == MFU_MLP_MOE) {
-            if (p->n_experts % ep) { *why = "ep must divide the experts"; return MFU_PRUNE_DIVISIBILITY; }
-            if (p->expert_ffn_dim % c->etp) { *why = "etp must divide expert_ffn_dim"; return MFU_PRUNE_DIVISIBILITY; }
-        }
-    }
-    if (!has_moe && ep > 1) { *why = "ep > 1 needs MoE layers"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->etp != 1 && c->etp != tp) { *why = "etp must be 1 or tp"; return MFU_PRUNE_DIVISIBILITY; }
-    if (pp > sys->layers) { *why = "pp must not exceed the layers"; return MFU_PRUNE_DIVISIBILITY; }
-    /* causal load balancing splits the sequence in 2*cp chunks (Llama 3 sec. 3.3.2) */
-    if (cp > 1 && sys->train.seq % (2 * cp)) { *why = "cp needs seq divisible by 2*cp"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->sp && tp < 2) { *why = "sequence parallel needs tp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->sp && (sys->train.seq / cp) % tp) { *why = "sequence parallel needs seq/cp divisible by tp"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->mbs < 1) { *why = "mbs must be >= 1"; return MFU_PRUNE_BATCH; }
-    return -1;
-}
-
-/* The switches below the shape: zero, schedule, batch, recompute. */
-int mfu_config_check_point(const mfu_system *sys, const mfu_config *c, const char **why)
-{
-    int64_t pp = c->ax[MFU_AX_PP];
-    if (c->schedule == MFU_SCHED_INTERLEAVED) {
-        if (pp < 2 || c->vpp < 2) { *why = "interleaved needs pp >= 2 and vpp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
-        if (pp * c->vpp > sys->layers) { *why = "pp * vpp must not exceed the layers"; return MFU_PRUNE_DIVISIBILITY; }
-        /* Narayanan et al. 2021 sec. 2.2.2: micro-batches a multiple of pp */
-        if (c->grad_accum % pp) { *why = "interleaved needs grad_accum to be a multiple of pp"; return MFU_PRUNE_DIVISIBILITY; }
-    } else if (c->vpp != 1) {
-        *why = "vpp > 1 only with the interleaved schedule";
-        return MFU_PRUNE_DIVISIBILITY;
-    }
-    if (c->schedule != MFU_SCHED_1F1B && pp < 2) { *why = "pipeline schedules other than 1f1b need pp >= 2"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->zero && c->ax[MFU_AX_DP] * c->ax[MFU_AX_EP] < 2) { *why = "zero needs dp * ep >= 2"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->zero < 0 || c->zero > 2) { *why = "zero must be 0, 1 or 2 (use fsdp for stage 3)"; return MFU_PRUNE_DIVISIBILITY; }
-    if (c->mbs < 1 || c->grad_accum < 1) { *why = "mbs and grad_accum must be >= 1"; return MFU_PRUNE_BATCH; }
-    if (c->recompute_layers == 0 || c->recompute_layers < -1) { *why = "recompute_layers must be -1 (all) or >= 1"; return MFU_PRUNE_DIVISIBILITY; }
-    return -1;
-}
-
-int mfu_config_check(const mfu_system *sys, const mfu_config *c, const char **why)
-{
-    int r = mfu_config_check_shape(sys, c, why);
-    return r >= 0 ? r : mfu_config_check_point(sys, c, why);
+    sys->grad_bytes = t->grad_bf16 ? 2.0 : 4.0;
+    sys->grad_comm_bytes = sys->grad_bytes;
+    sys->master_bytes = 4.0;
+    sys->moment_bytes = t->moments_bf16 ? 4.0 : 8.0;
+    rc_table(sys, custom_modules);
+    return MFU_OK;
 }
 
 /* ---- per-shape costs --------------------------------------------------- */
@@ -164,7 +148,7 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
                           const mfu_efficiency *eff, mfu_layer_cost *lc)
 {
     const mfu_model *m = sys->model;
-    double saved = 0, saved_scores = 0, saved_mlp = 0;
+    double saved[MFU_RC_COUNT] = {0};
     double h = (double)m->d_model;
     for (int i = 0; i < n; i++) {
         const mfu_op *o = &ops[i];
@@ -172,19 +156,22 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
         if (o->phase == MFU_FWD) {
             lc->fwd_s += t;
             lc->fwd_flops += o->flops;
-            saved += o->saved_bytes;
-            if (o->tags & MFU_TAG_SCORES) saved_scores += o->saved_bytes;
-            if (o->tags & MFU_TAG_MLP) saved_mlp += o->saved_bytes;
-            if (o->tags & MFU_TAG_ATTN_CORE) {
-                lc->rc_s[MFU_RC_SELECTIVE] += t;
-                lc->rc_flops[MFU_RC_SELECTIVE] += o->flops;
+            if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_fwd_s += t;
+            /* F-RC-MODULES: a selective policy frees what its modules free
+             * and runs again what they run */
+            for (int j = 0; j < MFU_RC_COUNT; j++) {
+                const mfu_rc_policy *rp = &sys->rc[j];
+                if (rp->kind == MFU_RCK_FULL) {
+                    lc->rc_s[j] += t;
+                    lc->rc_flops[j] += o->flops;
+                    continue;
+                }
+                if (!(o->rc_free & rp->modules)) saved[j] += o->saved_bytes;
+                if (o->rc_rerun & rp->modules) {
+                    lc->rc_s[j] += t;
+                    lc->rc_flops[j] += o->flops;
+                }
             }
-            if (o->tags & MFU_TAG_MLP) {
-                lc->rc_s[MFU_RC_SAVE_DOT_EXCEPT_MLP] += t;
-                lc->rc_flops[MFU_RC_SAVE_DOT_EXCEPT_MLP] += o->flops;
-            }
-            lc->rc_s[MFU_RC_FULL] += t;
-            lc->rc_flops[MFU_RC_FULL] += o->flops;
         } else {
             lc->bwd_s += t;
             if (o->tags & MFU_TAG_WGRAD) lc->wgrad_s += t;
@@ -193,13 +180,11 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
         if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_s += t;
         if (o->tags & MFU_TAG_EXPERT) lc->expert_s += t;
     }
-    lc->saved_bytes[MFU_RC_NONE] += saved;
-    /* selective (Korthikanti sec. 5): the s x s tensors are not kept */
-    lc->saved_bytes[MFU_RC_SELECTIVE] += saved - saved_scores;
-    /* save_dot_except_mlp: the MLP block keeps only its input */
-    lc->saved_bytes[MFU_RC_SAVE_DOT_EXCEPT_MLP] += saved - saved_mlp + ab * Te * h;
-    /* full: only the layer input (Korthikanti Table 2: 2sbh; /t with sp) */
-    lc->saved_bytes[MFU_RC_FULL] += ab * Te * h;
+    for (int j = 0; j < MFU_RC_COUNT; j++)
+        lc->saved_bytes[j] += sys->rc[j].kind == MFU_RCK_FULL
+                                  /* full: only the layer input (Korthikanti Table 2: 2sbh; /t with sp) */
+                                  ? ab * Te * h
+                                  : saved[j];
 }
 
 static void add_cost(mfu_layer_cost *dst, const mfu_layer_cost *src, double k)
@@ -219,6 +204,7 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
     double T = s->mbs * (double)s->seq / (double)s->cp;
     double Te = s->sp ? T / (double)s->tp : T;
     for (int r = 0; r < m->n_runs; r++) {
+        /* never more than MFU_MAX_LAYER_OPS <= MFU_MAX_OPS (ops.h) */
         int n = mfu_ops_layer(m, r, s, ops, MFU_MAX_OPS);
         mfu_layer_cost lc;
         memset(&lc, 0, sizeof lc);
@@ -240,145 +226,10 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
         if (ops[i].phase == MFU_FWD) out->head_fwd_s += t; else out->head_bwd_s += t;
         out->head_saved += ops[i].saved_bytes;
     }
-}
-
-/* ---- memory (Q1) ------------------------------------------------------- */
-
-static int64_t stage_layers(const mfu_system *sys, const mfu_config *c)
-{
-    int64_t pp = c->ax[MFU_AX_PP];
-    return (sys->layers + pp - 1) / pp;
-}
-
-static int64_t rc_layers(const mfu_config *c, int64_t ls)
-{
-    if (c->recompute != MFU_RC_FULL) return c->recompute == MFU_RC_NONE ? 0 : ls;
-    return c->recompute_layers < 0 || c->recompute_layers > ls ? ls : c->recompute_layers;
-}
-
-/* Parameters held by one device of a stage (before fsdp sharding), split
- * into the dense part (replicated over dp and ep: ep is data parallel for
- * non-expert layers) and the routed experts (divided over ep, and over
- * etp; replicated over dp only). */
-typedef struct dev_params { double dense, expert; } dev_params;
-
-static dev_params device_params(const mfu_system *sys, const mfu_config *c, int first_stage)
-{
-    const mfu_model *m = sys->model;
-    double tp = (double)c->ax[MFU_AX_TP], ep = (double)c->ax[MFU_AX_EP];
-    double frac = (double)stage_layers(sys, c) / (double)sys->layers;
-    dev_params p;
-    p.dense = frac * sys->layer_params_dense / tp;
-    p.expert = frac * sys->params_expert / (ep * (double)c->etp);
-    double vh = (double)m->vocab * (double)m->d_model;
-    double pos = m->position == MFU_POS_LEARNED ? (double)m->max_positions * (double)m->d_model : 0;
-    /* the final norm: whatever the layers and embeddings do not hold */
-    double fin = sys->params_total - sys->layer_params_dense - sys->params_expert -
-                 sys->params_embed;
-    if (c->ax[MFU_AX_PP] == 1) {
-        p.dense += (vh + pos) / tp + (m->tie_embeddings ? 0.0 : vh / tp) + fin;
-    } else {
-        /* first stage: token (+ position) embeddings; last: the LM head (a
-         * copy of the embedding when tied) and the final norm */
-        p.dense += first_stage ? (vh + pos) / tp : vh / tp + fin;
-    }
-    return p;
-}
-
-/* Replicas of the dense part and of the experts that ZeRO shards over. */
-static double dense_replicas(const mfu_config *c)
-{
-    return (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_EP]);
-}
-
-static void memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                         int first_stage, mfu_memory *out)
-{
-    const mfu_model *m = sys->model;
-    double dp = (double)c->ax[MFU_AX_DP], fsdp = (double)c->ax[MFU_AX_FSDP];
-    double pp = (double)c->ax[MFU_AX_PP];
-    dev_params dpar = device_params(sys, c, first_stage);
-    double P = dpar.dense + dpar.expert;
-    double rd = dense_replicas(c);
-    out->weights_bytes = P * sys->weight_bytes / fsdp;
-    /* ZeRO-1/2 (distributed optimizer) shard over the replicas of each part */
-    out->grads_bytes = sys->grad_bytes / fsdp *
-                       (c->zero >= 2 ? dpar.dense / rd + dpar.expert / dp : P);
-    out->optimizer_bytes = sys->optim_bytes / fsdp *
-                           (c->zero >= 1 ? dpar.dense / rd + dpar.expert / dp : P);
-
-    /* Activations of one micro-batch on this stage under the policy. */
-    int64_t ls = stage_layers(sys, c);
-    int64_t nrc = rc_layers(c, ls);
-    const mfu_layer_cost *a = &k->avg;
-    double per_mb;
-    if (c->recompute == MFU_RC_FULL)
-        per_mb = (double)nrc * a->saved_bytes[MFU_RC_FULL] +
-                 (double)(ls - nrc) * a->saved_bytes[MFU_RC_NONE];
-    else
-        per_mb = (double)ls * a->saved_bytes[c->recompute];
-    /* Micro-batches in flight (Korthikanti sec. 4.2.3, formulas.md sec. 3):
-     * 1F1B and ZB-H1 keep p on the first stage (min with m); interleaving
-     * multiplies by 1 + (p-1)/(p*v); the last stage keeps one. */
-    double inflight;
-    if (!first_stage) inflight = 1.0;
-    else {
-        inflight = dmax(1.0, fmin(pp, (double)c->grad_accum));
-        if (c->schedule == MFU_SCHED_INTERLEAVED)
-            inflight *= 1.0 + (pp - 1.0) / (pp * (double)c->vpp);
-    }
-    double act = inflight * per_mb;
-    if (first_stage) act += inflight * k->embed_saved;
-    if (!first_stage || c->ax[MFU_AX_PP] == 1) act += k->head_saved;
-    /* recomputing a layer rematerialises its full activations once */
-    if (nrc > 0) act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[c->recompute];
-    out->activations_bytes = act;
-
-    /* Buffers. */
-    double buf = 0.0;
-    const mfu_shape *s = &k->shape;
-    double T = s->mbs * (double)s->seq / (double)s->cp;
-    if (c->ax[MFU_AX_FSDP] > 1) /* prefetch: current + next layer unsharded (bf16) */
-        buf += 2.0 * sys->weight_bytes * P / (double)ls;
-    if (sys->moe_mlp) {
-        /* dispatch and combine buffers of one MoE layer's token slots */
-        const mfu_mlp *mp = sys->moe_mlp;
-        double Ts = T * (double)mp->top_k * mp->capacity_factor * (double)c->etp / (double)s->tp;
-        buf += 2.0 * 2.0 * Ts * (double)m->d_model;
-    }
-    if (c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] > 1) buf += 2.0 * sys->bucket_bytes;
-    out->buffers_bytes = buf;
-    out->capacity_bytes = sys->hw->hbm_bytes;
-    out->reserve_bytes = sys->reserve_frac * sys->hw->hbm_bytes + sys->reserve_fixed_bytes;
-    out->total_bytes = out->weights_bytes + out->grads_bytes + out->optimizer_bytes +
-                       out->activations_bytes + out->buffers_bytes + out->reserve_bytes;
-    out->headroom_bytes = out->capacity_bytes - out->total_bytes;
-}
-
-void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                         int exact, mfu_memory *out)
-{
-    mfu_memory first, last;
-    memory_stage(sys, c, k, 1, &first);
-    /* one stage; or, when only feasibility matters, the first does not fit */
-    if (c->ax[MFU_AX_PP] == 1 || (!exact && first.headroom_bytes < 0)) { *out = first; return; }
-    memory_stage(sys, c, k, 0, &last);
-    *out = first.total_bytes >= last.total_bytes ? first : last;
-}
-
-void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                      mfu_memory *out)
-{
-    mfu_memory_costs_ex(sys, c, k, 1, out);
-}
-
-void mfu_memory_model(const mfu_system *sys, const mfu_config *c, mfu_op *ops, mfu_memory *out)
-{
-    mfu_shape s;
-    mfu_config_shape(sys, c, &s);
-    mfu_shape_cost k;
-    mfu_shape_costs(sys, &s, NULL, ops, &k);
-    mfu_memory_costs(sys, c, &k, out);
+    /* F-MEM-LOGITS: the LM head's bf16 logits live until the loss has made
+     * its fp32 copy (Megatron vocab_parallel_cross_entropy(logits.float())),
+     * and again as the logits' gradient in the backward */
+    out->logits_transient = ab * T * (double)m->vocab / (double)s->tp;
 }
 
 /* ---- communication (Q2) ------------------------------------------------ */
@@ -427,9 +278,39 @@ double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, d
     double p1 = (double)(pp - 1), mm = (double)m;
     switch (s) {
     case MFU_SCHED_INTERLEAVED: return p1 / ((double)vpp * mm);  /* Narayanan sec. 2.2.2 */
-    case MFU_SCHED_ZB: return p1 / mm * dmax(0.0, 1.0 - 2.0 * w_frac); /* (p-1)(F+B-2W) */
+    case MFU_SCHED_GPIPE:
+        /* MaxText: (p-1)/(v m + p-1) of the total = (p-1)/(v m) of the ideal */
+        return p1 / ((double)(vpp < 1 ? 1 : vpp) * mm);
+    case MFU_SCHED_ZB: return p1 / mm * mfu_dmax(0.0, 1.0 - 2.0 * w_frac); /* (p-1)(F+B-2W) */
     default: return p1 / mm;                                      /* (p-1)/m */
     }
+}
+
+/* Forward and backward time of one micro-batch on the busiest stage, and
+ * that stage's layer count (F-PP-SPLIT). */
+static void busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                          double *t_f, double *t_b, int64_t *layers)
+{
+    const mfu_layer_cost *a = &k->avg;
+    if (c->ax[MFU_AX_PP] == 1) {
+        *layers = sys->layers;
+        *t_f = (double)sys->layers * a->fwd_s + k->head_fwd_s + k->embed_fwd_s;
+        *t_b = (double)sys->layers * a->bwd_s + k->head_bwd_s + k->embed_bwd_s;
+        return;
+    }
+    mfu_stages st;
+    mfu_config_stages(sys, c, &st);
+    double f[3] = {(double)st.first * a->fwd_s + k->embed_fwd_s, (double)st.mid * a->fwd_s,
+                   (double)st.last * a->fwd_s + k->head_fwd_s};
+    double b[3] = {(double)st.first * a->bwd_s + k->embed_bwd_s, (double)st.mid * a->bwd_s,
+                   (double)st.last * a->bwd_s + k->head_bwd_s};
+    int64_t ls[3] = {st.first, st.mid, st.last};
+    int best = 0;
+    for (int i = 1; i < 3; i++)
+        if (f[i] + b[i] > f[best] + b[best]) best = i;
+    *t_f = f[best];
+    *t_b = b[best];
+    *layers = ls[best];
 }
 
 /* One profile (bound: eff NULL; expected: the hardware's profile). */
@@ -444,54 +325,54 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     double mb = (double)c->grad_accum;
     double ab = sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0;
     double h = (double)m->d_model;
-    int64_t ls = stage_layers(sys, c);
-    double L = (double)ls;
-    double nrc = (double)rc_layers(c, ls);
     const mfu_layer_cost *a = &k->avg;
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
     double moe_frac = sys->layers ? (double)sys->moe_layers / (double)sys->layers : 0.0;
 
     /* compute per micro-batch on the busiest stage */
-    double head_f = k->head_fwd_s, head_b = k->head_bwd_s;
-    double emb_f = k->embed_fwd_s, emb_b = k->embed_bwd_s;
-    double extra_f, extra_b;
-    if (c->ax[MFU_AX_PP] == 1) { extra_f = head_f + emb_f; extra_b = head_b + emb_b; }
-    else if (head_f + head_b >= emb_f + emb_b) { extra_f = head_f; extra_b = head_b; }
-    else { extra_f = emb_f; extra_b = emb_b; }
-    double t_f = L * a->fwd_s + extra_f;
-    double t_b = L * a->bwd_s + extra_b;
-    double t_rc = c->recompute == MFU_RC_NONE ? 0.0 : nrc * a->rc_s[c->recompute];
+    double t_f, t_b;
+    int64_t ls;
+    busiest_stage(sys, c, k, &t_f, &t_b, &ls);
+    double L = (double)ls;
+    double nrc = rp->kind == MFU_RCK_FULL ? (double)mfu_rc_layers(sys, c, ls)
+                 : rp->kind == MFU_RCK_SELECTIVE ? L : 0.0;
+    double t_rc = nrc * a->rc_s[c->recompute];
     tm->compute_s = mb * (t_f + t_b);
     tm->recompute_s = mb * t_rc;
 
-    /* placement: tp, cp, ep, fsdp, dp, pp innermost first */
+    /* placement: tp, cp, fsdp, dp, pp innermost first; experts etp, ep */
     int64_t s_tp = c->ax[MFU_AX_TP], s_cp = s_tp * c->ax[MFU_AX_CP];
-    int64_t s_ep = s_cp * c->ax[MFU_AX_EP], s_fsdp = s_ep * c->ax[MFU_AX_FSDP];
+    int64_t s_fsdp = s_cp * c->ax[MFU_AX_FSDP];
     int64_t s_dp = s_fsdp * c->ax[MFU_AX_DP];
+    int64_t s_ep = c->etp * c->ax[MFU_AX_EP];
     const mfu_shape *s = &k->shape;
     double T = s->mbs * (double)s->seq / cp;
     double *tot = tm->comm_total_s, *exp_ = tm->comm_exposed_s;
 
     /* TP (Korthikanti sec. 4.2.2): per layer 2 all-reduces forward and 2
      * backward of b*s*h (or, with sp, AG + RS of the same total bandwidth).
-     * MoE layers with etp = 1 keep tokens sequence-split: no MLP collective. */
+     * MoE layers with etp = 1 keep tokens sequence-split: no MLP collective.
+     * Recomputing a block runs its forward collectives again. */
     if (tp > 1) {
         link l = link_for(sys, s_tp, eff);
         double one = t_ar(ab * T * h, tp, l);
         double mlp_coll = 1.0 - (c->etp == 1 ? moe_frac : 0.0);
         double per_layer_dir = 1.0 + mlp_coll; /* collectives per direction */
         double rc_coll = 0.0;
-        if (c->recompute == MFU_RC_FULL) rc_coll = per_layer_dir;
-        else if (c->recompute == MFU_RC_SAVE_DOT_EXCEPT_MLP) rc_coll = mlp_coll;
-        tot[MFU_COMM_TP] = mb * one * (2.0 * L * per_layer_dir + (c->recompute == MFU_RC_FULL ? nrc : L) * rc_coll);
-        exp_[MFU_COMM_TP] = c->tp_overlap ? dmax(0.0, tot[MFU_COMM_TP] - mb * L * a->gemm_s)
+        if (rp->kind == MFU_RCK_FULL) rc_coll = per_layer_dir;
+        else if (rp->modules & (MFU_RCM_MLP | MFU_RCM_MOE)) rc_coll = mlp_coll;
+        tot[MFU_COMM_TP] = mb * one * (2.0 * L * per_layer_dir + nrc * rc_coll);
+        exp_[MFU_COMM_TP] = c->tp_overlap ? mfu_dmax(0.0, tot[MFU_COMM_TP] - mb * L * a->gemm_s)
                                           : tot[MFU_COMM_TP];
     }
-    /* CP (Llama 3 sec. 3.3.2 all-gather of K and V; ring equivalent): per
-     * layer forward AG of K,V; backward AG again + RS of dK,dV. Hidden under
-     * the attention core. */
+    /* CP (F-COMM-CP; Megatron cp_comm_type p2p, the default): a ring of
+     * cp - 1 steps per layer; each step sends the local K,V chunk to the
+     * next rank while the attention kernel works on the previous chunk
+     * (forward), and K,V plus their gradients in the backward. Only what
+     * the step's attention cannot cover is exposed. */
     if (cp > 1) {
         link l = link_for(sys, s_cp, eff);
-        double kv = 0.0;
+        double kv = 0.0; /* K,V bytes of the local chunk, per layer (average) */
         for (int r = 0; r < m->n_runs; r++) {
             const mfu_attention *at = &m->runs[r].attn;
             double w;
@@ -505,11 +386,15 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
                 w = (double)at->n_heads / tp * ((double)at->key_dim / (double)at->n_heads) *
                     ((double)at->value_dim / (double)at->n_heads) / T;
             }
-            kv += (double)m->runs[r].count / (double)sys->layers * ab * T * cp * w;
+            kv += (double)m->runs[r].count / (double)sys->layers * ab * T * w;
         }
-        double one = t_ag(kv, cp, l);
-        tot[MFU_COMM_CP] = mb * L * 3.0 * one + mb * nrc * (c->recompute == MFU_RC_FULL ? one : 0.0);
-        exp_[MFU_COMM_CP] = dmax(0.0, tot[MFU_COMM_CP] - mb * L * a->attn_core_s);
+        double step_f = kv / bw_at(l, kv) + l.lat, step_b = 2.0 * step_f;
+        double att_f = a->attn_core_fwd_s / cp, att_b = (a->attn_core_s - a->attn_core_fwd_s) / cp;
+        double rc_f = (rp->kind == MFU_RCK_FULL || (rp->modules & MFU_RCM_CORE_ATTN)) ? nrc : 0.0;
+        double steps = cp - 1.0;
+        tot[MFU_COMM_CP] = mb * steps * ((L + rc_f) * step_f + L * step_b);
+        exp_[MFU_COMM_CP] = mb * steps * ((L + rc_f) * mfu_dmax(0.0, step_f - att_f) +
+                                          L * mfu_dmax(0.0, step_b - att_b));
     }
     /* EP (seed 000 table): per MoE layer dispatch + combine all-to-all,
      * forward and backward, each of the token slots' hidden states. Inside
@@ -535,39 +420,57 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
             double inter = ab * tok * copies * remote * h, intra = ab * tok * kk * h;
             double t_out = inter / bw_at(lout, inter) + (nodes - 1.0) * lout.lat;
             double t_in = per_node > 1 ? intra / bw_at(lin, intra) + (per_node - 1.0) * lin.lat : 0.0;
-            one = dmax(t_out, t_in);
+            one = mfu_dmax(t_out, t_in);
         }
         double Lm = L * moe_frac;
-        double rc = (c->recompute == MFU_RC_FULL ? nrc * moe_frac
-                     : c->recompute == MFU_RC_SAVE_DOT_EXCEPT_MLP ? Lm : 0.0);
+        double rc = rp->kind == MFU_RCK_FULL ? nrc * moe_frac
+                    : (rp->modules & MFU_RCM_MOE) ? Lm : 0.0;
         tot[MFU_COMM_EP] = mb * one * (4.0 * Lm + 2.0 * rc);
-        exp_[MFU_COMM_EP] = c->ep_overlap ? dmax(0.0, tot[MFU_COMM_EP] - mb * Lm * k->avg_moe.expert_s)
+        exp_[MFU_COMM_EP] = c->ep_overlap ? mfu_dmax(0.0, tot[MFU_COMM_EP] - mb * Lm * k->avg_moe.expert_s)
                                           : tot[MFU_COMM_EP];
     }
-    /* FSDP (ZeRO-3): per layer and micro-batch, all-gather the layer's
-     * parameters forward and again backward, reduce-scatter its gradients;
-     * layer n+1's gather is prefetched under layer n (seed 000 step 4). */
-    dev_params dpar = device_params(sys, c, 1);
-    double P_first = dpar.dense + dpar.expert;
+    /* FSDP (F-COMM-FSDP): over fsdp * cp ranks. Without PP (and on TPUs,
+     * MaxText gathering per iteration) per layer and micro-batch: gather
+     * the layer's parameters forward and again backward, reduce-scatter its
+     * gradients; layer n+1's gather is prefetched under layer n. torchtitan
+     * with PP gathers a stage once per step and reduce-scatters once after
+     * the last micro-batch (FW-T8). */
+    mfu_dev_params dpar = mfu_device_params(sys, c, 0);
+    double P_dev = dpar.dense + dpar.expert;
+    double P_layer = sys->layer_params_dense / (double)sys->layers / tp +
+                     sys->params_expert / (double)sys->layers / (ep * (double)c->etp);
     if (fsdp > 1) {
+        double F = fsdp * cp;
         link l = link_for(sys, s_fsdp, eff);
-        double layer_p = (P_first - (c->ax[MFU_AX_PP] == 1 ? sys->params_embed / tp : 0.0)) / L;
-        double ag = t_ag(sys->weight_bytes * layer_p, fsdp, l);
-        double rs = t_ag(sys->grad_comm_bytes * layer_p, fsdp, l);
-        tot[MFU_COMM_FSDP] = mb * L * (2.0 * ag + rs);
-        double lf = a->fwd_s, lb = a->bwd_s + (nrc > 0 ? a->rc_s[c->recompute] : 0.0);
-        exp_[MFU_COMM_FSDP] = mb * (L * (dmax(0.0, ag - lf) + dmax(0.0, ag + rs - lb)) + 2.0 * ag);
+        if (pp > 1 && sys->hw->platform == MFU_PLATFORM_GPU) {
+            double P_stage = P_layer * L;
+            double ag = t_ag(sys->weight_bytes * P_stage, F, l);
+            double rs = t_ag(sys->grad_comm_bytes * P_stage, F, l);
+            tot[MFU_COMM_FSDP] = ag + rs;
+            exp_[MFU_COMM_FSDP] = mfu_dmax(0.0, ag - t_f) + rs;
+        } else {
+            double ag = t_ag(sys->weight_bytes * P_layer, F, l);
+            double rs = t_ag(sys->grad_comm_bytes * P_layer, F, l);
+            tot[MFU_COMM_FSDP] = mb * L * (2.0 * ag + rs);
+            double lf = a->fwd_s, lb = a->bwd_s + (nrc > 0 ? a->rc_s[c->recompute] : 0.0);
+            exp_[MFU_COMM_FSDP] = mb * (L * (mfu_dmax(0.0, ag - lf) + mfu_dmax(0.0, ag + rs - lb)) + 2.0 * ag);
+        }
         exp_[MFU_COMM_FSDP] = fmin(exp_[MFU_COMM_FSDP], tot[MFU_COMM_FSDP]);
     }
-    /* DP: gradients once per step (all-reduce, or with ZeRO-1/2 a
+    /* DP (F-COMM-DP): gradients once per step (all-reduce; ZeRO-1: a
      * reduce-scatter of gradients and an all-gather of parameters), in
-     * buckets under the last micro-batch's backward. Dense parameters sync
-     * over dp x ep (ep is data parallel for them), experts over dp; the two
-     * groups share the links, so their times add. */
-    double rd = dense_replicas(c);
-    if (rd > 1) {
+     * buckets under the last micro-batch's backward; ZeRO-2 reduce-scatters
+     * every micro-batch (the gradients are not kept whole). Dense
+     * parameters sync over dp * cp (dp alone when fsdp shards them),
+     * experts over their expert-data-parallel group; the groups share the
+     * links, so their times add. */
+    double rd = fsdp > 1 ? dp : mfu_dense_replicas(c);
+    double re = fsdp > 1 ? dp : mfu_expert_dp(c);
+    double shard_d = fsdp > 1 ? fsdp * cp : 1.0, shard_e = fsdp > 1 ? mfu_expert_fsdp(c) : 1.0;
+    double n_sync = c->zero == 2 ? mb : 1.0;
+    if (rd > 1 || re > 1) {
         link l = link_for(sys, s_dp, eff);
-        double parts[2][2] = {{dpar.dense / fsdp, rd}, {dpar.expert / fsdp, dp}};
+        double parts[2][2] = {{dpar.dense / shard_d, rd}, {dpar.expert / shard_e, re}};
         double t_sync = 0, t_gather = 0, t_bucket = 0;
         for (int i = 0; i < 2; i++) {
             double P = parts[i][0], n = parts[i][1];
@@ -576,17 +479,17 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
             double bucket = fmin(sys->bucket_bytes, g);
             if (c->zero == 0) {
                 t_sync += t_ar(g, n, l);
-                t_bucket = dmax(t_bucket, t_ar(bucket, n, l));
+                t_bucket = mfu_dmax(t_bucket, t_ar(bucket, n, l));
             } else {
                 t_sync += t_ag(g, n, l);
                 t_gather += t_ag(sys->weight_bytes * P, n, l);
-                t_bucket = dmax(t_bucket, t_ag(bucket, n, l));
+                t_bucket = mfu_dmax(t_bucket, t_ag(bucket, n, l));
             }
         }
-        tot[MFU_COMM_DP] = t_sync + t_gather;
-        /* sync under the last backward (the last bucket always exposed);
-         * the ZeRO parameter all-gather under the next forward */
-        exp_[MFU_COMM_DP] = dmax(t_bucket, t_sync - t_b) + dmax(0.0, t_gather - t_f);
+        tot[MFU_COMM_DP] = n_sync * t_sync + t_gather;
+        /* sync under the backward it follows (the last bucket always
+         * exposed); the ZeRO parameter all-gather under the next forward */
+        exp_[MFU_COMM_DP] = n_sync * mfu_dmax(t_bucket, t_sync - t_b) + mfu_dmax(0.0, t_gather - t_f);
         exp_[MFU_COMM_DP] = fmin(exp_[MFU_COMM_DP], tot[MFU_COMM_DP]);
     }
     /* PP (Narayanan sec. 4.1): per micro-batch b*s*h forward and backward
@@ -600,7 +503,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
         double v = (double)c->vpp;
         tot[MFU_COMM_PP] = 2.0 * mb * v * one;
         double chunk = t_mb / v;
-        exp_[MFU_COMM_PP] = 2.0 * (pp - 1.0) * one + 2.0 * mb * v * dmax(0.0, one - chunk);
+        exp_[MFU_COMM_PP] = 2.0 * (pp - 1.0) * one + 2.0 * mb * v * mfu_dmax(0.0, one - chunk);
         exp_[MFU_COMM_PP] = fmin(exp_[MFU_COMM_PP], tot[MFU_COMM_PP]);
     }
 
@@ -614,14 +517,18 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
      * (compute, recompute, in-layer exposed communication). */
     double w_frac = (t_f + t_b) > 0 ? L * a->wgrad_s / (t_f + t_b) : 0.0;
     double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac);
-    double inlayer = exp_[MFU_COMM_TP] + exp_[MFU_COMM_CP] + exp_[MFU_COMM_EP] + exp_[MFU_COMM_FSDP];
+    double inlayer = exp_[MFU_COMM_TP] + exp_[MFU_COMM_CP] + exp_[MFU_COMM_EP] +
+                     (pp > 1 && sys->hw->platform == MFU_PLATFORM_GPU ? 0.0 : exp_[MFU_COMM_FSDP]);
     tm->bubble_s = fb * (tm->compute_s + tm->recompute_s + inlayer);
 
     /* optimizer step: AdamW over the local optimizer shard, memory bound:
      * reads fp32 master, grad, m, v (16 B), writes master, m, v and the bf16
      * weights (14 B); gradient clipping reads every gradient for the global
      * norm (4 B) and the gradient buffer is zeroed for the next step (4 B). */
-    double P_opt = (c->zero >= 1 ? dpar.dense / rd + dpar.expert / dp : P_first) / fsdp;
+    double P_opt;
+    if (fsdp > 1) P_opt = dpar.dense / (fsdp * cp) + dpar.expert / mfu_expert_fsdp(c);
+    else if (c->zero >= 1) P_opt = dpar.dense / mfu_dense_replicas(c) + dpar.expert / mfu_expert_dp(c);
+    else P_opt = P_dev;
     tm->optimizer_s = 38.0 * P_opt / (sys->hw->hbm_bw_bytes_s * (eff ? eff->hbm_eff : 1.0));
     tm->overhead_s = eff ? eff->step_overhead_s : 0.0;
 
@@ -674,7 +581,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
 static void eval_totals(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
                         mfu_eval *out)
 {
-    double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP]);
+    double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP]);
     out->micro_batches = c->grad_accum;
     out->global_batch_tokens = (int64_t)((double)c->mbs * (double)c->grad_accum * D * (double)sys->train.seq);
     double gbt = (double)out->global_batch_tokens;
@@ -682,11 +589,19 @@ static void eval_totals(const mfu_system *sys, const mfu_config *c, const mfu_sh
     /* recompute FLOPs over all devices: per-device per-layer recompute at
      * sharded shapes x (tp * cp) devices sharing a micro-batch x layers
      * recomputed x micro-batches in the step. */
-    int64_t ls = stage_layers(sys, c);
-    double nrc_total = (double)rc_layers(c, ls) * (double)c->ax[MFU_AX_PP];
-    if (nrc_total > (double)sys->layers) nrc_total = (double)sys->layers;
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    double nrc_total = 0.0;
+    if (rp->kind == MFU_RCK_SELECTIVE) nrc_total = (double)sys->layers;
+    else if (rp->kind == MFU_RCK_FULL) {
+        /* first + last + the middle stages (as rank 1) */
+        int64_t pp = c->ax[MFU_AX_PP];
+        nrc_total = (double)mfu_rc_layers(sys, c, mfu_stage_layers(sys, c, 0));
+        if (pp > 1) nrc_total += (double)mfu_rc_layers(sys, c, mfu_stage_layers(sys, c, pp - 1));
+        if (pp > 2) nrc_total += (double)(pp - 2) * (double)mfu_rc_layers(sys, c, mfu_stage_layers(sys, c, 1));
+        if (nrc_total > (double)sys->layers) nrc_total = (double)sys->layers;
+    }
     double n_mb = gbt / ((double)c->mbs * (double)sys->train.seq);
-    double rcf = c->recompute == MFU_RC_NONE ? 0.0 : bound->avg.rc_flops[c->recompute];
+    double rcf = rp->kind == MFU_RCK_NONE ? 0.0 : bound->avg.rc_flops[c->recompute];
     out->f_hw_flops = out->f_useful_flops +
                       rcf * (double)(c->ax[MFU_AX_TP] * c->ax[MFU_AX_CP]) * nrc_total * n_mb;
 }
@@ -710,6 +625,7 @@ int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_sha
     if (mem) out->mem = *mem;
     else mfu_memory_costs(sys, c, bound, &out->mem);
     out->feasible = out->mem.headroom_bytes >= 0;
+    out->frameworks = mfu_config_frameworks(sys, c, NULL);
     step_times(sys, c, bound, NULL, out, &out->bound);
     /* the bound's gap has no kernel-efficiency term */
     const mfu_hardware *hw = sys->hw;
@@ -725,7 +641,7 @@ int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_sha
     double tc = out->bound.compute_s + out->bound.recompute_s;
     for (int i = 0; i < MFU_COMM_COUNT; i++)
         out->overlap_ratio[i] = tc > 0 ? out->bound.comm_total_s[i] / tc : 0.0;
-    return 0;
+    return MFU_OK;
 }
 
 int mfu_evaluate(const mfu_system *sys, const mfu_config *c, mfu_op *ops, mfu_eval *out)

@@ -1,45 +1,105 @@
 /* core/system.h -- the System Bound of one parallel configuration (seed 000
  * Phase 2: Q1 memory, Q2 compute + communication, Q3 overlap; bubble).
  *
- * Axes (design.md "System Bound"), product = devices: dp, fsdp, tp, ep, pp, cp.
- *   batch split over dp * fsdp * ep (ep is data parallel for non-expert
- *   layers); GBS_tokens = mbs * grad_accum * dp * fsdp * ep * seq (seed 003
- *   step 2). Placement on the network, innermost first: tp, cp, ep, fsdp, dp,
- *   pp; a collective uses the slowest tier its group spans.
+ * Axes (docs/model.md "Configurations"):
+ *   dp * fsdp * tp * pp * cp = devices. dp replicates (ZeRO 0/1/2 on it),
+ *   fsdp shards parameters (ZeRO-3 / FSDP2), tp splits heads and FFN, pp
+ *   splits layers, cp splits the sequence.
+ *   ep does not multiply the devices: expert parallelism folds over the
+ *   data- and context-parallel ranks (and tp ranks when etp < tp), as
+ *   Megatron-Core's "parallel folding" does (megatron/core/parallel_state.py
+ *   initialize_model_parallel: TP*CP*DP == ETP*EP*EDP per stage); the
+ *   expert data-parallel group is edp = dp*fsdp*cp*tp / (ep*etp).
+ *   GBS_tokens = mbs * grad_accum * dp * fsdp * seq.
+ *   Placement, innermost first: dense tp, cp, fsdp, dp, pp; experts etp, ep.
+ *
+ * Every function that can fail returns an mfu_err (core/error.h).
  */
 #ifndef MFU_SYSTEM_H
 #define MFU_SYSTEM_H
 
+#include "error.h"
 #include "hardware.h"
 #include "model.h"
 #include "ops.h"
 #include "roofline.h"
 
-typedef enum { MFU_SCHED_1F1B = 0, MFU_SCHED_INTERLEAVED, MFU_SCHED_ZB, MFU_SCHED_COUNT } mfu_schedule;
+/* Pipeline schedules (docs/model.md F-PP-*):
+ *  1f1b        Megatron-LM / torchtitan 1F1B (PipeDream-Flush)
+ *  interleaved Megatron-LM interleaved 1F1B, torchtitan Interleaved1F1B (vpp >= 2)
+ *  zb          ZB-H1 (Qi et al. 2023): no framework modelled here launches it
+ *  gpipe       MaxText's pipeline: GPipe, circular with vpp repeats */
+typedef enum {
+    MFU_SCHED_1F1B = 0,
+    MFU_SCHED_INTERLEAVED,
+    MFU_SCHED_ZB,
+    MFU_SCHED_GPIPE,
+    MFU_SCHED_COUNT
+} mfu_schedule;
+
+/* How the layers are split over the pipeline stages (docs/model.md F-PP-SPLIT). */
+typedef enum {
+    MFU_SPLIT_EVEN = 0,   /* L/pp each */
+    MFU_SPLIT_ACCOUNT,    /* embedding and loss counted as a layer each
+                           * (Megatron --account-for-{embedding,loss}-in-pipeline-split;
+                           * torchtitan's default split) */
+    MFU_SPLIT_FIRST_LAST, /* Megatron --decoder-{first,last}-pipeline-num-layers */
+    MFU_SPLIT_COUNT
+} mfu_split;
+
+/* Recompute policies: each a kind and a set of modules (ops.h MFU_RCM_*).
+ * The table is in mfu_system (sys->rc[]); these are its fixed slots. */
+typedef enum { MFU_RCK_NONE = 0, MFU_RCK_SELECTIVE, MFU_RCK_FULL } mfu_rc_kind;
 typedef enum {
     MFU_RC_NONE = 0,
-    MFU_RC_SELECTIVE,           /* recompute the attention core (Korthikanti sec. 5) */
-    MFU_RC_SAVE_DOT_EXCEPT_MLP, /* recompute the MLP forward (seed 000 table) */
-    MFU_RC_FULL,                /* recompute the whole layer forward */
+    MFU_RC_SELECTIVE,           /* Megatron default: core_attn (Korthikanti sec. 5) */
+    MFU_RC_MINIMAL,             /* norms and activations (MaxText minimal_with_context,
+                                 * torchtitan op-level SAC, Megatron layernorm+moe_act) */
+    MFU_RC_SAVE_DOT_EXCEPT_MLP, /* norms and the MLP/MoE blocks (MaxText
+                                 * save_dot_with_context_except_mlp; Megatron layernorm,mlp,moe) */
+    MFU_RC_MLA_UP,              /* norms and the MLA up-projections (DeepSeek-V3 sec. 3.2.3) */
+    MFU_RC_FULL,                /* the whole layer */
+    MFU_RC_CUSTOM,              /* a module set given in the request */
     MFU_RC_COUNT
 } mfu_recompute;
+
+/* Frameworks (docs/frameworks.md holds the legality rules, each with the
+ * framework code it comes from). */
+typedef enum { MFU_FW_MEGATRON = 0, MFU_FW_TORCHTITAN, MFU_FW_MAXTEXT, MFU_FW_COUNT } mfu_framework;
+#define MFU_FW_MASK(f) (1u << (f))
+#define MFU_FW_ALL ((1u << MFU_FW_COUNT) - 1u)
+/* search.frameworks "any": also configurations no modelled framework launches */
+#define MFU_FW_ANY (1u << 31)
+extern const char *const mfu_framework_names[MFU_FW_COUNT];
 
 enum { MFU_AX_DP = 0, MFU_AX_FSDP, MFU_AX_TP, MFU_AX_EP, MFU_AX_PP, MFU_AX_CP, MFU_AX_COUNT };
 
 typedef struct mfu_config {
-    int64_t ax[MFU_AX_COUNT]; /* dp, fsdp, tp, ep, pp, cp */
-    int sp;                   /* sequence parallel (needs tp > 1 to matter) */
+    int64_t ax[MFU_AX_COUNT]; /* dp, fsdp, tp, ep, pp, cp (ep folds; see above) */
+    int sp;                   /* sequence parallel (needs tp > 1) */
     int zero;                 /* 0, 1, 2: ZeRO stage on the dp axis */
-    int64_t etp;              /* expert tensor parallel: 1 or tp */
+    int64_t etp;              /* expert tensor parallel */
     mfu_schedule schedule;
-    int64_t vpp;              /* virtual stages per device (interleaved) */
+    int64_t vpp;              /* virtual stages per device (interleaved), repeats (gpipe) */
+    mfu_split split;
+    int64_t pp_first, pp_last;/* layers on the first / last stage: given with
+                               * MFU_SPLIT_FIRST_LAST, else filled by
+                               * mfu_config_fill_stages() */
+    int64_t pp_mid;           /* layers on rank 1 (filled); all three 0 = not filled */
     int64_t mbs;              /* sequences per micro-batch */
     int64_t grad_accum;       /* micro-batches per step per pipeline */
-    mfu_recompute recompute;
+    int recompute;            /* mfu_recompute slot of sys->rc[] */
     int64_t recompute_layers; /* with full: layers per stage recomputed; -1 = all */
     int tp_overlap;           /* TP communication overlapped with GEMMs */
     int ep_overlap;           /* EP all-to-all chunked under expert compute */
 } mfu_config;
+
+/* Layers per stage of a configuration: stage 0, the busiest middle stage,
+ * the last stage (docs/model.md F-PP-SPLIT). */
+typedef struct mfu_stages {
+    int64_t first, mid, last; /* layers; pp == 1: first == last == all */
+    int64_t mid_stage;        /* index of the middle stage `mid` describes (1; 0 if pp <= 2) */
+} mfu_stages;
 
 /* Named gap components: roofline MFU - system MFU = sum of their MFU points. */
 enum {
@@ -63,9 +123,13 @@ enum { MFU_COMM_TP = 0, MFU_COMM_CP, MFU_COMM_EP, MFU_COMM_FSDP, MFU_COMM_DP, MF
        MFU_COMM_COUNT };
 extern const char *const mfu_comm_names[MFU_COMM_COUNT];
 
+/* Memory of one pipeline stage (docs/model.md F-MEM-*). */
 typedef struct mfu_memory {
     double weights_bytes, grads_bytes, optimizer_bytes, activations_bytes, buffers_bytes,
         reserve_bytes, total_bytes, capacity_bytes, headroom_bytes;
+    int64_t stage;            /* pipeline rank these figures are for */
+    int64_t layers;           /* transformer layers on it */
+    double inflight;          /* micro-batches whose activations it holds (layer-equivalents / layers) */
 } mfu_memory;
 
 /* Time of one step on the busiest device, one set per profile (bound/expected). */
@@ -84,14 +148,28 @@ typedef struct mfu_times {
 
 typedef struct mfu_eval {
     int feasible;
-    mfu_memory mem;
+    mfu_memory mem;               /* the stage with the least headroom */
     mfu_times bound, expected;
     double tokens_per_s;          /* expected */
     double overlap_ratio[MFU_COMM_COUNT]; /* seed 003: t_comm / t_compute per axis */
     double f_useful_flops, f_hw_flops;     /* per step, all devices */
     int64_t global_batch_tokens;
     int64_t micro_batches;        /* per pipeline per step (= grad_accum) */
+    unsigned frameworks;          /* MFU_FW_MASK bits of the frameworks that launch it */
 } mfu_eval;
+
+/* The module sets of the fixed selective slots (0 for none, full, custom). */
+extern const unsigned mfu_rc_std_modules[MFU_RC_COUNT];
+/* The slot a (kind, modules) pair names: a fixed slot when the set is one
+ * of theirs, else MFU_RC_CUSTOM. */
+int mfu_rc_slot(mfu_rc_kind kind, unsigned modules);
+
+/* One recompute policy of the table (docs/model.md F-RC-*). */
+typedef struct mfu_rc_policy {
+    mfu_rc_kind kind;
+    unsigned modules;             /* MFU_RCM_* (selective) */
+    unsigned frameworks;          /* who can express it for this model */
+} mfu_rc_policy;
 
 /* What every configuration shares: the model, hardware, training settings,
  * the roofline, and per-model constants computed once. */
@@ -107,48 +185,100 @@ typedef struct mfu_system {
     double roof_step_per_token_s; /* roofline T_step / global batch tokens */
     int64_t moe_layers;
     const mfu_mlp *moe_mlp;       /* the MoE block (of the last MoE run), NULL if dense */
+    int has_mla, has_dense_mlp;
     double layer_params_dense;    /* non-expert params of all layers */
-    double reserve_frac;          /* fraction of HBM kept for fragmentation */
-    double reserve_fixed_bytes;   /* CUDA context, NCCL buffers */
+    /* per layer (averages) and outside the layers, for the memory model */
+    double layer_dense_avg, layer_expert_avg, embed_params, head_params, final_params;
     double bucket_bytes;          /* DP gradient bucket */
-    double weight_bytes, grad_bytes, optim_bytes; /* per parameter */
+    double weight_bytes;          /* bf16 parameter copy, per parameter */
+    double grad_bytes;            /* main gradient, per parameter (4 fp32 / 2 bf16) */
+    double master_bytes;          /* fp32 master copy */
+    double moment_bytes;          /* Adam m + v */
     double grad_comm_bytes;       /* per gradient element reduced */
+    mfu_rc_policy rc[MFU_RC_COUNT];
 } mfu_system;
 
 /* Prepare the shared part (computes the roofline once; ops is scratch of
- * MFU_MAX_OPS entries). */
-void mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
-                     const mfu_training *t, int64_t devices, mfu_op *ops);
+ * MFU_MAX_OPS entries). custom_modules: the MFU_RC_CUSTOM slot's module
+ * set (0: none). */
+MFU_MUST_CHECK int mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
+                                   const mfu_training *t, int64_t devices, unsigned custom_modules,
+                                   mfu_op *ops);
 
-/* Legality (divisibility) of a configuration: 0 if legal, else a reason
- * index into mfu_prune_names and *why a short static text. */
+/* ---- legality ---------------------------------------------------------- */
+
 enum { MFU_PRUNE_DIVISIBILITY = 0, MFU_PRUNE_BATCH, MFU_PRUNE_MEMORY, MFU_PRUNE_BOUND,
-       MFU_PRUNE_CONSTRAINT, MFU_PRUNE_COUNT };
+       MFU_PRUNE_CONSTRAINT, MFU_PRUNE_FRAMEWORK, MFU_PRUNE_DOMINATED, MFU_PRUNE_COUNT };
 extern const char *const mfu_prune_names[MFU_PRUNE_COUNT];
-int mfu_config_check(const mfu_system *sys, const mfu_config *c, const char **why);
-/* The two halves: axes and micro-batch shape; the switches below them. */
-int mfu_config_check_shape(const mfu_system *sys, const mfu_config *c, const char **why);
-int mfu_config_check_point(const mfu_system *sys, const mfu_config *c, const char **why);
+
+/* Divisibility of a configuration (what no implementation can run):
+ * MFU_OK, or MFU_EILLEGAL with *reason an index into mfu_prune_names and
+ * *why a short static text. _shape checks the axes and the micro-batch
+ * shape, _point the switches below them (needs grad_accum). */
+MFU_MUST_CHECK int mfu_config_check(const mfu_system *sys, const mfu_config *c, int *reason,
+                                    const char **why);
+MFU_MUST_CHECK int mfu_config_check_shape(const mfu_system *sys, const mfu_config *c, int *reason,
+                                          const char **why);
+MFU_MUST_CHECK int mfu_config_check_point(const mfu_system *sys, const mfu_config *c, int *reason,
+                                          const char **why);
+/* check_point's two halves: zero, batch, schedule, vpp and split; the
+ * recompute policy. */
+MFU_MUST_CHECK int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reason,
+                                          const char **why);
+MFU_MUST_CHECK int mfu_config_check_rc(const mfu_system *sys, const mfu_config *c, int *reason,
+                                       const char **why);
+
+/* The frameworks that can launch c (MFU_FW_MASK bits), each rule cited in
+ * docs/frameworks.md. why_not[f] (may be NULL) gets, for each framework
+ * that cannot, the first rule it breaks. */
+unsigned mfu_config_frameworks(const mfu_system *sys, const mfu_config *c,
+                               const char *why_not[MFU_FW_COUNT]);
+/* The same for the rules of some levels only (what the search knows at
+ * each loop), among `candidates` (MFU_FW_MASK bits). */
+enum { MFU_LV_SHAPE = 1u, MFU_LV_SCHED = 2u, MFU_LV_RC = 4u, MFU_LV_ALL = 7u };
+unsigned mfu_config_frameworks_at(const mfu_system *sys, const mfu_config *c, unsigned levels,
+                                  unsigned candidates, const char *why_not[MFU_FW_COUNT]);
+/* Frameworks of the platform (GPU: Megatron-LM, torchtitan; TPU: MaxText). */
+unsigned mfu_platform_frameworks(const mfu_hardware *hw);
+
+/* Layers per stage (needs split, pp_first, pp_last for FIRST_LAST). */
+void mfu_config_stages(const mfu_system *sys, const mfu_config *c, mfu_stages *out);
+/* Store the first, rank-1 and last stages' layers in c (the search and
+ * the memory model read them per point); after any change of pp, vpp or
+ * the split. */
+void mfu_config_fill_stages(const mfu_system *sys, mfu_config *c);
+/* Fill c->split/pp_first/pp_last with the split the search would use for
+ * (pp, vpp): even if it divides, else embedding and loss as layers, else
+ * first/last stages holding the remainder. MFU_OK or MFU_EILLEGAL (no split). */
+MFU_MUST_CHECK int mfu_config_default_split(const mfu_system *sys, mfu_config *c);
+
+/* Micro-batch activations (in layer-equivalents of one micro-batch per
+ * layer of the stage) held at peak by pipeline rank `stage` under the
+ * schedule (docs/model.md F-PP-INFLIGHT): 1F1B and ZB-H1 min(p - r, m);
+ * interleaved min(2(p-r-1) + (v-1)p + 1, m v) chunks of 1/v of the stage
+ * (Megatron-LM schedules.py get_pp_rank_microbatches); GPipe m. */
+double mfu_inflight(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, int64_t stage);
+
+/* ---- evaluation --------------------------------------------------------- */
 
 /* Model one configuration fully. ops is scratch (MFU_MAX_OPS entries).
- * Returns 0; out->feasible says whether memory fits. */
-int mfu_evaluate(const mfu_system *sys, const mfu_config *c, mfu_op *ops, mfu_eval *out);
-
-/* Memory only (cheap; used by the search before the full evaluation). */
-void mfu_memory_model(const mfu_system *sys, const mfu_config *c, mfu_op *ops, mfu_memory *out);
+ * out->feasible says whether memory fits. */
+MFU_MUST_CHECK int mfu_evaluate(const mfu_system *sys, const mfu_config *c, mfu_op *ops,
+                                mfu_eval *out);
 
 /* Pipeline bubble as a fraction of the ideal pipeline time (Narayanan et
- * al. 2021 sec. 2.2; ZB-H1: Qi et al. 2023, DeepSeek-V3 Table 2).
+ * al. 2021 sec. 2.2; ZB-H1: Qi et al. 2023, DeepSeek-V3 Table 2; GPipe
+ * (Huang et al. 2019) as MaxText runs it, circular with v repeats).
  * w_frac = W / (F + B): the weight-gradient share of a micro-batch. */
 double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, double w_frac);
 
 /* Per-shape costs of one micro-batch on one device, for one profile: what
- * the search caches per (tp, cp, ep, etp, sp, mbs). Filled from the op
- * inventory by mfu_shape_costs(). */
+ * the search caches per (tp, cp, ep, etp, sp, mbs). */
 typedef struct mfu_layer_cost {
     double fwd_s, bwd_s, wgrad_s;  /* all ops of one layer */
     double gemm_s;                 /* matmul ops, fwd + bwd (TP overlap) */
     double attn_core_s;            /* attention core fwd + bwd (CP overlap) */
+    double attn_core_fwd_s;
     double expert_s;               /* routed-expert ops fwd + bwd (EP overlap) */
     double rc_s[MFU_RC_COUNT];     /* recomputed forward time per policy */
     double rc_flops[MFU_RC_COUNT];
@@ -162,6 +292,7 @@ typedef struct mfu_shape_cost {
     mfu_layer_cost avg_moe;        /* MoE layers only (zero if none) */
     double embed_fwd_s, embed_bwd_s, embed_saved;
     double head_fwd_s, head_bwd_s, head_saved;
+    double logits_transient;       /* bytes live at once besides head_saved (bf16 logits) */
 } mfu_shape_cost;
 
 /* eff NULL = ideal (bound). ops: scratch of MFU_MAX_OPS. */
@@ -170,19 +301,24 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
 
 /* Evaluate with precomputed costs (bound and expected); mem: the memory
  * model's answer if the caller has it, else NULL. */
-int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
-                       const mfu_shape_cost *expected, const mfu_memory *mem, mfu_eval *out);
+MFU_MUST_CHECK int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c,
+                                      const mfu_shape_cost *bound, const mfu_shape_cost *expected,
+                                      const mfu_memory *mem, mfu_eval *out);
 /* Step time of one profile only (k: that profile's costs; bound: the
  * bound costs, for recompute FLOPs), for ranking before a full evaluation. */
 double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                      const mfu_shape_cost *bound, int expected);
-/* Memory from precomputed (bound) costs. */
+
+/* Memory (docs/model.md F-MEM-*): the stage with the least headroom among
+ * the first, the busiest middle and the last. exact = 0: an infeasible
+ * answer may stop at the first stage that does not fit. */
 void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                       mfu_memory *out);
-/* exact = 0: an infeasible answer may stop at the first stage that does not
- * fit (the search only needs to know that it does not). */
 void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                          int exact, mfu_memory *out);
+/* One pipeline rank's memory (0 <= stage < pp), for the per-stage report. */
+void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                      int64_t stage, mfu_memory *out);
 /* Shape of a config's micro-batch. */
 void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s);
 

@@ -10,8 +10,11 @@
  * validator (render -> parse) so the core only sees what a request could
  * give it. Then mfu_search runs (twice) and abort()s on any violation of:
  *   - no NaN/Inf in any field of a ranked evaluation, scores > 0, sorted;
- *   - every config legal (mfu_config_check), axes multiply to devices,
- *     constraints honoured, batch within the range, fits memory;
+ *   - every config legal (mfu_config_check), dense axes multiply to
+ *     devices, launchable by an admitted framework, constraints honoured,
+ *     batch within the range, fits memory;
+ *   - the roofline's MFU is <= 1 and every system MFU <= the roofline's
+ *     (the bound is a bound), bound step <= expected step;
  *   - the gap identity per profile: components sum to roofline MFU - MFU
  *     (rel. 1e-9) and to T_step - T_roofline/N in seconds;
  *   - the statistics add up (evaluated <= space_size, ...);
@@ -278,7 +281,8 @@ static void check_result(const mfu_system *sys, const mfu_search_opts *o, const 
     if (o->max_evaluations) FZ_CHECK(s->evaluated <= o->max_evaluations, "budget overrun");
     if (!s->truncated)
         FZ_CHECK(s->evaluated + s->pruned[MFU_PRUNE_DIVISIBILITY] + s->pruned[MFU_PRUNE_CONSTRAINT] +
-                         s->pruned[MFU_PRUNE_BATCH] == s->space_size,
+                         s->pruned[MFU_PRUNE_BATCH] + s->pruned[MFU_PRUNE_FRAMEWORK] +
+                         s->pruned[MFU_PRUNE_DOMINATED] == s->space_size,
                  "space %llu != evaluated + pruned", (unsigned long long)s->space_size);
     for (int i = 0; i < r->n; i++) {
         const mfu_ranked *t = &r->top[i];
@@ -291,12 +295,19 @@ static void check_result(const mfu_system *sys, const mfu_search_opts *o, const 
             FZ_CHECK(c->ax[a] >= 1, "config %d: axis %d = %lld", i, a, (long long)c->ax[a]);
             FZ_CHECK(allowed(o, a, c->ax[a]), "config %d: axis %d = %lld not allowed", i, a,
                      (long long)c->ax[a]);
-            prod *= c->ax[a];
+            if (a != MFU_AX_EP) prod *= c->ax[a];
         }
         FZ_CHECK(prod == sys->devices, "config %d: axes multiply to %lld, devices %lld", i,
                  (long long)prod, (long long)sys->devices);
         const char *why = "";
-        FZ_CHECK(mfu_config_check(sys, c, &why) < 0, "config %d: illegal: %s", i, why);
+        int reason;
+        FZ_CHECK(mfu_config_check(sys, c, &reason, &why) == MFU_OK, "config %d: illegal: %s", i, why);
+        FZ_CHECK((o->frameworks & MFU_FW_ANY) || (mfu_config_frameworks(sys, c, NULL) & o->frameworks),
+                 "config %d: no admitted framework launches it", i);
+        FZ_CHECK(t->eval.bound.mfu <= sys->roofline_mfu * (1 + 1e-9) &&
+                     t->eval.expected.step_time_s >= t->eval.bound.step_time_s * (1 - 1e-12),
+                 "config %d: system MFU %.17g above the roofline's %.17g (or expected < bound)", i,
+                 t->eval.bound.mfu, sys->roofline_mfu);
         FZ_CHECK(o->fix_sp < 0 || c->sp == o->fix_sp, "config %d: sp", i);
         FZ_CHECK(o->fix_zero < 0 || c->zero == o->fix_zero, "config %d: zero", i);
         FZ_CHECK(o->fix_schedule < 0 || (int)c->schedule == o->fix_schedule, "config %d: schedule", i);
@@ -307,7 +318,7 @@ static void check_result(const mfu_system *sys, const mfu_search_opts *o, const 
         FZ_CHECK(c->mbs <= o->max_mbs && c->vpp <= o->max_vpp, "config %d: mbs %lld vpp %lld", i,
                  (long long)c->mbs, (long long)c->vpp);
         FZ_CHECK(c->tp_overlap == o->tp_overlap && c->ep_overlap == o->ep_overlap, "config %d: overlap", i);
-        int64_t seqs = c->mbs * c->grad_accum * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_EP];
+        int64_t seqs = c->mbs * c->grad_accum * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
         FZ_CHECK(seqs >= o->batch_min_seqs && seqs <= o->batch_max_seqs,
                  "config %d: batch %lld seqs outside [%lld, %lld]", i, (long long)seqs,
                  (long long)o->batch_min_seqs, (long long)o->batch_max_seqs);
@@ -327,6 +338,7 @@ static int same_config(const mfu_config *a, const mfu_config *b)
     return a->sp == b->sp && a->zero == b->zero && a->etp == b->etp && a->schedule == b->schedule &&
            a->vpp == b->vpp && a->mbs == b->mbs && a->grad_accum == b->grad_accum &&
            a->recompute == b->recompute && a->recompute_layers == b->recompute_layers &&
+           a->split == b->split && a->pp_first == b->pp_first && a->pp_last == b->pp_last &&
            a->tp_overlap == b->tp_overlap && a->ep_overlap == b->ep_overlap;
 }
 
@@ -338,6 +350,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (decode_model(&r, &m) || decode_hw(&r, &hw)) return 0;
     int64_t devices = decode_devices(&r);
     mfu_training tr;
+    memset(&tr, 0, sizeof tr);
     tr.seq = (int64_t)64 << (u8(&r) % 9);
     if (m.position == MFU_POS_LEARNED && tr.seq > m.max_positions) tr.seq = m.max_positions;
     if (tr.seq < 1) return 0;
@@ -347,10 +360,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (hw.peak_flops[tr.dtype] <= 0) tr.dtype = MFU_DT_BF16;
     tr.attn_impl = (mfu_attn_impl)(u8(&r) % 2);
     tr.conv = (mfu_convention)(u8(&r) % 3);
+    tr.grad_bf16 = u8(&r) & 1;
+    tr.moments_bf16 = u8(&r) & 1;
+    unsigned custom = u8(&r) & 1 ? u8(&r) & 0xff : 0u;
 
     mfu_system sys;
-    mfu_system_init(&sys, &m, &hw, &tr, devices, ops);
+    FZ_CHECK(mfu_system_init(&sys, &m, &hw, &tr, devices, custom, ops) == MFU_OK,
+             "system init failed (an inventory beyond MFU_MAX_OPS)");
     FZ_CHECK(isfinite(sys.roofline_mfu) && sys.roofline_mfu > 0, "roofline mfu %g", sys.roofline_mfu);
+    {
+        /* the roofline never executes more than peak: executed FLOPs over
+         * peak x time <= 1; model FLOPs too, unless the "full" convention
+         * counts attention a causal flash kernel skips */
+        mfu_roofline roof;
+        FZ_CHECK(mfu_roofline_compute(&m, &hw, &tr, ops, MFU_MAX_OPS, &roof) == MFU_OK, "roofline");
+        double util = roof.f_exec_flops / (hw.peak_flops[tr.dtype] * roof.step_time_s);
+        FZ_CHECK(util <= 1.0 + 1e-12, "roofline executes %.17g of peak", util);
+        if (tr.conv != MFU_CONV_FULL || tr.attn_impl == MFU_ATTN_UNFUSED)
+            FZ_CHECK(sys.roofline_mfu <= 1.0 + 1e-12, "roofline mfu %.17g > 1", sys.roofline_mfu);
+    }
     FZ_CHECK(isfinite(sys.roof_step_per_token_s) && sys.roof_step_per_token_s > 0, "roofline step");
 
     mfu_search_opts o;
@@ -363,6 +391,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.partial_recompute = u8(&r) & 1;
     o.tp_overlap = u8(&r) & 1;
     o.ep_overlap = u8(&r) & 1;
+    unsigned fwb = u8(&r);
+    if (fwb & 1) o.frameworks = MFU_FW_ANY | mfu_platform_frameworks(&hw);
+    else if (fwb & 2) o.frameworks = mfu_platform_frameworks(&hw) & (fwb >> 2 | 1u);
     unsigned sw = u8(&r);
     if (sw & 1) o.fix_sp = u8(&r) & 1;
     if (sw & 2) o.fix_zero = u8(&r) % 3;
@@ -389,7 +420,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.batch_min_seqs = 1 + u8(&r);
         o.batch_max_seqs = o.batch_min_seqs + u16(&r) % 1024;
         tr.global_batch_tokens = (double)(o.batch_max_seqs * tr.seq);
-        mfu_system_init(&sys, &m, &hw, &tr, devices, ops);
+        FZ_CHECK(mfu_system_init(&sys, &m, &hw, &tr, devices, custom, ops) == MFU_OK, "system init");
     }
 
     if (!cache) cache = malloc(mfu_search_cache_bytes());
@@ -411,7 +442,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the search's cached evaluation equals the direct one */
     if (ra.n > 0) {
         mfu_eval ev;
-        mfu_evaluate(&sys, &top_a[0].config, ops, &ev);
+        FZ_CHECK(mfu_evaluate(&sys, &top_a[0].config, ops, &ev) == MFU_OK, "evaluate failed");
         for (int pr = 0; pr < 2; pr++) {
             double a = pr ? ev.expected.step_time_s : ev.bound.step_time_s;
             double b = pr ? top_a[0].eval.expected.step_time_s : top_a[0].eval.bound.step_time_s;

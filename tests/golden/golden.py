@@ -413,14 +413,32 @@ def inv_search(doc, req, **_):
         if c.get("rank") != i + 1:
             out.append("config %d has rank %r" % (i, c.get("rank")))
         par = c["parallel"]
+        # ep folds over dp*fsdp*cp*tp (Megatron-Core parallel folding): the
+        # dense axes alone multiply to the devices, ep*etp divides their fold
         prod = 1
         for a in AXES:
-            prod *= par[a]
+            if a != "ep":
+                prod *= par[a]
         if prod != devices:
             out.append("%s: product of axes %d != devices %d" % (n, prod, devices))
-        gbt = c["mbs"] * c["grad_accum"] * par["dp"] * par["fsdp"] * par["ep"] * seq
+        fold = par["dp"] * par["fsdp"] * par["cp"] * par["tp"]
+        if fold % (par["ep"] * par["etp"]):
+            out.append("%s: ep*etp %d does not divide dp*fsdp*cp*tp %d" % (n, par["ep"] * par["etp"], fold))
+        gbt = c["mbs"] * c["grad_accum"] * par["dp"] * par["fsdp"] * seq
         if c["global_batch_tokens"] != gbt:
-            out.append("%s: global_batch_tokens %r != mbs*ga*dp*fsdp*ep*seq = %d" % (n, c["global_batch_tokens"], gbt))
+            out.append("%s: global_batch_tokens %r != mbs*ga*dp*fsdp*seq = %d" % (n, c["global_batch_tokens"], gbt))
+        # every ranked configuration names a framework that launches it
+        # (issue 9 item 6), among those the search admitted
+        want_fw = sopts.get("frameworks")
+        if not c.get("frameworks"):
+            out.append("%s: no framework launches it" % n)
+        elif want_fw and "any" not in want_fw and not set(c["frameworks"]) & set(want_fw):
+            out.append("%s: frameworks %r outside the admitted %r" % (n, c["frameworks"], want_fw))
+        # pipeline split: the stages hold every layer
+        ps = c["pipeline_split"]
+        L = doc["model"]["resolved"]["layers_total"]
+        if par["pp"] == 1 and ps["first_stage_layers"] != L:
+            out.append("%s: one stage must hold all %d layers" % (n, L))
         if fixed_gbt is not None and "batch_seqs" not in sopts and c["global_batch_tokens"] != fixed_gbt:
             out.append("%s: global_batch_tokens %r != the fixed batch %r" % (n, c["global_batch_tokens"], fixed_gbt))
         m = c["memory"]
@@ -493,11 +511,17 @@ def inv_search(doc, req, **_):
         if prev is not None and score < prev * (1 - 4 * PRINT_REL):
             out.append("%s: ranked after a slower config (%.10g < %.10g s/token)" % (n, score, prev))
         prev = score
-        # the Megatron command line says the same configuration
-        ma = c.get("megatron_args", "")
-        for flag, v in (("--tensor-model-parallel-size", par["tp"]), ("--pipeline-model-parallel-size", par["pp"]),
-                        ("--context-parallel-size", par["cp"]), ("--expert-model-parallel-size", par["ep"]),
-                        ("--micro-batch-size", c["mbs"]), ("--global-batch-size", c["global_batch_tokens"] // seq)):
+        # the Megatron command line, when Megatron launches it, says the
+        # same configuration (and there is none otherwise)
+        ma = c.get("megatron_args")
+        if ("megatron" in c.get("frameworks", [])) != isinstance(ma, str):
+            out.append("%s: megatron_args %r but frameworks %r" % (n, ma, c.get("frameworks")))
+        flags = [("--tensor-model-parallel-size", par["tp"]), ("--pipeline-model-parallel-size", par["pp"]),
+                 ("--context-parallel-size", par["cp"]), ("--micro-batch-size", c["mbs"]),
+                 ("--global-batch-size", c["global_batch_tokens"] // seq)]
+        if par["ep"] > 1:
+            flags.append(("--expert-model-parallel-size", par["ep"]))
+        for flag, v in flags if isinstance(ma, str) else []:
             if not re.search(r"%s %d(\s|$)" % (re.escape(flag), v), ma):
                 out.append("%s: megatron_args lacks '%s %d': %r" % (n, flag, v, ma))
     return out

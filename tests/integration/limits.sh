@@ -163,7 +163,9 @@ check "experts 65537 (hf_config override): 422 ($CODE $(perr))" \
 
 # ---- 5. search space and time budget --------------------------------------------------
 echo "[section 5 at ${SECONDS}s]" >&2
-gen huge 'base(model={"preset": "llama3-70b"}, devices=2**20, training={"seq_len": 8192, "global_batch_tokens": 16777216}, search={"top_k": 3})'
+# a space no search covers in 0.2 s: 2^20 devices, a batch range of a
+# million sequences, every configuration (not only launchable ones)
+gen huge 'base(model={"preset": "llama3-70b"}, devices=2**20, training={"seq_len": 8192}, search={"top_k": 3, "batch_seqs": [1, 1000000], "frameworks": ["any"]})'
 t0=$(date +%s.%N)
 post /search "$T/huge.json" -H 'Prefer: wait=20'
 t1=$(date +%s.%N)
@@ -173,7 +175,7 @@ check "cap: truncated true, truncated_by deadline_s" \
     [ "$(js "$T/body" 'd["result"]["search"]["truncated"], d["result"]["search"]["truncated_by"]')" = "(True, 'deadline_s')" ]
 check "cap: the space size is reported ($(js "$T/body" 'd["result"]["search"]["space_size"]'))" \
     [ "$(js "$T/body" 'd["result"]["search"]["space_size"] > d["result"]["search"]["evaluated"] > 0')" = True ]
-gen huge2 'base(model={"preset": "llama3-70b"}, devices=2**20, training={"seq_len": 8192, "global_batch_tokens": 16777216}, search={"top_k": 3, "deadline_s": 3600})'
+gen huge2 'base(model={"preset": "llama3-70b"}, devices=2**20, training={"seq_len": 8192}, search={"top_k": 3, "batch_seqs": [1, 1000000], "frameworks": ["any"], "deadline_s": 3600})'
 id1=$(js "$T/body" 'd["id"]')
 post /search "$T/huge2.json" -H 'Prefer: wait=20'
 check "deadline_s 3600 clamped to the cap: the default's job, a cache hit ($CODE)" \
@@ -182,7 +184,7 @@ gen me 'base(devices=1024, search={"top_k": 3, "max_evaluations": 100})'
 post /search "$T/me.json" -H 'Prefer: wait=20'
 check "max_evaluations: truncated_by max_evaluations ($CODE)" \
     [ "$(js "$T/body" 'd["result"]["search"]["truncated_by"]')" = max_evaluations ]
-gen dl 'base(model={"preset": "deepseek-v3"}, devices=2**20, training={"seq_len": 4096, "global_batch_tokens": 16777216}, search={"top_k": 3, "deadline_s": 0.05})'
+gen dl 'base(model={"preset": "deepseek-v3"}, devices=2**20, training={"seq_len": 4096, "global_batch_tokens": 16777216}, search={"top_k": 3, "deadline_s": 0.05, "frameworks": ["any"], "batch_seqs": [1, 100000]})'
 post /search "$T/dl.json" -H 'Prefer: wait=20'
 check "request deadline_s 0.05 on 2^20 devices (MoE): truncated_by deadline_s ($CODE)" \
     [ "$(js "$T/body" 'd["result"]["search"]["truncated_by"]')" = deadline_s ]

@@ -8,7 +8,9 @@
 #   - no 5xx other than the designed 503, and every 503 carries Retry-After
 #     (new searches fill the queue: --queue-limit 64, one worker);
 #   - every status is one the contract allows on these routes (200/202/503);
-#   - RSS after the run <= RSS before + 64 MiB (LOAD_RSS_SLACK_KB);
+#   - RSS after the run <= RSS before + 64 MiB (LOAD_RSS_SLACK_KB): the
+#     rendered-result cache is capped at 16 MiB here (--mem-cache), so the
+#     bound is what the rest may grow by, not the default 64 MiB cache;
 #   - the daemon still answers /healthz and a cached GET afterwards, and
 #     SIGTERM then stops it cleanly.
 # Prints the figures. Ends with "N passed, N failed"; about 15 s.
@@ -28,7 +30,7 @@ fi
 # wrk needs one descriptor per connection; the daemon too.
 ulimit -n 4096 2>/dev/null || true
 
-"$MFUD" --port 0 --db "$T/mfud.db" --workers 1 --queue-limit 64 --max-conns 1024 \
+"$MFUD" --port 0 --db "$T/mfud.db" --workers 1 --queue-limit 64 --max-conns 1024 --mem-cache 16777216 \
     --log-level info 2>"$T/log" &
 PID=$!
 wait_port "$T/log"

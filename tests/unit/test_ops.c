@@ -44,9 +44,9 @@ static void korthikanti(const char *preset, double t)
      * system model's per-policy saved bytes */
     mfu_hardware hw;
     CHECK(load_hw("a100-80gb", &hw) == 0);
-    mfu_training tr = {2048, 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL};
+    mfu_training tr = {2048, 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL, 0, 0};
     mfu_system sys;
-    mfu_system_init(&sys, &m, &hw, &tr, 8, ops);
+    CHECK(mfu_system_init(&sys, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
     mfu_shape_cost k;
     mfu_shape_costs(&sys, &sh, NULL, ops, &k);
     CHECK_NEAR(k.avg.saved_bytes[MFU_RC_SELECTIVE], 34 * sbh / t, 1e-12);
@@ -120,7 +120,7 @@ int main(void)
         mfu_hardware hw;
         CHECK(load_model("llama3-70b", &m) == 0);
         CHECK(load_hw("h100-sxm", &hw) == 0);
-        mfu_training tr = {8192, 2097152, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+        mfu_training tr = {8192, 2097152, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
         mfu_roofline r;
         CHECK(mfu_roofline_compute(&m, &hw, &tr, ops, MFU_MAX_OPS, &r) == 0);
         int mm = 0, bad = 0, mem = 0;

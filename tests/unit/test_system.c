@@ -8,6 +8,37 @@
 
 static mfu_op ops[MFU_MAX_OPS];
 
+/* Seed 003 sec. 3 closed forms: the seed's own worked numbers check them
+ * (they were test-only helpers of core/search.h). */
+
+static double mfu_seed003_dp_ratio(double params, double tokens_per_device, double dp, double peak_flops,
+                            double bw_bytes_s, double bytes_per_param)
+{
+    /* t_comm = 2 P b (DP-1)/DP / B ; t_compute = 4 T P / F (backward) */
+    double t_comm = 2.0 * params * bytes_per_param * (dp - 1.0) / dp / bw_bytes_s;
+    double t_comp = 4.0 * tokens_per_device * params / peak_flops;
+    return t_comm / t_comp;
+}
+
+static double mfu_seed003_zero3_ratio(double seq, double mbs, double dp, double peak_flops,
+                               double bw_bytes_s, double layer_params)
+{
+    /* t_comm = 2 P_l 2 (DP-1)/DP / B ; t_compute = 2 s mbs P_l / F (layer forward) */
+    double t_comm = 2.0 * layer_params * 2.0 * (dp - 1.0) / dp / bw_bytes_s;
+    double t_comp = 2.0 * seq * mbs * layer_params / peak_flops;
+    return t_comm / t_comp;
+}
+
+static void mfu_seed003_mfu_hfu(double params, double tokens, double step_s, double peak_flops,
+                         double recompute_extra, double *mfu, double *hfu)
+{
+    double required = 6.0 * tokens * params; /* seed 003 sec. 2.A: 6 P T */
+    *mfu = required / (step_s * peak_flops);
+    *hfu = required * (1.0 + recompute_extra) / (step_s * peak_flops);
+}
+
+
+
 static mfu_config cfg(int64_t dp, int64_t fsdp, int64_t tp, int64_t ep, int64_t pp, int64_t cp)
 {
     mfu_config c;
@@ -60,9 +91,9 @@ int main(void)
     CHECK(load_model("llama3-8b", &m) == 0);
     mfu_hardware hw;
     ideal_hw(&hw);
-    mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+    mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
     mfu_system sys;
-    mfu_system_init(&sys, &m, &hw, &tr, 8, ops);
+    CHECK(mfu_system_init(&sys, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
     mfu_params p;
     mfu_model_params(&m, &p);
 
@@ -73,7 +104,7 @@ int main(void)
         mfu_config c = cfg(1, 1, 8, 1, 1, 1);
         mfu_system s8;
         tr.global_batch_tokens = 4096;
-        mfu_system_init(&s8, &m, &hw, &tr, 8, ops);
+        CHECK(mfu_system_init(&s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
         mfu_eval ev;
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
         double S = 2.0 * 4096 * 4096;
@@ -96,7 +127,7 @@ int main(void)
     {
         tr.global_batch_tokens = 4096.0 * 8;
         mfu_system s8;
-        mfu_system_init(&s8, &m, &hw, &tr, 8, ops);
+        CHECK(mfu_system_init(&s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
         mfu_config c = cfg(8, 1, 1, 1, 1, 1);
         mfu_eval ev;
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
@@ -113,13 +144,19 @@ int main(void)
             CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
             states[z] = ev.mem.weights_bytes + ev.mem.grads_bytes + ev.mem.optimizer_bytes;
         }
+        /* one transformer layer's parameters: what ZeRO-2 and FSDP hold
+         * unsharded for a moment (its gradient before the reduce-scatter;
+         * FSDP also the gathered current and next layer, bf16) */
+        double layer = (p.total - p.embedding - p.head - 4096) / 32; /* minus the final norm */
         CHECK_NEAR(states[0], 18 * p.total, 1e-9);
         CHECK_NEAR(states[1], 6 * p.total + 12 * p.total / 8, 1e-9);
-        CHECK_NEAR(states[2], 2 * p.total + 16 * p.total / 8, 1e-9);
+        CHECK_NEAR(states[2], 2 * p.total + 16 * p.total / 8 + 4 * layer, 1e-9);
+        /* FSDP2 (ZeRO-3): the sharded fp32 parameter is the master copy:
+         * 4 + 4 (grad) + 8 (Adam) = 16 B per parameter over the shards */
         mfu_config f = cfg(1, 8, 1, 1, 1, 1);
         CHECK(mfu_evaluate(&s8, &f, ops, &ev) == 0);
         CHECK_NEAR(ev.mem.weights_bytes + ev.mem.grads_bytes + ev.mem.optimizer_bytes,
-                   18 * p.total / 8, 1e-9);
+                   16 * p.total / 8 + 2 * 2 * layer + 4 * layer, 1e-9);
         /* ZeRO paper Figure 1 (psi = 7.5B, Nd = 64, K = 12, fp16 grads): the
          * same formulas give 120 / 31.4 / 16.6 / 1.9 GB */
         double psi = 7.5e9, nd = 64;
@@ -129,11 +166,12 @@ int main(void)
         CHECK_NEAR(16 * psi / nd / 1e9, 1.9, 0.02);
     }
 
-    /* ---- MoE: ep is data parallel for the dense part. With dp = 1 and
-     * ep = 8, the dense parameters (everything but the routed experts)
-     * still all-reduce over the 8 ep ranks: 2 (n-1)/n * 4 B * P_dense / W;
-     * the experts (one eighth each) need no sync. ZeRO-1 then shards the
-     * dense optimizer states over those 8 replicas. */
+    /* ---- MoE: ep folds over the data-parallel ranks (Megatron-Core
+     * parallel folding). With dp = 8 and ep = 8, the dense parameters
+     * (everything but the routed experts) all-reduce over the 8 replicas:
+     * 2 (n-1)/n * 4 B * P_dense / W; the experts (one eighth each) have an
+     * expert-data-parallel group of 8 / 8 = 1 and need no sync. ZeRO-1
+     * shards the dense optimizer states over the 8 replicas. */
     {
         mfu_model mx;
         CHECK(load_model("mixtral-8x7b", &mx) == 0);
@@ -141,10 +179,10 @@ int main(void)
         mfu_model_params(&mx, &pm);
         double experts = 32.0 * 8 * 3 * 4096 * 14336; /* 32 layers x 8 experts x SwiGLU */
         double dense = pm.total - experts;
-        mfu_training t8 = {4096, 4096.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+        mfu_training t8 = {4096, 4096.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
         mfu_system sx;
-        mfu_system_init(&sx, &mx, &hw, &t8, 8, ops);
-        mfu_config c = cfg(1, 1, 1, 8, 1, 1);
+        CHECK(mfu_system_init(&sx, &mx, &hw, &t8, 8, 0, ops) == MFU_OK);
+        mfu_config c = cfg(8, 1, 1, 8, 1, 1);
         mfu_eval ev;
         CHECK(mfu_evaluate(&sx, &c, ops, &ev) == 0);
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_DP], 2 * (7.0 / 8) * 4 * dense / 450e9, 1e-9);
@@ -176,10 +214,10 @@ int main(void)
             mfu_model toy;
             CHECK(api_model_from_ir(j, "/model", &toy, &st) == 0);
             json_decref(j);
-            mfu_training t16 = {4096, 4096.0 * 16, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+            mfu_training t16 = {4096, 4096.0 * 16, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
             mfu_system s16;
-            mfu_system_init(&s16, &toy, &hw, &t16, 16, ops);
-            mfu_config c = cfg(1, 1, 1, 16, 1, 1);
+            CHECK(mfu_system_init(&s16, &toy, &hw, &t16, 16, 0, ops) == MFU_OK);
+            mfu_config c = cfg(16, 1, 1, 16, 1, 1);
             mfu_eval ev;
             CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
             double copies = lim ? 1.0 : 4.0;
@@ -192,9 +230,9 @@ int main(void)
     {
         mfu_hardware h100;
         CHECK(load_hw("h100-sxm", &h100) == 0);
-        mfu_training t2 = {4096, 4096.0 * 256, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL};
+        mfu_training t2 = {4096, 4096.0 * 256, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
         mfu_system s;
-        mfu_system_init(&s, &m, &h100, &t2, 64, ops);
+        CHECK(mfu_system_init(&s, &m, &h100, &t2, 64, 0, ops) == MFU_OK);
         int64_t tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4};
         int checked = 0, gap_bad = 0, lb_bad = 0, mono_bad = 0;
         for (int a = 0; a < 4; a++)
@@ -206,11 +244,12 @@ int main(void)
                         mfu_config c = cfg(dp, 1, tps[a], 1, pps[b], 1);
                         c.mbs = mbs;
                         c.grad_accum = 256 / (dp * mbs);
-                        c.recompute = (mfu_recompute)rc;
+                        c.recompute = rc;
                         const char *why;
-                        if (mfu_config_check(&s, &c, &why) >= 0) continue;
+                        int reason;
+                        if (mfu_config_check(&s, &c, &reason, &why) != MFU_OK) continue;
                         mfu_eval ev;
-                        mfu_evaluate(&s, &c, ops, &ev);
+                        CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
                         checked++;
                         /* gap identity: sum of seconds = T_step - T_roof/N, and
                          * points sum to roofline - system MFU */
@@ -244,12 +283,12 @@ int main(void)
     {
         tr.global_batch_tokens = 4096.0 * 8;
         mfu_system s8;
-        mfu_system_init(&s8, &m, &hw, &tr, 8, ops);
+        CHECK(mfu_system_init(&s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
         mfu_config c = cfg(8, 1, 1, 1, 1, 1);
         mfu_eval a, b;
-        mfu_evaluate(&s8, &c, ops, &a);
+        CHECK(mfu_evaluate(&s8, &c, ops, &a) == MFU_OK);
         c.recompute = MFU_RC_FULL;
-        mfu_evaluate(&s8, &c, ops, &b);
+        CHECK(mfu_evaluate(&s8, &c, ops, &b) == MFU_OK);
         CHECK_NEAR(a.bound.hfu, a.bound.mfu, 1e-12);
         CHECK(b.bound.hfu > b.bound.mfu);
         CHECK(b.bound.mfu < a.bound.mfu);

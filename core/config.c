@@ -1,0 +1,379 @@
+/* core/config.c -- legality of a configuration: divisibility (what no
+ * implementation can run), the frameworks that launch it, the layer split
+ * over pipeline stages, and micro-batches in flight per schedule.
+ *
+ * The framework rules are written down with their sources in
+ * docs/frameworks.md; each rule below names its entry (FW-M*, FW-T*,
+ * FW-X*). Versions read: Megatron-LM core_v0.12.0 and main (0.20),
+ * torchtitan v0.2.2 and main, MaxText main (2026).
+ */
+#include "system_int.h"
+
+const char *const mfu_framework_names[MFU_FW_COUNT] = {"megatron", "torchtitan", "maxtext"};
+const char *const mfu_prune_names[MFU_PRUNE_COUNT] = {"divisibility", "batch",     "memory",
+                                                      "bound",        "constraint", "framework",
+                                                      "dominated"};
+
+static int illegal(int *reason, const char **why, int r, const char *text)
+{
+    *reason = r;
+    *why = text;
+    return MFU_EILLEGAL;
+}
+
+/* ---- divisibility ------------------------------------------------------- */
+
+int mfu_config_check_shape(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+{
+    const mfu_model *m = sys->model;
+    const int D = MFU_PRUNE_DIVISIBILITY;
+    int64_t tp = c->ax[MFU_AX_TP], cp = c->ax[MFU_AX_CP], ep = c->ax[MFU_AX_EP];
+    int64_t prod = 1;
+    for (int a = 0; a < MFU_AX_COUNT; a++) {
+        if (c->ax[a] < 1) return illegal(reason, why, D, "every axis must be >= 1");
+        if (a != MFU_AX_EP) prod *= c->ax[a];
+    }
+    if (prod != sys->devices)
+        return illegal(reason, why, D, "dp * fsdp * tp * pp * cp must equal the device count (ep folds over dp * fsdp * cp * tp / etp)");
+    if (c->etp < 1) return illegal(reason, why, D, "etp must be >= 1");
+    for (int r = 0; r < m->n_runs; r++) {
+        const mfu_attention *a = &m->runs[r].attn;
+        const mfu_mlp *p = &m->runs[r].mlp;
+        if (a->n_heads % tp) return illegal(reason, why, D, "tp must divide the attention heads");
+        if (a->kind != MFU_ATTN_MLA && a->n_kv_heads % tp && tp % a->n_kv_heads)
+            return illegal(reason, why, D, "tp and the KV heads must divide one another");
+        if (p->kind == MFU_MLP_DENSE && p->ffn_dim % tp) return illegal(reason, why, D, "tp must divide ffn_dim");
+        if (p->kind == MFU_MLP_MOE) {
+            if (p->n_experts % ep) return illegal(reason, why, D, "ep must divide the experts");
+            if (p->expert_ffn_dim % c->etp) return illegal(reason, why, D, "etp must divide expert_ffn_dim");
+        }
+    }
+    if (sys->moe_layers == 0 && (ep > 1 || c->etp > 1))
+        return illegal(reason, why, D, "ep and etp > 1 need MoE layers");
+    /* parallel folding: ETP * EP * EDP = TP * CP * DP per stage */
+    int64_t fold = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * cp * tp;
+    if (fold % (ep * c->etp)) return illegal(reason, why, D, "ep * etp must divide dp * fsdp * cp * tp");
+    if (c->ax[MFU_AX_PP] > sys->layers + 2) return illegal(reason, why, D, "pp must not exceed the layers (+2 for embedding and loss)");
+    /* causal load balancing splits the sequence in 2*cp chunks (Llama 3
+     * sec. 3.3.2; Megatron validate_args: seq_length % (2*cp) == 0) */
+    if (cp > 1 && sys->train.seq % (2 * cp)) return illegal(reason, why, D, "cp needs seq divisible by 2*cp");
+    if (c->sp && tp < 2) return illegal(reason, why, D, "sequence parallel needs tp >= 2");
+    if (c->sp && (sys->train.seq / cp) % tp) return illegal(reason, why, D, "sequence parallel needs seq/cp divisible by tp");
+    if (c->mbs < 1) return illegal(reason, why, MFU_PRUNE_BATCH, "mbs must be >= 1");
+    return MFU_OK;
+}
+
+int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+{
+    const int D = MFU_PRUNE_DIVISIBILITY;
+    int64_t pp = c->ax[MFU_AX_PP], v = c->vpp;
+    switch (c->schedule) {
+    case MFU_SCHED_INTERLEAVED:
+        if (pp < 2 || v < 2) return illegal(reason, why, D, "interleaved needs pp >= 2 and vpp >= 2");
+        break;
+    case MFU_SCHED_GPIPE:
+        if (pp < 2 || v < 1) return illegal(reason, why, D, "gpipe needs pp >= 2");
+        break;
+    case MFU_SCHED_ZB:
+        if (pp < 2) return illegal(reason, why, D, "zb needs pp >= 2");
+        /* fall through */
+    case MFU_SCHED_1F1B:
+        if (v != 1) return illegal(reason, why, D, "vpp > 1 only with the interleaved or gpipe schedule");
+        break;
+    default:
+        return illegal(reason, why, D, "unknown schedule");
+    }
+    if (pp * v > sys->layers + 2) return illegal(reason, why, D, "pp * vpp must not exceed the layers (+2)");
+    mfu_stages st;
+    mfu_config_stages(sys, c, &st);
+    if (st.first < 0 || st.last < 0 || st.mid < 0 || (pp > 2 && st.mid < 1) ||
+        (pp == 1 && st.first != sys->layers))
+        return illegal(reason, why, D, "the layer split leaves a stage with no layers or a negative count");
+    if (c->split == MFU_SPLIT_FIRST_LAST && pp > 2 &&
+        (sys->layers - c->pp_first - c->pp_last) % (pp - 2))
+        return illegal(reason, why, D, "first/last split: the middle stages must share the rest evenly");
+    if (c->zero < 0 || c->zero > 2) return illegal(reason, why, D, "zero must be 0, 1 or 2 (use fsdp for stage 3)");
+    if (c->zero && c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] < 2)
+        return illegal(reason, why, D, "zero needs dp * cp >= 2 (the ranks it shards over)");
+    if (c->mbs < 1 || c->grad_accum < 1) return illegal(reason, why, MFU_PRUNE_BATCH, "mbs and grad_accum must be >= 1");
+    return MFU_OK;
+}
+
+int mfu_config_check_rc(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+{
+    const int D = MFU_PRUNE_DIVISIBILITY;
+    if (c->recompute < 0 || c->recompute >= MFU_RC_COUNT) return illegal(reason, why, D, "unknown recompute policy");
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    if (rp->kind == MFU_RCK_SELECTIVE && rp->modules == 0)
+        return illegal(reason, why, D, "selective recompute needs at least one module");
+    if ((rp->modules & MFU_RCM_MLA_UP) && !sys->has_mla)
+        return illegal(reason, why, D, "mla_up_proj recompute needs MLA attention");
+    if (c->recompute_layers == 0 || c->recompute_layers < -1)
+        return illegal(reason, why, D, "recompute_layers must be -1 (all) or >= 1");
+    if (c->recompute_layers > 0 && rp->kind != MFU_RCK_FULL)
+        return illegal(reason, why, D, "recompute_layers only with full recompute");
+    return MFU_OK;
+}
+
+int mfu_config_check_point(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+{
+    int r = mfu_config_check_sched(sys, c, reason, why);
+    return r != MFU_OK ? r : mfu_config_check_rc(sys, c, reason, why);
+}
+
+int mfu_config_check(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+{
+    int r = mfu_config_check_shape(sys, c, reason, why);
+    return r != MFU_OK ? r : mfu_config_check_point(sys, c, reason, why);
+}
+
+/* ---- pipeline split ------------------------------------------------------ */
+
+/* Layers on pipeline rank r (F-PP-SPLIT). EVEN and ACCOUNT follow
+ * torchtitan's generate_llm_fqn_per_model_part (remainder to the first
+ * virtual stages; with ACCOUNT the embedding and the loss count as one
+ * layer each), which is Megatron-LM's get_num_layers_to_build whenever the
+ * division is exact (the only case Megatron accepts). Rank r holds virtual
+ * stages r, r + p, ... (loop style). */
+static int64_t stage_layers_of(const mfu_system *sys, const mfu_config *c, int64_t r)
+{
+    int64_t L = sys->layers, p = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp;
+    if (p <= 1) return L;
+    if (c->split == MFU_SPLIT_FIRST_LAST) {
+        if (r == 0) return c->pp_first;
+        if (r == p - 1) return c->pp_last;
+        return (L - c->pp_first - c->pp_last) / (p - 2);
+    }
+    int acc = c->split == MFU_SPLIT_ACCOUNT;
+    int64_t S = p * v, eff = L + (acc ? 2 : 0);
+    int64_t per = eff / S, rem = eff % S, n = 0;
+    for (int64_t s = 0; s < v; s++) n += per + (r + s * p < rem ? 1 : 0);
+    if (acc && r == 0) n--;
+    if (acc && r == p - 1) n--;
+    return n;
+}
+
+void mfu_config_fill_stages(const mfu_system *sys, mfu_config *c)
+{
+    int64_t p = c->ax[MFU_AX_PP];
+    int64_t f = stage_layers_of(sys, c, 0), l = stage_layers_of(sys, c, p - 1);
+    int64_t m = p > 2 ? stage_layers_of(sys, c, 1) : p == 2 ? l : f;
+    c->pp_first = f;
+    c->pp_last = l;
+    c->pp_mid = m;
+}
+
+int64_t mfu_stage_layers(const mfu_system *sys, const mfu_config *c, int64_t r)
+{
+    int64_t p = c->ax[MFU_AX_PP];
+    if (c->pp_first | c->pp_mid | c->pp_last) {
+        if (r == 0) return c->pp_first;
+        if (r == p - 1) return c->pp_last;
+        if (r == 1) return c->pp_mid;
+    }
+    return stage_layers_of(sys, c, r);
+}
+
+void mfu_config_stages(const mfu_system *sys, const mfu_config *c, mfu_stages *out)
+{
+    int64_t p = c->ax[MFU_AX_PP];
+    out->first = mfu_stage_layers(sys, c, 0);
+    out->last = mfu_stage_layers(sys, c, p - 1);
+    out->mid_stage = p > 2 ? 1 : 0;
+    out->mid = p > 2 ? mfu_stage_layers(sys, c, 1) : out->first;
+}
+
+int mfu_config_default_split(const mfu_system *sys, mfu_config *c)
+{
+    int64_t L = sys->layers, p = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp;
+    c->pp_first = c->pp_last = c->pp_mid = 0;
+    c->split = MFU_SPLIT_EVEN;
+    if (p <= 1 || (L % p == 0 && (L / p) % v == 0)) {
+        mfu_config_fill_stages(sys, c);
+        return MFU_OK;
+    }
+    if ((L + 2) % p == 0 && ((L + 2) / p) % v == 0 && (L + 2) / p >= 2) {
+        c->split = MFU_SPLIT_ACCOUNT;
+        mfu_config_fill_stages(sys, c);
+        return MFU_OK;
+    }
+    /* first/last stages take the remainder: middle stages ceil(L/p)
+     * rounded up to a multiple of v; the last stage (LM head, loss) gets
+     * the smaller share (Megatron: each divisible by vpp, > 0) */
+    if (p > 2) {
+        int64_t mid = (L + p - 1) / p;
+        mid = (mid + v - 1) / v * v;
+        for (; mid >= v; mid -= v) {
+            int64_t rest = L - (p - 2) * mid;
+            if (rest < 2 * v) continue;
+            int64_t last = rest / 2 / v * v, first = rest - last;
+            if (last < v || first > mid + v || first % v) continue;
+            c->split = MFU_SPLIT_FIRST_LAST;
+            c->pp_first = first;
+            c->pp_last = last;
+            mfu_config_fill_stages(sys, c);
+            return MFU_OK;
+        }
+    }
+    c->split = MFU_SPLIT_EVEN; /* torchtitan's split, remainder to the first stages */
+    mfu_config_fill_stages(sys, c);
+    return L >= p * v ? MFU_OK : MFU_EILLEGAL;
+}
+
+/* ---- micro-batches in flight -------------------------------------------- */
+
+double mfu_inflight(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, int64_t stage)
+{
+    double p = (double)pp, v = (double)(vpp < 1 ? 1 : vpp), mm = (double)m, r = (double)stage;
+    if (pp <= 1) return 1.0;
+    switch (s) {
+    case MFU_SCHED_INTERLEAVED: {
+        /* Megatron-LM schedules.py get_pp_rank_microbatches: warmup
+         * 2(p-r-1) + (v-1) g with g = p (microbatch_group_size_per_vp_stage
+         * default), capped at m v; one more chunk is live in steady state */
+        double chunks = fmin(2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0, mm * v);
+        return chunks / v;
+    }
+    case MFU_SCHED_GPIPE:
+        /* MaxText layers/pipeline.py: one scan over every micro-batch with
+         * each iteration's input saved; all are live when backward starts */
+        return mm;
+    default:
+        /* 1F1B (schedules.py forward_backward_pipelining_without_interleaving:
+         * warmup min(p-r-1, m), +1 in steady state); ZB-H1 keeps 1F1B's
+         * peak (Qi et al. 2023 sec. 3) */
+        return fmin(p - r, mm);
+    }
+}
+
+/* ---- frameworks ------------------------------------------------------------ */
+
+unsigned mfu_platform_frameworks(const mfu_hardware *hw)
+{
+    return hw->platform == MFU_PLATFORM_TPU ? MFU_FW_MASK(MFU_FW_MAXTEXT)
+                                            : MFU_FW_MASK(MFU_FW_MEGATRON) | MFU_FW_MASK(MFU_FW_TORCHTITAN);
+}
+
+/* Each framework's rules, grouped by the level of the search that knows
+ * what they read: MFU_LV_SHAPE (axes, etp, sp, mbs), MFU_LV_SCHED (zero,
+ * batch, schedule, vpp, split), MFU_LV_RC (recompute). */
+static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
+{
+    int64_t dp = c->ax[MFU_AX_DP], fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
+    int64_t pp = c->ax[MFU_AX_PP], ep = c->ax[MFU_AX_EP], v = c->vpp;
+    int64_t L = sys->layers, m = c->grad_accum;
+    if (lv & MFU_LV_SHAPE) {
+        if (fsdp > 1 && (pp > 1 || ep > 1 || dp > 1))
+            return "FW-M1: --use-torch-fsdp2 needs pp 1, ep 1, no distributed optimizer, no replica axis";
+        if (sys->moe_layers > 0 && tp > 1 && !c->sp)
+            return "FW-M3: MoE with tp > 1 needs sequence parallel (MoELayer raises without it)";
+    }
+    if (lv & MFU_LV_RC) {
+        if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_MEGATRON)))
+            return "FW-M7: the recompute policy is not a set of --recompute-modules";
+    }
+    if (!(lv & MFU_LV_SCHED)) return NULL;
+    if (fsdp > 1 && c->zero)
+        return "FW-M1: --use-torch-fsdp2 needs pp 1, ep 1, no distributed optimizer, no replica axis";
+    if (c->zero == 2 && pp > 1)
+        return "FW-M2: ZeRO-2 (Megatron-FSDP optim_grads) is not validated with pipeline parallelism";
+    if (c->schedule == MFU_SCHED_ZB || c->schedule == MFU_SCHED_GPIPE)
+        return "FW-M4: Megatron-LM schedules are 1F1B and interleaved 1F1B";
+    if (c->schedule == MFU_SCHED_INTERLEAVED && (m < pp || m % pp))
+        return "FW-M5: interleaved needs micro-batches >= pp and a multiple of pp";
+    if (pp > 1) {
+        if (c->split == MFU_SPLIT_EVEN && (L % pp || (L / pp) % v))
+            return "FW-M6: an even split needs pp to divide the layers and vpp the layers per stage";
+        if (c->split == MFU_SPLIT_ACCOUNT && ((L + 2) % pp || ((L + 2) / pp) % v))
+            return "FW-M6: --account-for-embedding/loss needs pp to divide layers+2 and vpp the result";
+        if (c->split == MFU_SPLIT_FIRST_LAST &&
+            (c->pp_first < 1 || c->pp_last < 1 || c->pp_first % v || c->pp_last % v ||
+             (pp > 2 && (((L - c->pp_first - c->pp_last) / (pp - 2)) % v))))
+            return "FW-M6: first/last stage layers and the middle stages' must each divide by vpp";
+    }
+    return NULL;
+}
+
+static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
+{
+    int64_t fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP], cp = c->ax[MFU_AX_CP];
+    int64_t pp = c->ax[MFU_AX_PP], ep = c->ax[MFU_AX_EP], v = c->vpp, m = c->grad_accum;
+    if (lv & MFU_LV_SHAPE) {
+        if (tp > 1 && !c->sp) return "FW-T2: torchtitan applies sequence parallel with tp";
+        int64_t div = (c->sp ? tp : 1) * (cp > 1 ? 2 * cp : 1);
+        if ((c->mbs * sys->train.seq) % div)
+            return "FW-T3: tokens per micro-batch must divide by tp * 2cp";
+        if (ep > 1 && ((c->etp != 1 && c->etp != tp) || (fsdp * cp * tp) % (ep * c->etp)))
+            return "FW-T4: ep borrows from fsdp * cp * tp (not the replica axis); etp is 1 or tp";
+        if (sys->moe_layers == 0 && c->etp != 1) return "FW-T4: etp needs MoE";
+        if (pp > 1 && sys->model->tie_embeddings)
+            return "FW-T9: pipeline parallelism with tied embeddings is rejected";
+    }
+    if (lv & MFU_LV_RC) {
+        if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_TORCHTITAN)))
+            return "FW-T7: torchtitan recomputes none, op-level selective, or full";
+    }
+    if (!(lv & MFU_LV_SCHED)) return NULL;
+    if (c->zero) return "FW-T1: torchtitan shards with FSDP only (no ZeRO-1/2 on the replica axis)";
+    if (pp > 1) {
+        if (c->schedule == MFU_SCHED_ZB) return "FW-T5: torchtitan's zero-bubble schedules are interleaved/V, not ZB-H1";
+        if (c->schedule == MFU_SCHED_1F1B && m < pp) return "FW-T5: Schedule1F1B needs micro-batches >= stages";
+        if (c->schedule == MFU_SCHED_GPIPE && v != 1) return "FW-T5: GPipe runs one stage per rank";
+        if (c->schedule == MFU_SCHED_INTERLEAVED) {
+            int64_t g = m / pp > 1 ? m / pp : 1;
+            if (m % g) return "FW-T5: Interleaved1F1B needs micro-batches divisible by max(1, m // pp)";
+        }
+        int64_t S = pp * v, eff = sys->layers + (c->split == MFU_SPLIT_ACCOUNT ? 2 : 0);
+        if (c->split != MFU_SPLIT_FIRST_LAST && (eff / S < 1 || (c->split == MFU_SPLIT_ACCOUNT && eff / S < 2)))
+            return "FW-T6: the automatic split needs at least one layer per stage";
+    }
+    return NULL;
+}
+
+static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
+{
+    int64_t fsdp = c->ax[MFU_AX_FSDP], pp = c->ax[MFU_AX_PP], ep = c->ax[MFU_AX_EP];
+    int64_t v = c->vpp, L = sys->layers;
+    if (lv & MFU_LV_SHAPE) {
+        if (c->etp != 1 || (ep > 1 && fsdp % ep))
+            return "FW-X2: MaxText's expert axis shards like fsdp (ep must divide fsdp; no expert TP)";
+    }
+    if (lv & MFU_LV_RC) {
+        if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_MAXTEXT)))
+            return "FW-X5: not a MaxText remat_policy";
+    }
+    if (!(lv & MFU_LV_SCHED)) return NULL;
+    if (c->zero == 2) return "FW-X1: MaxText shards optimizer state over data (ZeRO-1) or everything over fsdp";
+    if (pp > 1) {
+        if (c->schedule != MFU_SCHED_GPIPE) return "FW-X4: MaxText pipelines are GPipe / circular";
+        if (c->grad_accum % pp) return "FW-X4: num_pipeline_microbatches must be a multiple of the stages";
+        if (L % (pp * v) || c->split != MFU_SPLIT_EVEN)
+            return "FW-X4: stages * repeats * layers per stage must equal the layers";
+    }
+    return NULL;
+}
+
+unsigned mfu_config_frameworks_at(const mfu_system *sys, const mfu_config *c, unsigned levels,
+                                  unsigned candidates, const char *why_not[MFU_FW_COUNT])
+{
+    unsigned plat = mfu_platform_frameworks(sys->hw) & candidates, mask = 0;
+    for (int f = 0; f < MFU_FW_COUNT; f++) {
+        const char *w;
+        if (!(plat & MFU_FW_MASK(f)))
+            w = !(mfu_platform_frameworks(sys->hw) & MFU_FW_MASK(f))
+                    ? (sys->hw->platform == MFU_PLATFORM_TPU ? "not a TPU framework" : "not a GPU framework")
+                    : "not asked for";
+        else if (f == MFU_FW_MEGATRON) w = megatron_rule(sys, c, levels);
+        else if (f == MFU_FW_TORCHTITAN) w = torchtitan_rule(sys, c, levels);
+        else w = maxtext_rule(sys, c, levels);
+        if (!w) mask |= MFU_FW_MASK(f);
+        if (why_not) why_not[f] = w;
+    }
+    return mask;
+}
+
+unsigned mfu_config_frameworks(const mfu_system *sys, const mfu_config *c,
+                               const char *why_not[MFU_FW_COUNT])
+{
+    return mfu_config_frameworks_at(sys, c, MFU_LV_ALL, MFU_FW_ALL, why_not);
+}

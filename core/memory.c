@@ -1,0 +1,211 @@
+/* core/memory.c -- Q1: does a configuration fit? Memory per pipeline stage
+ * as the frameworks allocate it, against what the device exposes
+ * (docs/model.md F-MEM-*).
+ *
+ * Per device of pipeline rank r:
+ *   weights + gradients + optimizer state  (F-MEM-STATE, by sharding policy)
+ * + activations: in-flight micro-batches x the stage's layers x the saved
+ *   bytes per layer under the recompute policy, the embedding's on the
+ *   first stage, the loss's fp32 logits on the last  (F-MEM-ACT)
+ * + buffers: gathered FSDP layers, MoE dispatch/combine, pipeline p2p,
+ *   sequence-parallel gathers  (F-MEM-BUF)
+ * + reserve: context and collective buffers (fixed) and allocator
+ *   fragmentation (a fraction of the rest)  (F-MEM-RESERVE).
+ *
+ * Assumptions (named):
+ *  - a stage's layers are the model's average layer (a hybrid model's
+ *    dense and MoE layers are spread evenly over the stages);
+ *  - the backward of one layer holds gradients of its activations as large
+ *    as what the layer saved (one layer's saved bytes, transient);
+ *  - a recomputed layer rematerialises its full activations once, during
+ *    its own backward.
+ */
+#include "system_int.h"
+
+mfu_dev_params mfu_device_params(const mfu_system *sys, const mfu_config *c, int64_t r)
+{
+    double tp = (double)c->ax[MFU_AX_TP], ep = (double)c->ax[MFU_AX_EP];
+    int64_t pp = c->ax[MFU_AX_PP];
+    double ls = (double)mfu_stage_layers(sys, c, r);
+    mfu_dev_params p;
+    p.dense = ls * sys->layer_dense_avg;
+    p.expert = ls * sys->layer_expert_avg / (ep * (double)c->etp);
+    if (pp == 1) {
+        p.dense += sys->embed_params + (sys->model->tie_embeddings ? 0.0 : sys->head_params);
+    } else {
+        /* first stage: token (+ position) embeddings; last: the LM head (a
+         * copy of the embedding when tied) */
+        if (r == 0) p.dense += sys->embed_params;
+        if (r == pp - 1) p.dense += sys->head_params;
+    }
+    p.dense /= tp; /* vocab-parallel embedding and head too */
+    /* the final norm (replicated over tp) on the last stage */
+    if (r == pp - 1) p.dense += sys->final_params;
+    return p;
+}
+
+/* Weights, gradients, optimizer state (F-MEM-STATE). */
+static void state_bytes(const mfu_system *sys, const mfu_config *c, mfu_dev_params d, int64_t layers,
+                        mfu_memory *out)
+{
+    double wb = sys->weight_bytes, gb = sys->grad_bytes;
+    double opt = sys->master_bytes + sys->moment_bytes;
+    double P = d.dense + d.expert;
+    /* one transformer layer's parameters on this device */
+    double per_layer = sys->layer_dense_avg / (double)c->ax[MFU_AX_TP] +
+                       sys->layer_expert_avg / (double)(c->ax[MFU_AX_EP] * c->etp);
+    (void)layers;
+    if (c->ax[MFU_AX_FSDP] > 1) {
+        /* ZeRO-3 / FSDP2: dense shards over fsdp * cp (torchtitan shards
+         * over dp_shard x cp; MaxText's context axis shards weights too),
+         * experts over efsdp. The sharded fp32 parameter is the master copy
+         * (FSDP2 MixedPrecisionPolicy param_dtype bf16, fp32 sharded). */
+        double Fd = (double)(c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_CP]);
+        double shard = d.dense / Fd + d.expert / mfu_expert_fsdp(c);
+        out->optimizer_bytes = opt * shard;
+        if (c->ax[MFU_AX_PP] > 1 && sys->hw->platform == MFU_PLATFORM_GPU) {
+            /* torchtitan with PP (FW-T8): no reshard after forward, the
+             * pipelining schedule turns gradient sync and reshard-after-
+             * backward off until the last micro-batch: the stage's bf16
+             * parameters stay gathered and its gradients accumulate
+             * unsharded in reduce_dtype fp32 (stage.py
+             * backward_maybe_with_nosync; FSDPParam
+             * to_accumulated_grad_if_needed) */
+            out->weights_bytes = wb * P;
+            out->grads_bytes = 4.0 * P + gb * shard;
+        } else {
+            /* gathered per layer and micro-batch: the current and the
+             * prefetched layer in bf16, one layer's unsharded gradient
+             * before its reduce-scatter */
+            out->weights_bytes = 2.0 * wb * per_layer;
+            out->grads_bytes = gb * shard + gb * per_layer;
+        }
+        return;
+    }
+    double R = mfu_dense_replicas(c), Re = mfu_expert_dp(c);
+    double sharded = d.dense / R + d.expert / Re;
+    out->weights_bytes = wb * P;
+    switch (c->zero) {
+    case 0: /* DDP: everything replicated */
+        out->grads_bytes = gb * P;
+        out->optimizer_bytes = opt * P;
+        break;
+    case 1: /* Megatron distributed optimizer: 6 + 12/d bytes per parameter
+             * (docs/distrib_optimizer.md table) */
+        out->grads_bytes = gb * P;
+        out->optimizer_bytes = opt * sharded;
+        break;
+    default: /* ZeRO-2: gradients reduce-scattered per micro-batch; one
+              * layer's unsharded gradient lives before its reduce-scatter */
+        out->grads_bytes = gb * sharded + gb * per_layer;
+        out->optimizer_bytes = opt * sharded;
+        break;
+    }
+}
+
+/* Collective communicators a rank belongs to (each holds buffers). */
+static int communicators(const mfu_system *sys, const mfu_config *c)
+{
+    int n = 0;
+    n += c->ax[MFU_AX_TP] > 1;
+    n += c->ax[MFU_AX_CP] > 1;
+    n += c->ax[MFU_AX_FSDP] > 1;
+    n += mfu_dense_replicas(c) > 1;
+    n += c->ax[MFU_AX_PP] > 1;
+    if (sys->moe_layers > 0) {
+        n += c->ax[MFU_AX_EP] > 1;
+        n += mfu_expert_dp(c) > 1 && mfu_expert_dp(c) != mfu_dense_replicas(c);
+    }
+    return n;
+}
+
+void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                      int64_t r, mfu_memory *out)
+{
+    const mfu_model *m = sys->model;
+    memset(out, 0, sizeof *out);
+    int64_t pp = c->ax[MFU_AX_PP];
+    int64_t ls = mfu_stage_layers(sys, c, r);
+    mfu_dev_params dpar = mfu_device_params(sys, c, r);
+    out->stage = r;
+    out->layers = ls;
+    state_bytes(sys, c, dpar, ls, out);
+
+    /* Activations of one micro-batch on this stage under the policy (F-MEM-ACT). */
+    const mfu_layer_cost *a = &k->avg;
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    int64_t nrc = mfu_rc_layers(sys, c, ls);
+    double per_mb;
+    if (rp->kind == MFU_RCK_FULL)
+        per_mb = (double)nrc * a->saved_bytes[MFU_RC_FULL] + (double)(ls - nrc) * a->saved_bytes[MFU_RC_NONE];
+    else
+        per_mb = (double)ls * a->saved_bytes[c->recompute];
+    double inflight = mfu_inflight(c->schedule, pp, c->vpp, c->grad_accum, r);
+    out->inflight = inflight;
+    double act = inflight * per_mb;
+    if (r == 0) act += inflight * k->embed_saved;
+    /* the loss's logits are kept for one micro-batch: the last stage runs
+     * each micro-batch's backward right after its forward (F-MEM-LOGITS) */
+    if (r == pp - 1) act += k->head_saved + k->logits_transient;
+    if (ls > 0) {
+        /* the backward of one layer: gradients as large as what it saved */
+        act += a->saved_bytes[MFU_RC_NONE];
+        /* a recomputed layer rematerialises its activations once */
+        if (rp->kind == MFU_RCK_SELECTIVE)
+            act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[c->recompute];
+        else if (rp->kind == MFU_RCK_FULL && nrc > 0)
+            act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[MFU_RC_FULL];
+    }
+    out->activations_bytes = act;
+
+    /* Buffers (F-MEM-BUF). */
+    double buf = 0.0;
+    const mfu_shape *s = &k->shape;
+    double ab = sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0;
+    double T = s->mbs * (double)s->seq / (double)s->cp;
+    double h = (double)m->d_model;
+    if (sys->moe_mlp) {
+        /* all-to-all send and receive buffers of one MoE layer's token slots */
+        const mfu_mlp *mp = sys->moe_mlp;
+        double Ts = T * (double)mp->top_k * mp->capacity_factor * (double)c->etp / (double)s->tp;
+        buf += 2.0 * ab * Ts * h;
+    }
+    if (pp > 1) buf += 2.0 * ab * T * h / (c->sp ? (double)s->tp : 1.0); /* p2p send/recv */
+    if (c->sp) buf += ab * T * h;                                        /* gathered layer input */
+    out->buffers_bytes = buf;
+
+    double used = out->weights_bytes + out->grads_bytes + out->optimizer_bytes +
+                  out->activations_bytes + out->buffers_bytes;
+    const mfu_mem_reserve *rs = &sys->hw->reserve;
+    out->capacity_bytes = sys->hw->hbm_bytes;
+    out->reserve_bytes = rs->context_bytes + rs->comm_buffer_bytes * (double)communicators(sys, c) +
+                         rs->fragmentation * used;
+    out->total_bytes = used + out->reserve_bytes;
+    out->headroom_bytes = out->capacity_bytes - out->total_bytes;
+}
+
+void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                         int exact, mfu_memory *out)
+{
+    int64_t pp = c->ax[MFU_AX_PP];
+    /* the candidates for the least headroom: the first stage (most micro-
+     * batches in flight, embedding), the busiest middle one (rank 1: the
+     * most in flight among them and, with a remainder, the most layers),
+     * the last (LM head, logits) */
+    int64_t ranks[3] = {0, 1, pp - 1};
+    int n = pp == 1 ? 1 : pp == 2 ? 2 : 3;
+    if (pp == 2) ranks[1] = 1;
+    mfu_memory_stage(sys, c, k, 0, out);
+    for (int i = 1; i < n; i++) {
+        if (!exact && out->headroom_bytes < 0) return;
+        mfu_memory one;
+        mfu_memory_stage(sys, c, k, ranks[i], &one);
+        if (one.headroom_bytes < out->headroom_bytes) *out = one;
+    }
+}
+
+void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                      mfu_memory *out)
+{
+    mfu_memory_costs_ex(sys, c, k, 1, out);
+}

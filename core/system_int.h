@@ -1,0 +1,51 @@
+/* core/system_int.h -- what the System Bound's files share and nobody else
+ * needs (SQLite's sqliteInt.h habit): config.c (legality, splits,
+ * in-flight), memory.c (Q1), system.c (costs, time, evaluation). */
+#ifndef MFU_SYSTEM_INT_H
+#define MFU_SYSTEM_INT_H
+
+#include <math.h>
+#include <string.h>
+
+#include "system.h"
+
+static inline double mfu_dmax(double a, double b) { return a > b ? a : b; }
+
+/* Layers on pipeline rank r (config.c, docs/model.md F-PP-SPLIT). */
+int64_t mfu_stage_layers(const mfu_system *sys, const mfu_config *c, int64_t r);
+
+/* Fully recomputed layers on a stage of `ls` layers under c (0 unless the
+ * policy is full). */
+static inline int64_t mfu_rc_layers(const mfu_system *sys, const mfu_config *c, int64_t ls)
+{
+    if (sys->rc[c->recompute].kind != MFU_RCK_FULL) return 0;
+    return c->recompute_layers < 0 || c->recompute_layers > ls ? ls : c->recompute_layers;
+}
+
+/* Parameters held by one device of pipeline rank r (before any data-parallel
+ * sharding): the dense part (split over tp) and the routed experts (split
+ * over ep * etp). memory.c. */
+typedef struct mfu_dev_params { double dense, expert; } mfu_dev_params;
+mfu_dev_params mfu_device_params(const mfu_system *sys, const mfu_config *c, int64_t r);
+
+/* The groups a parameter's gradients are reduced over and its optimizer
+ * state may be sharded over (docs/model.md F-MEM-SHARD): dense parameters
+ * are replicated over dp * cp (Megatron shards its distributed optimizer
+ * over the DP x CP group: optimizer/__init__.py intra_dp_cp_group) and
+ * sharded over fsdp; experts over edp = dp*fsdp*cp*tp / (ep*etp)
+ * (expert data parallel), of which fsdp > 1 shards efsdp = edp / dp. */
+static inline double mfu_dense_replicas(const mfu_config *c)
+{
+    return (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP]);
+}
+static inline double mfu_expert_dp(const mfu_config *c)
+{
+    return (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_CP] * c->ax[MFU_AX_TP]) /
+           (double)(c->ax[MFU_AX_EP] * c->etp);
+}
+static inline double mfu_expert_fsdp(const mfu_config *c)
+{
+    return c->ax[MFU_AX_FSDP] > 1 ? mfu_expert_dp(c) / (double)c->ax[MFU_AX_DP] : 1.0;
+}
+
+#endif
