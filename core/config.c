@@ -92,6 +92,8 @@ int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reas
     if (c->split == MFU_SPLIT_FIRST_LAST && pp > 2 &&
         (sys->layers - c->pp_first - c->pp_last) % (pp - 2))
         return illegal(reason, why, D, "first/last split: the middle stages must share the rest evenly");
+    if (c->split == MFU_SPLIT_FIRST_LAST && pp == 2 && c->pp_first + c->pp_last != sys->layers)
+        return illegal(reason, why, D, "first/last split over 2 stages: first + last must be every layer");
     if (c->zero < 0 || c->zero > 2) return illegal(reason, why, D, "zero must be 0, 1 or 2 (use fsdp for stage 3)");
     if (c->zero && c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] < 2)
         return illegal(reason, why, D, "zero needs dp * cp >= 2 (the ranks it shards over)");
@@ -306,6 +308,11 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
         if (ep > 1 && ((c->etp != 1 && c->etp != tp) || (fsdp * cp * tp) % (ep * c->etp)))
             return "FW-T4: ep borrows from fsdp * cp * tp (not the replica axis); etp is 1 or tp";
         if (sys->moe_layers == 0 && c->etp != 1) return "FW-T4: etp needs MoE";
+        for (int r = 0; r < sys->model->n_runs; r++) {
+            const mfu_attention *at = &sys->model->runs[r].attn;
+            if (at->kind != MFU_ATTN_MLA && at->n_kv_heads % tp)
+                return "FW-T10: torchtitan needs tp to divide the KV heads (models/common/decoder.py)";
+        }
         if (pp > 1 && sys->model->tie_embeddings)
             return "FW-T9: pipeline parallelism with tied embeddings is rejected";
     }

@@ -4,8 +4,21 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
+#include "system.h"
+
+/* A configuration with these axes and every switch at its plainest. */
+static inline mfu_config test_cfg(int64_t dp, int64_t fsdp, int64_t tp, int64_t ep, int64_t pp, int64_t cp)
+{
+    mfu_config c;
+    memset(&c, 0, sizeof c);
+    c.ax[MFU_AX_DP] = dp; c.ax[MFU_AX_FSDP] = fsdp; c.ax[MFU_AX_TP] = tp;
+    c.ax[MFU_AX_EP] = ep; c.ax[MFU_AX_PP] = pp; c.ax[MFU_AX_CP] = cp;
+    c.etp = 1; c.vpp = 1; c.mbs = 1; c.grad_accum = 1; c.recompute_layers = -1;
+    return c;
+}
 
 static inline int load_model(const char *preset, mfu_model *m)
 {

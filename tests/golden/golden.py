@@ -17,7 +17,7 @@ expect.json fields (all optional except "source"):
                the problem+json document printed on stderr
   vars         names usable in check expressions
   invariants   list of: finite, roofline, search, problem, table,
-               search_table, csv, determinism
+               search_table, csv, determinism, frameworks
   checks       list of checks (below)
   model_presets  run the request once per model preset that `mfu presets
                (the request may use @SEQ@: "seq_len" maps preset -> length,
@@ -661,9 +661,92 @@ def inv_determinism(doc_text, rerun, **_):
     return out
 
 
+MEGATRON_MODULES = {"core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"}
+
+
+def megatron_rules(c, L, moe, tied):
+    """Megatron-LM's acceptance of a configuration, written from its code
+    (core_v0.12 / main): arguments.py validate_args, schedules.py,
+    transformer_block.py get_num_layers_to_build, TransformerConfig."""
+    par, ps, v, pp, m = c["parallel"], c["pipeline_split"], c["vpp"], c["parallel"]["pp"], c["grad_accum"]
+    out = []
+    if par["fsdp"] > 1 and (pp > 1 or par["ep"] > 1 or par["zero"] or par["dp"] > 1):
+        out.append("--use-torch-fsdp2 asserts pp == 1, ep == 1, no distributed optimizer")
+    if par["zero"] == 2 and pp > 1:
+        out.append("Megatron-FSDP optim_grads is not validated with pp")
+    if moe and par["tp"] > 1 and not par["sp"]:
+        out.append("MoELayer raises without sequence parallel when tp > 1")
+    if c["schedule"] not in ("1f1b", "interleaved"):
+        out.append("schedule %s" % c["schedule"])
+    if c["schedule"] == "interleaved" and (m < pp or m % pp):
+        out.append("interleaved: micro-batches %d must be >= pp and a multiple of it (g = pp)" % m)
+    if pp > 1:
+        first, mid, last = ps["first_stage_layers"], ps["middle_stage_layers"], ps["last_stage_layers"]
+        if any(x % v for x in (first, mid, last)):
+            out.append("stage layers %d/%d/%d not divisible by vpp %d" % (first, mid, last, v))
+        if ps["kind"] == "even" and L % pp:
+            out.append("even split of %d layers over pp %d" % (L, pp))
+        if ps["kind"] == "account" and (L + 2) % pp:
+            out.append("account split: %d + 2 not divisible by pp %d" % (L, pp))
+        if first + last + (pp - 2) * mid != L:
+            out.append("stages %d + %d + %d x %d != %d layers" % (first, last, pp - 2, mid, L))
+    if c["recompute"] not in ("none", "full") and not set(c["recompute_modules"]) <= MEGATRON_MODULES:
+        out.append("recompute modules %r" % c["recompute_modules"])
+    return out
+
+
+def torchtitan_rules(c, L, moe, tied, seq):
+    """torchtitan's acceptance (v0.2.2 / main): parallel_dims.py _validate,
+    pipeline_parallel.py, PyTorch schedules.py, activation_checkpoint.py."""
+    par, v, pp, m = c["parallel"], c["vpp"], c["parallel"]["pp"], c["grad_accum"]
+    out = []
+    if par["zero"]:
+        out.append("no ZeRO-1/2 (FSDP only)")
+    if par["tp"] > 1 and not par["sp"]:
+        out.append("tp without sequence parallel")
+    div = (par["tp"] if par["sp"] else 1) * (2 * par["cp"] if par["cp"] > 1 else 1)
+    if (c["mbs"] * seq) % div:
+        out.append("tokens per micro-batch not divisible by tp * 2cp")
+    if par["ep"] > 1 and (par["etp"] not in (1, par["tp"]) or (par["fsdp"] * par["cp"] * par["tp"]) % (par["ep"] * par["etp"])):
+        out.append("ep %d etp %d do not fold into dp_shard * cp * tp" % (par["ep"], par["etp"]))
+    if pp > 1:
+        if c["schedule"] == "1f1b" and m < pp:
+            out.append("Schedule1F1B: micro-batches < stages")
+        if c["schedule"] == "interleaved" and m % max(1, m // pp):
+            out.append("Interleaved1F1B: micro-batches % max(1, m // pp)")
+        if c["schedule"] not in ("1f1b", "interleaved", "gpipe") or (c["schedule"] == "gpipe" and v != 1):
+            out.append("schedule %s vpp %d" % (c["schedule"], v))
+        if tied:
+            out.append("pp with tied embeddings")
+    if c["recompute"] not in ("none", "minimal", "full"):
+        out.append("recompute %s" % c["recompute"])
+    return out
+
+
+def inv_frameworks(doc, req, **_):
+    """Every ranked configuration names a framework, and that framework's own
+    rules (re-implemented here from its code) accept it."""
+    out = []
+    L = doc["model"]["resolved"]["layers_total"]
+    ir = doc["model"]["resolved"]["ir"]
+    moe = any(r["mlp"].get("type") == "moe" for r in ir["layers"])
+    tied = ir.get("tie_embeddings", False)
+    seq = req["training"]["seq_len"]
+    for c in doc.get("configs", []):
+        fws = c.get("frameworks") or []
+        if not fws:
+            out.append("rank %s: no framework named" % c["rank"])
+        for f in fws:
+            bad = megatron_rules(c, L, moe, tied) if f == "megatron" else \
+                torchtitan_rules(c, L, moe, tied, seq) if f == "torchtitan" else []
+            for b in bad:
+                out.append("rank %s: named %s, which refuses it: %s" % (c["rank"], f, b))
+    return out
+
+
 INVARIANTS = {"finite": inv_finite, "roofline": inv_roofline, "search": inv_search,
               "problem": inv_problem, "table": inv_table, "search_table": inv_search_table,
-              "csv": inv_csv, "determinism": inv_determinism}
+              "csv": inv_csv, "determinism": inv_determinism, "frameworks": inv_frameworks}
 TEXT_INVARIANTS = {"table", "search_table", "csv"}
 
 

@@ -211,6 +211,71 @@ int main(void)
         json_decref(r);
     }
 
+    /* "why not" (issue 9 item 11): a layout pinned on every axis that does
+     * not fit answers 200 with that configuration evaluated, the stage that
+     * overflows and by how much; one no admitted framework launches says
+     * which rule of each it breaks. Llama 3 405B on 16,384 H100 with
+     * Megatron's distributed optimizer (ZeRO-1: fp32 main gradients on
+     * every replica, 6 + 12/d B/param) instead of Meta's ZeRO-2: rank 1
+     * holds 8 x 398.5 M parameters -> 19.4 GB of state instead of 8.4 GB,
+     * over the 85.0 GB the card exposes. */
+    {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"llama3-405b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                      "\"devices\": 16384, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 16777216}, "
+                      "\"search\": {\"fix\": {\"tp\": 8, \"pp\": 16, \"dp\": 128, \"cp\": 1, \"zero\": 1, "
+                      "\"schedule\": \"interleaved\", \"vpp\": 4, \"mbs\": 1, \"recompute\": \"none\", \"sp\": true}}}");
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        CHECK_EQ_I(json_array_size(json_object_get(res, "configs")), 0);
+        json_t *pin = json_object_get(res, "pinned");
+        CHECK(json_is_object(pin));
+        CHECK(json_is_false(json_object_get(pin, "feasible")));
+        json_t *why = json_array_get(json_object_get(pin, "reasons"), 0);
+        CHECK_STR(json_string_value(json_object_get(why, "kind")), "memory");
+        double excess = json_number_value(json_object_get(why, "excess_bytes"));
+        CHECK(excess > 1e9 && excess < 10e9);
+        json_t *cfg = json_object_get(pin, "config");
+        CHECK_EQ_I(json_array_size(json_object_get(cfg, "memory_stages")), 16);
+        /* Megatron launches it (torchtitan has no ZeRO-1): it just does not fit */
+        json_t *lb = json_object_get(pin, "launchable_by");
+        CHECK_EQ_I(json_array_size(lb), 1);
+        CHECK_STR(json_string_value(json_array_get(lb, 0)), "megatron");
+        json_decref(res);
+        json_decref(r);
+        /* ZeRO-2 with PP (Meta's policy, which fits): Megatron-FSDP is not
+         * validated with PP and torchtitan has no ZeRO-2: with the default
+         * frameworks nothing is ranked, and the answer names both rules */
+        api_status_init(&st);
+        r = J("{\"model\": {\"preset\": \"llama3-405b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+              "\"devices\": 16384, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 16777216}, "
+              "\"search\": {\"fix\": {\"tp\": 8, \"pp\": 16, \"dp\": 128, \"cp\": 1, \"zero\": 2, "
+              "\"schedule\": \"interleaved\", \"vpp\": 4, \"mbs\": 1, \"recompute\": \"none\", \"sp\": true}}}");
+        res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        pin = json_object_get(res, "pinned");
+        CHECK(json_is_true(json_object_get(pin, "feasible")));
+        json_t *reasons = json_object_get(pin, "reasons");
+        int fw = 0;
+        for (size_t i = 0; i < json_array_size(reasons); i++) {
+            const char *d = json_string_value(json_object_get(json_array_get(reasons, i), "detail"));
+            fw += d && (strstr(d, "FW-M2") || strstr(d, "FW-T1"));
+        }
+        CHECK_EQ_I(fw, 2);
+        json_decref(res);
+        /* ... and with frameworks "any" it is ranked, naming none */
+        json_object_set_new(json_object_get(r, "search"), "frameworks", json_pack("[s]", "any"));
+        api_status_init(&st);
+        res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
+        CHECK(c0 != NULL && json_array_size(json_object_get(c0, "frameworks")) == 0);
+        CHECK(json_is_null(json_object_get(c0, "megatron_args")));
+        json_decref(res);
+        json_decref(r);
+    }
+
     /* document limits (api/limits.c): depth on the bytes and on the tree,
      * string and key lengths, array and object sizes, each with its pointer */
     {

@@ -44,7 +44,7 @@ static void korthikanti(const char *preset, double t)
      * system model's per-policy saved bytes */
     mfu_hardware hw;
     CHECK(load_hw("a100-80gb", &hw) == 0);
-    mfu_training tr = {2048, 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL, 0, 0};
+    mfu_training tr = {2048, 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL, 0, 0, 0};
     mfu_system sys;
     CHECK(mfu_system_init(&sys, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
     mfu_shape_cost k;
@@ -57,8 +57,64 @@ static void korthikanti(const char *preset, double t)
     CHECK_NEAR(k.avg.saved_bytes[MFU_RC_FULL], 2 * sbh, 1e-12);
 }
 
+/* A model of n identical MLA + MoE (+ shared expert) layers, as n runs of
+ * one layer or one run of n. */
+static int mla_moe(mfu_model *m, int n, int as_runs, const char *attn_impl_unused)
+{
+    (void)attn_impl_unused;
+    json_t *layers = json_array();
+    for (int i = 0; i < (as_runs ? n : 1); i++)
+        json_array_append_new(layers, json_pack(
+            "{s:i,s:{s:s,s:i,s:i,s:i,s:i,s:i,s:i},s:{s:s,s:i,s:i,s:i,s:i,s:i}}", "count", as_runs ? 1 : n,
+            "attention", "type", "mla", "n_heads", 16, "q_lora_rank", 256, "kv_lora_rank", 128,
+            "qk_nope_head_dim", 64, "qk_rope_head_dim", 32, "v_head_dim", 64,
+            "mlp", "type", "moe", "n_experts", 16, "top_k", 2, "expert_ffn_dim", 512,
+            "n_shared_experts", 1, "shared_ffn_dim", 512));
+    json_t *ir = json_pack("{s:i,s:i,s:b,s:o}", "d_model", 1024, "vocab", 32000, "dropout", 1,
+                           "layers", layers);
+    api_status st;
+    api_status_init(&st);
+    int rc = api_model_from_ir(ir, "/model", m, &st);
+    json_decref(ir);
+    return rc;
+}
+
 int main(void)
 {
+    /* No inventory is cut short (issue 9: a 128-run MoE/MLA model kept 40
+     * runs, dropped the LM head and gave a 243 % roofline). The worst layer
+     * (MLA with a q low-rank path, unfused attention with dropout, MoE with
+     * a shared expert) fits MFU_MAX_LAYER_OPS; 128 such runs are all
+     * counted, and the roofline equals that of the same layers written as
+     * one run of 128 (identical layers: the same time, the same FLOPs). */
+    {
+        static mfu_model many, one;
+        CHECK(mla_moe(&many, MFU_MAX_RUNS, 1, NULL) == 0);
+        CHECK(mla_moe(&one, MFU_MAX_RUNS, 0, NULL) == 0);
+        CHECK_EQ_I(many.n_runs, MFU_MAX_RUNS);
+        mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_UNFUSED};
+        int per_layer = mfu_ops_layer(&one, 0, &sh, ops, MFU_MAX_OPS);
+        CHECK(per_layer > 50 && per_layer <= MFU_MAX_LAYER_OPS);
+        mfu_hardware hw;
+        CHECK(load_hw("h100-sxm", &hw) == 0);
+        mfu_roofline ra, rb;
+        for (int impl = 0; impl < 2; impl++) {
+            mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, (mfu_attn_impl)impl, MFU_CONV_CAUSAL, 0, 0, 0};
+            CHECK(mfu_roofline_compute(&one, &hw, &tr, ops, MFU_MAX_OPS, &rb) == MFU_OK);
+            CHECK(mfu_roofline_compute(&many, &hw, &tr, ops, MFU_MAX_OPS, &ra) == MFU_OK);
+            int edge = mfu_ops_embed(&one, &sh, ops, MFU_MAX_OPS) + mfu_ops_head(&one, &sh, ops, MFU_MAX_OPS);
+            sh.attn_impl = (mfu_attn_impl)impl;
+            CHECK_EQ_I(ra.n_ops, MFU_MAX_RUNS * mfu_ops_layer(&one, 0, &sh, ops, MFU_MAX_OPS) + edge);
+            CHECK_NEAR(ra.step_time_s, rb.step_time_s, 1e-12);
+            CHECK_NEAR(ra.mfu, rb.mfu, 1e-12);
+            CHECK(ra.mfu > 0 && ra.mfu <= 1.0);
+        }
+        /* a buffer too small is an error, never a short inventory */
+        mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+        CHECK(mfu_roofline_compute(&many, &hw, &tr, ops, 2048, &ra) == MFU_ETOOMANYOPS);
+        CHECK(ra.mfu == 0 && ra.n_ops == 0);
+    }
+
     /* seed 002: A100 312 TFLOP/s over 1.55 TB/s -> ridge point 201.3 FLOPs/byte */
     mfu_hardware a100 = {0};
     a100.peak_flops[MFU_DT_BF16] = 312e12;
@@ -120,7 +176,7 @@ int main(void)
         mfu_hardware hw;
         CHECK(load_model("llama3-70b", &m) == 0);
         CHECK(load_hw("h100-sxm", &hw) == 0);
-        mfu_training tr = {8192, 2097152, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
+        mfu_training tr = {8192, 2097152, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
         mfu_roofline r;
         CHECK(mfu_roofline_compute(&m, &hw, &tr, ops, MFU_MAX_OPS, &r) == 0);
         int mm = 0, bad = 0, mem = 0;

@@ -1,0 +1,391 @@
+/* Memory and legality as frameworks have them (issue 9): micro-batches in
+ * flight per pipeline rank counted by hand from Megatron-LM's schedules,
+ * layer splits, the framework rules, and the per-stage memory of published
+ * runs against hand calculations written out here (each with the memory
+ * policy its source reports). */
+#include "check.h"
+#include "search.h"
+#include "system.h"
+#include "testutil.h"
+
+static mfu_op ops[MFU_MAX_OPS];
+
+#define cfg test_cfg
+
+static int has_fw(const mfu_system *s, const mfu_config *c, int f)
+{
+    return (mfu_config_frameworks(s, c, NULL) & MFU_FW_MASK(f)) != 0;
+}
+
+static void t_inflight(void)
+{
+    /* 1F1B (Megatron schedules.py forward_backward_pipelining_without_
+     * interleaving): rank r runs min(p-r-1, m) warmup forwards and one
+     * more before its first backward frees one: min(p-r, m). p = 4: */
+    double m8[4] = {4, 3, 2, 1}, m2[4] = {2, 2, 2, 1};
+    for (int r = 0; r < 4; r++) {
+        CHECK_NEAR(mfu_inflight(MFU_SCHED_1F1B, 4, 1, 8, r), m8[r], 0);
+        CHECK_NEAR(mfu_inflight(MFU_SCHED_1F1B, 4, 1, 2, r), m2[r], 0);
+        CHECK_NEAR(mfu_inflight(MFU_SCHED_1F1B, 4, 1, 4, r), m8[r], 0); /* m = p */
+        CHECK_NEAR(mfu_inflight(MFU_SCHED_ZB, 4, 1, 8, r), m8[r], 0);   /* ZB-H1 keeps 1F1B's peak */
+    }
+    /* interleaved (get_pp_rank_microbatches, g = p): warmup chunks
+     * 2(p-r-1) + (v-1)p, capped at m v, one more live in steady state.
+     * p = 4, v = 2, m = 8: rank 0: 6 + 4 + 1 = 11 chunks = 5.5 stages
+     * (Megatron's estimator p + (p-1)/v = 5.5); rank 3: 0 + 4 + 1 = 5. */
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_INTERLEAVED, 4, 2, 8, 0), 11.0 / 2, 0);
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_INTERLEAVED, 4, 2, 8, 1), 9.0 / 2, 0);
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_INTERLEAVED, 4, 2, 8, 3), 5.0 / 2, 0);
+    /* m = p = 4: the cap m v = 8 chunks binds on ranks 0 and 1 (all
+     * forwards first), not on rank 2 (2 + 4 + 1 = 7) */
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_INTERLEAVED, 4, 2, 4, 0), 8.0 / 2, 0);
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_INTERLEAVED, 4, 2, 4, 1), 8.0 / 2, 0);
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_INTERLEAVED, 4, 2, 4, 2), 7.0 / 2, 0);
+    /* p = 16, v = 4, m = 16 (Llama 3 405B): 2*15 + 48 + 1 = 79 > 64 chunks */
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_INTERLEAVED, 16, 4, 16, 0), 16.0, 0);
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_INTERLEAVED, 16, 4, 16, 15), 49.0 / 4, 0);
+    /* GPipe as MaxText runs it: every micro-batch */
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_GPIPE, 4, 1, 12, 3), 12.0, 0);
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_1F1B, 1, 1, 12, 0), 1.0, 0);
+}
+
+/* A system over a toy dense model with L layers (tied = 0). */
+static int toy(mfu_system *s, mfu_model *m, mfu_hardware *hw, int64_t L, int64_t devices)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{\"d_model\": 1024, \"vocab\": 32000, \"tie_embeddings\": false, \"layers\": [{\"count\": %lld, "
+             "\"attention\": {\"n_heads\": 8}, \"mlp\": {\"ffn_dim\": 4096}}]}", (long long)L);
+    json_error_t je;
+    json_t *j = json_loads(buf, 0, &je);
+    api_status st;
+    api_status_init(&st);
+    int rc = api_model_from_ir(j, "/model", m, &st);
+    json_decref(j);
+    if (rc) return rc;
+    mfu_training tr = {2048, 2048.0 * devices, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    return mfu_system_init(s, m, hw, &tr, devices, 0, ops);
+}
+
+static void t_splits(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_model m;
+    mfu_system s;
+    /* 126 layers over 16 stages (Llama 3 405B): 128 = 126 + embedding +
+     * loss divides by 16 -> Megatron --account-for-*: 7, 8 x 14, 7 */
+    CHECK(toy(&s, &m, &hw, 126, 128) == 0);
+    mfu_config c = cfg(8, 1, 1, 1, 16, 1);
+    c.grad_accum = 16;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    mfu_stages st;
+    mfu_config_stages(&s, &c, &st);
+    CHECK_EQ_I(c.split, MFU_SPLIT_ACCOUNT);
+    CHECK_EQ_I(st.first, 7); CHECK_EQ_I(st.mid, 8); CHECK_EQ_I(st.last, 7);
+    int64_t sum = 0;
+    for (int64_t r = 0; r < 16; r++) sum += mfu_stage_layers(&s, &c, r);
+    CHECK_EQ_I(sum, 126);
+    CHECK(has_fw(&s, &c, MFU_FW_MEGATRON) && has_fw(&s, &c, MFU_FW_TORCHTITAN));
+    /* with vpp 4: 8 per rank divides by 4 (chunks of 2) */
+    c.vpp = 4;
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.grad_accum = 16;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    CHECK_EQ_I(c.split, MFU_SPLIT_ACCOUNT);
+    CHECK(has_fw(&s, &c, MFU_FW_MEGATRON));
+    /* vpp 3 does not divide 8: Megatron refuses (FW-M6), vpp 5/6/7 too */
+    c.vpp = 3;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK); /* torchtitan's split with a remainder */
+    CHECK_EQ_I(c.split, MFU_SPLIT_EVEN);
+    CHECK(!has_fw(&s, &c, MFU_FW_MEGATRON));
+
+    /* 61 layers over 16 stages (DeepSeek-V3): neither 61 nor 63 divides;
+     * first/last take the rest: middle ceil(61/16) = 4, 61 - 14 * 4 = 5 =
+     * 3 (first) + 2 (last, with the LM head) */
+    CHECK(toy(&s, &m, &hw, 61, 128) == 0);
+    c = cfg(8, 1, 1, 1, 16, 1);
+    c.grad_accum = 16;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    mfu_config_stages(&s, &c, &st);
+    CHECK_EQ_I(c.split, MFU_SPLIT_FIRST_LAST);
+    CHECK_EQ_I(st.first, 3); CHECK_EQ_I(st.mid, 4); CHECK_EQ_I(st.last, 2);
+    CHECK(has_fw(&s, &c, MFU_FW_MEGATRON));
+
+    /* torchtitan's automatic split (generate_llm_fqn_per_model_part,
+     * input/output weights 1) with a remainder: 29 layers + 2 over 4
+     * stages: 31 = 7 * 4 + 3, the first three stages take 8: stage 0 holds
+     * 8 - 1 (embedding) = 7, stages 1 and 2 hold 8, stage 3 7 - 1 = 6 */
+    CHECK(toy(&s, &m, &hw, 29, 16) == 0);
+    c = cfg(4, 1, 1, 1, 4, 1);
+    c.grad_accum = 8;
+    c.split = MFU_SPLIT_ACCOUNT;
+    mfu_config_fill_stages(&s, &c);
+    int64_t want[4] = {7, 8, 8, 6};
+    for (int r = 0; r < 4; r++) CHECK_EQ_I(mfu_stage_layers(&s, &c, r), want[r]);
+    /* ... which torchtitan launches and Megatron (exact division only) does not */
+    CHECK(has_fw(&s, &c, MFU_FW_TORCHTITAN));
+    CHECK(!has_fw(&s, &c, MFU_FW_MEGATRON));
+}
+
+static void t_frameworks(void)
+{
+    mfu_hardware hw, tpu;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    CHECK(load_hw("tpu-v5p", &tpu) == 0);
+    mfu_model m;
+    mfu_system s;
+    CHECK(toy(&s, &m, &hw, 32, 64) == 0);
+    const char *why[MFU_FW_COUNT];
+    /* FSDP with PP: Megatron's --use-torch-fsdp2 asserts pp == 1 (FW-M1);
+     * torchtitan runs it, unsharded between micro-batches */
+    mfu_config c = cfg(1, 8, 1, 1, 8, 1);
+    c.grad_accum = 8;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    unsigned fw = mfu_config_frameworks(&s, &c, why);
+    CHECK(!(fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_MEGATRON], "FW-M1"));
+    CHECK(fw & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    /* ZeRO-1: Megatron's distributed optimizer; torchtitan has none (FW-T1) */
+    c = cfg(8, 1, 1, 1, 8, 1);
+    c.grad_accum = 8;
+    c.zero = 1;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    fw = mfu_config_frameworks(&s, &c, why);
+    CHECK((fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_TORCHTITAN], "FW-T1"));
+    /* interleaved needs m a multiple of pp in Megatron (FW-M5) */
+    c.zero = 0;
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 2;
+    c.grad_accum = 12;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    fw = mfu_config_frameworks(&s, &c, why);
+    CHECK(!(fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_MEGATRON], "FW-M5"));
+    /* tp without sequence parallel: not torchtitan (FW-T2) */
+    c = cfg(8, 1, 8, 1, 1, 1);
+    fw = mfu_config_frameworks(&s, &c, why);
+    CHECK((fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && !(fw & MFU_FW_MASK(MFU_FW_TORCHTITAN)));
+    /* ZB-H1: none of the three */
+    c = cfg(8, 1, 1, 1, 8, 1);
+    c.grad_accum = 8;
+    c.schedule = MFU_SCHED_ZB;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    CHECK_EQ_I(mfu_config_frameworks(&s, &c, NULL), 0);
+    /* a TPU: only MaxText, whose pipelines are GPipe (FW-X4) */
+    mfu_system st;
+    CHECK(toy(&st, &m, &tpu, 32, 64) == 0);
+    c = cfg(8, 1, 1, 1, 8, 1);
+    c.grad_accum = 8;
+    CHECK(mfu_config_default_split(&st, &c) == MFU_OK);
+    fw = mfu_config_frameworks(&st, &c, why);
+    CHECK_EQ_I(fw, 0);
+    CHECK(strstr(why[MFU_FW_MAXTEXT], "FW-X4") != NULL);
+    c.schedule = MFU_SCHED_GPIPE;
+    CHECK_EQ_I(mfu_config_frameworks(&st, &c, NULL), MFU_FW_MASK(MFU_FW_MAXTEXT));
+}
+
+/* The memory policies a stage adds up (F-MEM-*), for the hand calculations
+ * below: bf16 weights 2 B, fp32 gradients 4 B, fp32 master + Adam 12 B;
+ * reserve = context 0.5e9 + 0.5e9 per communicator + 5 % of the rest
+ * (presets/hardware/h100-sxm.json, a100-80gb.json notes.memory_reserve). */
+static double reserve(int comms, double used) { return 0.5e9 + 0.5e9 * comms + 0.05 * used; }
+
+static void t_llama3_405b(void)
+{
+    /* Llama 3 405B as Meta trained it (Llama 3 report sec. 3.3.2, Table 4):
+     * 16,384 H100, TP8 CP1 PP16 DP128, seq 8192, 16M tokens (m = 2048 / 128
+     * = 16 micro-batches of 1), no activation recompute, one layer fewer on
+     * the first and last stages (embedding and loss counted as layers: 7,
+     * 8 x 14, 7), FSDP sharding optimizer states and gradients with the
+     * parameters not resharded after forward (ZeRO-2), interleaved v = 4. */
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model("llama3-405b", &m) == 0);
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_training tr = {8192, 16777216.0, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 16384, 0, ops) == MFU_OK);
+    mfu_config c = cfg(128, 1, 8, 1, 16, 1);
+    c.sp = 1;
+    c.zero = 2;
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 4;
+    c.grad_accum = 16;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
+    CHECK(ev.feasible);
+    /* Hand calculation for rank 1 (8 layers; the busiest).
+     * Saved bytes per token per layer, TP 8 with SP, flash attention, bf16
+     * (h = 16384, 128 heads of 128, 8 KV heads -> 1 per rank, ffn 53248):
+     *   attention norm input 2h/8 = 4096, its output (QKV input) 4096,
+     *   Q 2*16*128 = 4096, K 256, V 256, LSE 4*16 = 64,
+     *   out-proj input 4096, MLP norm input 4096, its output 4096,
+     *   SwiGLU inputs 2*2*53248/8 = 26624, down-proj input 13312
+     *   = 65088 B; x 8192 tokens = 533.2 MB per layer and micro-batch. */
+    double per_layer = 65088.0 * 8192;
+    /* in flight: m = p = 16, v = 4: 2*14 + 48 + 1 = 77 > 64 chunks -> all
+     * 16 micro-batches of the stage's 8 layers; + one layer's gradients */
+    double act = 16 * 8 * per_layer + per_layer;
+    /* parameters of one layer: q, o 16384^2, k, v 16384*1024, MLP
+     * 3*16384*53248, two norms 16384: 3,187,703,808; per device / 8 */
+    double lp = (2.0 * 16384 * 16384 + 2.0 * 16384 * 1024 + 3.0 * 16384 * 53248 + 2 * 16384) / 8;
+    double P = 8 * lp;
+    double weights = 2 * P;
+    double grads = 4 * P / 128 + 4 * lp; /* sharded fp32 + one layer before its reduce-scatter */
+    double optim = 12 * P / 128;
+    /* buffers: p2p send/recv 2 * 2 * 8192 * 16384 / 8, the gathered SP input 2 * 8192 * 16384 */
+    double buf = 4.0 * 8192 * 16384 / 8 + 2.0 * 8192 * 16384;
+    double used = weights + grads + optim + act + buf;
+    double total = used + reserve(3, used); /* tp, dp, pp */
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    mfu_memory st1;
+    mfu_memory_stage(&s, &c, &k, 1, &st1);
+    CHECK_NEAR(st1.total_bytes, total, 0.05);
+    CHECK_NEAR(st1.activations_bytes, act, 0.05);
+    CHECK(total < 85029158912.0); /* fits the 81,090 MiB CUDA exposes */
+    CHECK_EQ_I(ev.mem.stage, 1);
+    CHECK_NEAR(ev.mem.total_bytes, total, 0.05);
+}
+
+static void t_gpt3_narayanan(void)
+{
+    /* GPT-3 175B as Narayanan et al. 2021 ran it (sec. 5.1, Table 1 row
+     * 145.6B-175B class; the 175B run: 1,024 A100-80GB, TP8 PP8 DP16,
+     * interleaved (v = 2), mbs 1, batch 1536, seq 2048, full activation
+     * recompute, no distributed optimizer). Memory policy: Megatron's
+     * mixed precision, 18 B/param (bf16 accounting, docs/distrib_optimizer.md). */
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model("gpt3-175b", &m) == 0);
+    CHECK(load_hw("a100-80gb", &hw) == 0);
+    mfu_training tr = {2048, 1536.0 * 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 1024, 0, ops) == MFU_OK);
+    mfu_config c = cfg(16, 1, 8, 1, 8, 1);
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 2;
+    c.grad_accum = 96;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
+    CHECK(ev.feasible);
+    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
+    /* Hand calculation, rank 0 (12 layers + embedding):
+     * parameters per layer 12 h^2 + 13 h (h = 12288), embedding 51200 h +
+     * positions 2048 h, all / 8 (tp) */
+    double h = 12288, s_ = 2048, t = 8, a = 96;
+    double P = (12 * (12 * h * h + 13 * h) + 51200 * h + 2048 * h) / t;
+    double states = 18 * P;
+    /* activations: full recompute keeps the layer input 2 s b h (no sp);
+     * in flight on rank 0: 2*7 + 8 + 1 = 23 chunks = 11.5 stages of 12
+     * layers; the embedding's dropout mask s b h (1 byte) per micro-batch;
+     * the recomputed layer's full activations (Korthikanti eq. 2:
+     * s b h (10 + 24/t + 5 a s / (h t))) once, less its kept input, and one
+     * layer's gradients of the same size */
+    double sbh = s_ * h;
+    double full = sbh * (10 + 24 / t + 5 * a * s_ / (h * t));
+    double act = 11.5 * (12 * 2 * sbh + sbh) + (full - 2 * sbh) + full;
+    double buf = 4 * s_ * h; /* p2p send/recv, bf16, no sp */
+    double used = states + act + buf;
+    double total = used + reserve(3, used); /* tp, dp, pp */
+    CHECK_EQ_I(ev.mem.stage, 0);
+    CHECK_NEAR(ev.mem.total_bytes, total, 0.05);
+    CHECK_NEAR(ev.mem.weights_bytes + ev.mem.grads_bytes + ev.mem.optimizer_bytes, states, 0.01);
+    CHECK(total < 85094039552.0);
+}
+
+static void t_megatron_1t(void)
+{
+    /* Megatron 1T (Narayanan et al. 2021 Table 1: 3,072 A100, TP8 PP64,
+     * DP6, batch 3072, mbs 1, seq 2048, full recompute; interleaved v = 2
+     * -- one layer per chunk). */
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model("megatron-1t", &m) == 0);
+    CHECK(load_hw("a100-80gb", &hw) == 0);
+    mfu_training tr = {2048, 3072.0 * 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 3072, 0, ops) == MFU_OK);
+    mfu_config c = cfg(6, 1, 8, 1, 64, 1);
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 2;
+    c.grad_accum = 512;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
+    CHECK(ev.feasible);
+    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
+    /* rank 0: 2 layers + embedding (h = 25600, 160 heads, vocab 51200,
+     * learned positions 2048); in flight 2*63 + 64 + 1 = 191 chunks = 95.5
+     * stages of 2 layers */
+    double h = 25600, s_ = 2048, t = 8, a = 160;
+    double P = (2 * (12 * h * h + 13 * h) + 51200 * h + 2048 * h) / t;
+    double sbh = s_ * h;
+    double full = sbh * (10 + 24 / t + 5 * a * s_ / (h * t));
+    double act = 95.5 * (2 * 2 * sbh + sbh) + (full - 2 * sbh) + full;
+    double used = 18 * P + act + 4 * sbh;
+    double total = used + reserve(3, used);
+    CHECK_EQ_I(ev.mem.stage, 0);
+    CHECK_NEAR(ev.mem.total_bytes, total, 0.05);
+}
+
+static void t_recompute_modules(void)
+{
+    /* Saved bytes per token and layer under each recompute policy, Llama 3
+     * 405B shape, TP 8 with SP, flash attention, bf16 (the per-tensor list
+     * of t_llama3_405b): norm inputs 4096 + 4096, norm outputs (GEMM
+     * inputs) 4096 + 4096, Q/K/V 4096 + 256 + 256, LSE 64, out-proj input
+     * 4096, SwiGLU inputs 26624, down-proj input 13312 = 65088. */
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model("llama3-405b", &m) == 0);
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_training tr = {8192, 8192.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, MFU_RCM_MLP, ops) == MFU_OK);
+    mfu_shape sh = {1, 8192, 8, 1, 1, 1, 1, MFU_DT_BF16, MFU_ATTN_FLASH};
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    const double T = 8192;
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_NONE], 65088 * T, 1e-12);
+    /* core_attn with a flash kernel: the kernel keeps only Q, K, V (its
+     * checkpoint) and the LSE; nothing is freed (Megatron warns that
+     * core_attn is pointless with fused attention) -- and it costs time */
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_SELECTIVE], 65088 * T, 1e-12);
+    CHECK(k.avg.rc_s[MFU_RC_SELECTIVE] > 0);
+    /* norms and activations (torchtitan op-SAC, MaxText minimal): the norm
+     * outputs and the SwiGLU output go: 65088 - 2 * 4096 - 13312 */
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_MINIMAL], (65088 - 8192 - 13312) * T, 1e-12);
+    /* norms, MLP (Megatron layernorm + mlp): the SwiGLU inputs too */
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_SAVE_DOT_EXCEPT_MLP], (65088 - 8192 - 13312 - 26624) * T, 1e-12);
+    /* the custom slot, mlp alone: its checkpoint (the norm output) stays */
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_CUSTOM], (65088 - 13312 - 26624) * T, 1e-12);
+    /* full: the layer input, 2 s h / t (Korthikanti Table 2 with sp) */
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_FULL], 2 * T * 16384 / 8, 1e-12);
+    /* recompute time: the MLP re-runs more than the norms and activation */
+    CHECK(k.avg.rc_s[MFU_RC_SAVE_DOT_EXCEPT_MLP] > k.avg.rc_s[MFU_RC_MINIMAL]);
+    CHECK(k.avg.rc_s[MFU_RC_FULL] > k.avg.rc_s[MFU_RC_SAVE_DOT_EXCEPT_MLP]);
+    /* which framework names each (FW-M7, FW-T7, FW-X5) */
+    CHECK_EQ_I(s.rc[MFU_RC_SELECTIVE].frameworks, MFU_FW_MASK(MFU_FW_MEGATRON));
+    CHECK(!(s.rc[MFU_RC_MINIMAL].frameworks & MFU_FW_MASK(MFU_FW_MEGATRON))); /* a dense act */
+    CHECK(s.rc[MFU_RC_MINIMAL].frameworks & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    CHECK(s.rc[MFU_RC_CUSTOM].frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
+    CHECK_EQ_I(s.rc[MFU_RC_MLA_UP].frameworks, 0); /* no MLA here */
+}
+
+int main(void)
+{
+    t_recompute_modules();
+    t_inflight();
+    t_splits();
+    t_frameworks();
+    t_llama3_405b();
+    t_gpt3_narayanan();
+    t_megatron_1t();
+    return check_done();
+}
