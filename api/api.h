@@ -104,6 +104,17 @@ json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ct
  * fn is called only when threads == 1. */
 json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads);
 
+/* Fit the hardware's efficiency profile to measured runs (docs/calibration.md):
+ * {"runs": [{"id": ..., "request": <a request with "measured">} | <request>],
+ *  "parameters": [names] (default all), "cross_validate": true}. Every run
+ * must use the same hardware. The result: the fitted parameters with their
+ * priors and uncertainty, per-run residuals (and leave-one-out ones), a
+ * summary, and `hardware`: the description to use in requests. */
+json_t *api_calibrate(json_t *doc, api_status *st);
+/* The calibration as a human table (malloc'd). */
+char *api_calibrate_table(json_t *result);
+#define API_MAX_CAL_RUNS 256
+
 /* ---- rendering --------------------------------------------------------- */
 
 /* Ranked configs of a search result as CSV (RFC 4180), malloc'd. */

@@ -26,6 +26,10 @@ extern const char *const api_recompute_names[];
 extern const char *const api_split_names[];
 
 int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st);
+/* A request with a measured block: the request, its system (sys->hw points
+ * into r: keep r where it is), the measured configuration and step time. */
+int api_request_measured(json_t *request, api_request *r, mfu_system *sys, mfu_config *c,
+                         double *step_time_s, mfu_op *ops, api_status *st);
 void api_request_free(api_request *r);
 
 /* rendering (api/render.c) */

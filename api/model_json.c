@@ -404,6 +404,14 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
                       &out->eff.step_overhead_s, st);
         bad |= jv_num(eff, "overlap_slowdown", p, JV_OPTIONAL, 0.0, 0.0, 0.9,
                       &out->eff.overlap_slowdown, st);
+        bad |= jv_num(eff, "gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 2.0, &out->eff.gemm_scale, st);
+        bad |= jv_num(eff, "fp8_gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 1.0, &out->eff.fp8_gemm_scale, st);
+        bad |= jv_num(eff, "kernel_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e-2,
+                      &out->eff.kernel_overhead_s, st);
+        bad |= jv_num(eff, "gemm_overhead_s", p, JV_OPTIONAL, 0.0, -5e-6, 1e-2, &out->eff.gemm_overhead_s, st);
+        bad |= jv_num(eff, "microbatch_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 10.0,
+                      &out->eff.microbatch_overhead_s, st);
+        bad |= jv_num(eff, "uncertainty", p, JV_OPTIONAL, 0.0, 0.0, 1.0, &out->eff.uncertainty, st);
         json_t *half = json_object_get(eff, "net_half_bytes");
         if (half) {
             jv_ptr(q, sizeof q, p, "net_half_bytes");
@@ -470,11 +478,17 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
             json_array_append_new(net, json_real(e->net_eff[i]));
             json_array_append_new(half, json_real(e->net_half_bytes[i]));
         }
-        json_object_set_new(o, "efficiency",
-                            json_pack("{s:o,s:f,s:f,s:o,s:o,s:f,s:f}", "gemm", g, "attention",
-                                      e->attn_eff, "hbm", e->hbm_eff, "net", net, "net_half_bytes",
-                                      half, "step_overhead_s", e->step_overhead_s,
-                                      "overlap_slowdown", e->overlap_slowdown));
+        json_t *ej = json_pack("{s:o,s:f,s:f,s:o,s:o,s:f,s:f}", "gemm", g, "attention", e->attn_eff,
+                               "hbm", e->hbm_eff, "net", net, "net_half_bytes", half,
+                               "step_overhead_s", e->step_overhead_s, "overlap_slowdown",
+                               e->overlap_slowdown);
+        json_object_set_new(ej, "gemm_scale", json_real(e->gemm_scale));
+        json_object_set_new(ej, "fp8_gemm_scale", json_real(e->fp8_gemm_scale));
+        json_object_set_new(ej, "kernel_overhead_s", json_real(e->kernel_overhead_s));
+        json_object_set_new(ej, "gemm_overhead_s", json_real(e->gemm_overhead_s));
+        json_object_set_new(ej, "microbatch_overhead_s", json_real(e->microbatch_overhead_s));
+        json_object_set_new(ej, "uncertainty", json_real(e->uncertainty));
+        json_object_set_new(o, "efficiency", ej);
     }
     return o;
 }

@@ -93,6 +93,13 @@ static json_t *gap_json(const mfu_system *sys, const mfu_times *t, int with_kern
     return a;
 }
 
+/* The modules of a policy that act on this model: "act" (a dense MLP's
+ * activation) means nothing without a dense MLP or shared experts. */
+static unsigned effective_modules(const mfu_system *sys, unsigned modules)
+{
+    return sys->has_dense_mlp ? modules : modules & ~(unsigned)MFU_RCM_ACT;
+}
+
 /* Megatron-LM flags of a configuration Megatron-LM launches (argument names
  * from megatron/training/arguments.py and TransformerConfig, core_v0.12+),
  * or null. */
@@ -124,8 +131,9 @@ static json_t *megatron_args(const mfu_config *c, const mfu_system *sys, unsigne
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     if (rp->kind == MFU_RCK_SELECTIVE) {
         ARG(" --recompute-granularity selective --recompute-modules");
+        unsigned mods = effective_modules(sys, rp->modules);
         for (int k = 0; k < MFU_RCM_COUNT; k++)
-            if (rp->modules & (1u << k)) ARG(" %s", mfu_rcm_names[k]);
+            if (mods & (1u << k)) ARG(" %s", mfu_rcm_names[k]);
     } else if (rp->kind == MFU_RCK_FULL) {
         if (c->recompute_layers < 0) ARG(" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
         else ARG(" --recompute-granularity full --recompute-method block --recompute-num-layers %lld",
@@ -181,8 +189,9 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
         json_object_set_new(ratio, mfu_comm_names[i], json_real(ev->overlap_ratio[i]));
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     json_t *mods = json_array();
+    unsigned eff_mods = effective_modules(sys, rp->modules);
     for (int k = 0; k < MFU_RCM_COUNT; k++)
-        if (rp->kind == MFU_RCK_SELECTIVE && (rp->modules & (1u << k)))
+        if (rp->kind == MFU_RCK_SELECTIVE && (eff_mods & (1u << k)))
             json_array_append_new(mods, json_string(mfu_rcm_names[k]));
     mfu_stages st;
     mfu_config_stages(sys, c, &st);
@@ -209,9 +218,14 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
     json_object_set_new(o, "time_expected", times_json(&ev->expected));
     json_object_set_new(o, "bound", json_pack("{s:f,s:f,s:f}", "step_time_s", ev->bound.step_time_s,
                                               "mfu", ev->bound.mfu, "hfu", ev->bound.hfu));
+    /* the interval of the expected step (F-TIME-INTERVAL): the profile's
+     * cross-validated relative error, symmetric in log space */
+    double u = sys->hw->has_profile ? sys->hw->eff.uncertainty : 0.0;
     json_object_set_new(o, "expected",
-                        json_pack("{s:f,s:f,s:f,s:f}", "step_time_s", ev->expected.step_time_s,
-                                  "mfu", ev->expected.mfu, "hfu", ev->expected.hfu,
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "step_time_s", ev->expected.step_time_s,
+                                  "step_time_low_s", ev->expected.step_time_s / (1.0 + u),
+                                  "step_time_high_s", ev->expected.step_time_s * (1.0 + u),
+                                  "interval_rel", u, "mfu", ev->expected.mfu, "hfu", ev->expected.hfu,
                                   "tokens_per_s", ev->tokens_per_s));
     json_object_set_new(o, "overlap_ratio", ratio);
     json_object_set_new(o, "gap", gap_json(sys, &ev->bound, 0));

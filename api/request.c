@@ -531,7 +531,9 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
                  DTYPES[r->train.dtype]);
         return -1;
     }
-    int gd = 0, md = 0;
+    int gd = 0, md = 0, ogr = 1;
+    bad |= jv_bool(tj, "overlap_grad_reduce", "/training", JV_OPTIONAL, 1, &ogr, st);
+    r->train.no_grad_overlap = !ogr;
     bad |= jv_enum(tj, "grad_dtype", "/training", JV_OPTIONAL, 0, GRAD_DTYPES, &gd, st);
     bad |= jv_enum(tj, "adam_moments_dtype", "/training", JV_OPTIONAL, 0, GRAD_DTYPES, &md, st);
     if (bad) return -1;
@@ -634,13 +636,14 @@ json_t *api_normalize(json_t *request, api_status *st)
                                (json_int_t)o.batch_min_seqs, (json_int_t)o.batch_max_seqs,
                                "frameworks", fws);
     json_t *model = api_model_to_ir(&r.model);
-    out = json_pack("{s:o,s:o,s:I,s:{s:I,s:f,s:s,s:s,s:b,s:b,s:s,s:s},s:s,s:o}", "model", model,
+    out = json_pack("{s:o,s:o,s:I,s:{s:I,s:f,s:s,s:s,s:b,s:b,s:s,s:s,s:b},s:s,s:o}", "model", model,
                     "hardware", api_hardware_to_json(&r.hw), "devices", (json_int_t)r.devices,
                     "training", "seq_len", (json_int_t)r.train.seq, "global_batch_tokens",
                     r.train.global_batch_tokens, "dtype", DTYPES[r.train.dtype], "attention_impl",
                     IMPLS[r.train.attn_impl], "tp_overlap", r.tp_overlap, "ep_overlap",
                     r.ep_overlap, "grad_dtype", GRAD_DTYPES[r.train.grad_bf16],
-                    "adam_moments_dtype", GRAD_DTYPES[r.train.moments_bf16], "mfu_convention",
+                    "adam_moments_dtype", GRAD_DTYPES[r.train.moments_bf16], "overlap_grad_reduce",
+                    !r.train.no_grad_overlap, "mfu_convention",
                     CONVS[r.train.conv], "search", search);
     if (!out) { /* as api_roofline */
         json_decref(mj);
@@ -774,12 +777,11 @@ static void *search_thread_main(void *p)
 {
     search_thread *t = p;
     mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
-    void *cache = malloc(mfu_search_cache_bytes());
+    /* zeroed (an empty cache) by calloc, whose large blocks come as fresh
+     * pages: only the entries a search fills are ever touched; kept across
+     * this thread's shards (one system) */
+    void *cache = calloc(1, mfu_search_cache_bytes());
     t->ok = ops && cache;
-    if (t->ok) { /* kept across this thread's shards: one system */
-        mfu_search_scratch sc0 = {ops, cache, NULL};
-        mfu_search_cache_clear(&sc0);
-    }
     for (int k = t->first; t->ok && k < MFU_SEARCH_SHARDS; k += t->step) {
         if (atomic_load(&t->d->hit) || atomic_load(&t->d->cancelled)) break;
         /* the core asks progress_bridge only every 16384 evaluations of a
@@ -828,6 +830,23 @@ static int pinned_config(json_t *fix, const mfu_system *sys, const mfu_search_op
     c->grad_accum = per > 0 && o->batch_max_seqs / per > 0 ? o->batch_max_seqs / per : 1;
     if (mfu_config_default_split(sys, c) != MFU_OK) c->split = MFU_SPLIT_EVEN;
     return 1;
+}
+
+int api_request_measured(json_t *request, api_request *r, mfu_system *sys, mfu_config *c,
+                         double *step_time_s, mfu_op *ops, api_status *st)
+{
+    if (api_parse_request(request, 1, r, st)) return -1;
+    if (system_init(sys, r, ops, st)) return -1;
+    json_t *meas = json_object_get(request, "measured");
+    if (!json_is_object(meas)) {
+        api_fail(st, 422, "/measured", "required object {config, step_time_s} is missing");
+        return -1;
+    }
+    if (jv_num(meas, "step_time_s", "/measured", JV_REQUIRED, 0, 1e-6, 1e7, step_time_s, st)) return -1;
+    if (parse_config(json_object_get(meas, "config"), "/measured/config", sys, c, st)) return -1;
+    c->tp_overlap = r->tp_overlap;
+    c->ep_overlap = r->ep_overlap;
+    return 0;
 }
 
 json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ctx)
@@ -901,9 +920,20 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
         goto done;
     }
     json_t *configs = json_array();
-    for (int i = 0; i < res.n; i++)
-        json_array_append_new(configs, api_render_config(&sys, &top[i].config, &top[i].eval, i + 1,
-                                                         i < API_STAGES_RANKS ? ops : NULL));
+    /* ties (F-TIME-INTERVAL): a configuration whose expected interval (per
+     * token) overlaps the best one's cannot be told from it */
+    double u = r.hw.has_profile ? r.hw.eff.uncertainty : 0.0;
+    double best_hi = res.n ? top[0].eval.expected.step_time_s * (1.0 + u) / (double)top[0].eval.global_batch_tokens : 0;
+    int ties = 0;
+    for (int i = 0; i < res.n; i++) {
+        json_t *cj = api_render_config(&sys, &top[i].config, &top[i].eval, i + 1,
+                                       i < API_STAGES_RANKS ? ops : NULL);
+        double lo = top[i].eval.expected.step_time_s / (1.0 + u) / (double)top[i].eval.global_batch_tokens;
+        int tie = i > 0 && lo <= best_hi;
+        ties += tie;
+        json_object_set_new(cj, "tie_with_best", json_boolean(tie));
+        json_array_append_new(configs, cj);
+    }
     json_t *pruned = json_object();
     for (int i = 0; i < MFU_PRUNE_COUNT; i++)
         json_object_set_new(pruned, mfu_prune_names[i], json_integer((json_int_t)res.stats.pruned[i]));
@@ -917,6 +947,7 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
                               !res.stats.truncated ? "" : atomic_load(&d.hit) ? "deadline_s" :
                               atomic_load(&d.cancelled) ? "cancelled" : "max_evaluations",
                               "rank_by", RANKS[o.rank_by_bound]);
+    json_object_set_new(stats, "ties_with_best", json_integer(ties));
     json_t *roof_j = api_render_roofline(&r, &roof, NULL);
     out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "model", api_render_model(&r), "hardware",
                     api_render_hardware(&r), "devices", (json_int_t)r.devices, "roofline", roof_j,

@@ -19,9 +19,15 @@ void mfu_efficiency_ideal(mfu_efficiency *e)
     }
     e->step_overhead_s = 0.0;
     e->overlap_slowdown = 0.0;
+    e->gemm_scale = 1.0;
+    e->fp8_gemm_scale = 1.0;
+    e->kernel_overhead_s = 0.0;
+    e->gemm_overhead_s = 0.0;
+    e->microbatch_overhead_s = 0.0;
+    e->uncertainty = 0.0;
 }
 
-double mfu_gemm_eff(const mfu_efficiency *e, double flops)
+static double gemm_curve(const mfu_efficiency *e, double flops)
 {
     int n = e->n_gemm;
     if (n <= 0) return 1.0;
@@ -35,6 +41,12 @@ double mfu_gemm_eff(const mfu_efficiency *e, double flops)
         }
     }
     return e->gemm_eff[n - 1];
+}
+
+double mfu_gemm_eff(const mfu_efficiency *e, double flops)
+{
+    double v = gemm_curve(e, flops) * (e->gemm_scale > 0 ? e->gemm_scale : 1.0);
+    return v > 1.0 ? 1.0 : v;
 }
 
 int mfu_tier_for_span(const mfu_hardware *hw, int64_t span)

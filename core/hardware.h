@@ -38,6 +38,15 @@ typedef struct mfu_efficiency {
      * (docs/collective-efficiency.md has the calibration) */
     double net_half_bytes[MFU_MAX_TIERS];
     double step_overhead_s; /* fixed per step: launch, data loader, sync */
+    /* docs/model.md F-TIME-*: */
+    double gemm_scale;      /* multiplies the GEMM curve (a calibrated parameter; 1 = as measured) */
+    double fp8_gemm_scale;  /* FP8 GEMMs reach this fraction of the curve's efficiency at FP8 peak */
+    double kernel_overhead_s;    /* per non-GEMM kernel: launch and tail (GEMMs carry theirs in the curve) */
+    double gemm_overhead_s;      /* per GEMM beyond the curve's own fixed cost (calibrated; 0 = the curve) */
+    double microbatch_overhead_s;/* per micro-batch and pipeline stage: host-side scheduling */
+    /* relative half-width of the expected step time's interval: the
+     * calibration's cross-validated error (0: no interval known) */
+    double uncertainty;
     /* compute throughput lost while a collective runs underneath it (the
      * collective kernels occupy SMs/CUs and HBM bandwidth): hidden
      * communication time x this is added back as exposed time */

@@ -83,6 +83,17 @@ static void matmul3(builder *b, const char *fwd, const char *dgrad, const char *
     double flops = 2.0 * M * K * N;
     double wbytes = K * N * groups;
     tags |= MFU_TAG_MATMUL;
+    if (eb < ab) {
+        /* FP8: the activation input is quantized before the forward GEMM and
+         * the output gradient before the backward ones (read 16-bit, write
+         * 8-bit, F-TIME-FP8); weights are cast once per step */
+        unsigned ct = tags & ~(unsigned)(MFU_TAG_MATMUL | MFU_TAG_WGRAD);
+        unsigned fr = b->fr;
+        b->fr = 0u;
+        push(b, "fp8_cast", MFU_FWD, ct, M * K, (ab + eb) * M * K, 0);
+        b->fr = fr;
+        push(b, "fp8_cast.bwd", MFU_BWD, ct, M * N, (ab + eb) * M * N, 0);
+    }
     mfu_op *o = push(b, fwd, MFU_FWD, tags, flops, eb * (M * K + wbytes) + ab * M * N, saved);
     if (o) o->gemm_flops = flops / groups;
     o = push(b, dgrad, MFU_BWD, tags, flops, eb * (M * N + wbytes) + ab * M * K, 0);
@@ -446,6 +457,10 @@ int mfu_ops_model(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
  * 66.9: NVIDIA datasheets), else the dtype's peak. */
 static double op_peak(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)
 {
+    /* attention kernels stay in 16-bit with FP8 GEMMs (Transformer Engine
+     * runs DotProductAttention in bf16 unless fp8_dpa; F-TIME-FP8) */
+    if ((op->tags & MFU_TAG_FUSED_ATTN) && dt == MFU_DT_FP8 && hw->peak_flops[MFU_DT_BF16] > 0)
+        return hw->peak_flops[MFU_DT_BF16];
     if (op->tags & (MFU_TAG_MATMUL | MFU_TAG_FUSED_ATTN)) return hw->peak_flops[dt];
     double v = hw->peak_flops[MFU_DT_FP32];
     return v > 0 && v < hw->peak_flops[dt] ? v : hw->peak_flops[dt];
@@ -454,15 +469,32 @@ static double op_peak(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)
 double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
                    const mfu_efficiency *eff)
 {
-    double e = 1.0, be = 1.0;
+    double e = 1.0, be = 1.0, fixed = 0.0;
     if (eff) {
-        if (op->tags & MFU_TAG_FUSED_ATTN) e = eff->attn_eff;
-        else if (op->tags & MFU_TAG_MATMUL) e = mfu_gemm_eff(eff, op->gemm_flops);
+        if (op->tags & MFU_TAG_FUSED_ATTN) {
+            e = eff->attn_eff;
+            fixed = eff->kernel_overhead_s;
+        } else if (op->tags & MFU_TAG_MATMUL) {
+            if (dt == MFU_DT_FP8 && hw->peak_flops[MFU_DT_BF16] > 0) {
+                /* the curve's fixed cost per GEMM weighs twice as much at
+                 * twice the peak: FP8 at F FLOPs runs as BF16 at F * P16/P8
+                 * (F-TIME-FP8) */
+                double f16 = op->gemm_flops * hw->peak_flops[MFU_DT_BF16] / hw->peak_flops[MFU_DT_FP8];
+                e = mfu_gemm_eff(eff, f16) * (eff->fp8_gemm_scale > 0 ? eff->fp8_gemm_scale : 1.0);
+            } else {
+                e = mfu_gemm_eff(eff, op->gemm_flops);
+            }
+            /* per GEMM call: a grouped expert GEMM is one kernel per local expert */
+            fixed = eff->gemm_overhead_s * (op->gemm_flops > 0 ? op->flops / op->gemm_flops : 1.0);
+        } else {
+            fixed = eff->kernel_overhead_s; /* F-TIME-KERNEL: launch and tail */
+        }
         be = eff->hbm_eff;
     }
     double tc = op->flops / (op_peak(op, hw, dt) * e);
     double tm = op->bytes / (hw->hbm_bw_bytes_s * be);
-    return tc > tm ? tc : tm;
+    double t = (tc > tm ? tc : tm) + fixed;
+    return t > 0 ? t : 0.0;
 }
 
 int mfu_op_compute_bound(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)

@@ -25,6 +25,7 @@ typedef struct mfu_training {
      * --grad-reduce-in-bf16), fp32 Adam moments. */
     int grad_bf16;              /* gradients kept and reduced in bf16 */
     int moments_bf16;           /* Adam moments in bf16 (DeepSeek-V3 sec. 3.3.3) */
+    int no_grad_overlap;        /* gradient reduction not overlapped with the backward */
 } mfu_training;
 
 typedef struct mfu_roofline {

@@ -81,10 +81,11 @@ typedef struct mfu_search_scratch {
     mfu_ranked *part;            /* top_k entries: one shard's ranking */
 } mfu_search_scratch;
 size_t mfu_search_cache_bytes(void);
-/* Empty the per-shape cost cache. The cache holds pure functions of the
- * system and the shape, so it may be kept across the shards of one search
- * run on one thread (fewer inventories built, the same answer); it must be
- * cleared before a search of another system. mfu_search() clears it. */
+/* Empty the per-shape cost cache (all bytes zero is empty: calloc'd memory
+ * needs no clearing). The cache holds pure functions of the system and the
+ * shape, so it may be kept across the shards of one search run on one
+ * thread (fewer inventories built, the same answer); it must be cleared
+ * before a search of another system. mfu_search() clears it. */
 void mfu_search_cache_clear(mfu_search_scratch *sc);
 
 /* The space is split into MFU_SEARCH_SHARDS fixed shards (axis tuples by

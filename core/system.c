@@ -252,6 +252,26 @@ static link link_for(const mfu_system *sys, int64_t span, const mfu_efficiency *
     return l;
 }
 
+/* The link of a group of n members placed `stride` devices apart
+ * (F-COMM-NICS): when it spans the outer tier with k > 1 members in one
+ * inner domain (a node), the collective library drives the k members'
+ * network interfaces in parallel (NCCL channels over every NIC), so the
+ * group moves k times one device's outer bandwidth, never more than the
+ * inner tier's. */
+static link link_group(const mfu_system *sys, double n, double stride, const mfu_efficiency *eff)
+{
+    link l = link_for(sys, (int64_t)(n * stride), eff);
+    if (l.tier > 0 && sys->hw->n_tiers > 1) {
+        double d0 = (double)sys->hw->tiers[0].domain_size;
+        double k = stride < d0 ? fmin(n, d0 / stride) : 1.0;
+        if (k > 1) {
+            link in = link_for(sys, 1, eff);
+            l.bw = fmin(k * l.bw, in.bw);
+        }
+    }
+    return l;
+}
+
 /* Bandwidth achieved by a collective over a buffer of S bytes. */
 static double bw_at(link l, double S)
 {
@@ -354,16 +374,22 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
      * MoE layers with etp = 1 keep tokens sequence-split: no MLP collective.
      * Recomputing a block runs its forward collectives again. */
     if (tp > 1) {
-        link l = link_for(sys, s_tp, eff);
+        link l = link_group(sys, tp, 1.0, eff);
         double one = t_ar(ab * T * h, tp, l);
         double mlp_coll = 1.0 - (c->etp == 1 ? moe_frac : 0.0);
         double per_layer_dir = 1.0 + mlp_coll; /* collectives per direction */
         double rc_coll = 0.0;
         if (rp->kind == MFU_RCK_FULL) rc_coll = per_layer_dir;
         else if (rp->modules & (MFU_RCM_MLP | MFU_RCM_MOE)) rc_coll = mlp_coll;
-        tot[MFU_COMM_TP] = mb * one * (2.0 * L * per_layer_dir + nrc * rc_coll);
+        double fwd = mb * one * (L * per_layer_dir + nrc * rc_coll), bwd = mb * one * L * per_layer_dir;
+        tot[MFU_COMM_TP] = fwd + bwd;
+        /* F-COMM-TP-OVERLAP: the backward's collectives run under the
+         * weight-gradient GEMMs (Megatron's async tensor-parallel
+         * all-reduce / reduce-scatter, on by default; Korthikanti et al.
+         * 2022 Table 4 note); with tp_overlap everything hides under the
+         * GEMMs */
         exp_[MFU_COMM_TP] = c->tp_overlap ? mfu_dmax(0.0, tot[MFU_COMM_TP] - mb * L * a->gemm_s)
-                                          : tot[MFU_COMM_TP];
+                                          : fwd + mfu_dmax(0.0, bwd - mb * L * a->wgrad_s);
     }
     /* CP (F-COMM-CP; Megatron cp_comm_type p2p, the default): a ring of
      * cp - 1 steps per layer; each step sends the local K,V chunk to the
@@ -371,7 +397,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
      * (forward), and K,V plus their gradients in the backward. Only what
      * the step's attention cannot cover is exposed. */
     if (cp > 1) {
-        link l = link_for(sys, s_cp, eff);
+        link l = link_group(sys, cp, tp, eff);
         double kv = 0.0; /* K,V bytes of the local chunk, per layer (average) */
         for (int r = 0; r < m->n_runs; r++) {
             const mfu_attention *at = &m->runs[r].attn;
@@ -441,7 +467,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
                      sys->params_expert / (double)sys->layers / (ep * (double)c->etp);
     if (fsdp > 1) {
         double F = fsdp * cp;
-        link l = link_for(sys, s_fsdp, eff);
+        link l = link_group(sys, fsdp * cp, tp, eff);
         if (pp > 1 && sys->hw->platform == MFU_PLATFORM_GPU) {
             double P_stage = P_layer * L;
             double ag = t_ag(sys->weight_bytes * P_stage, F, l);
@@ -469,7 +495,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     double shard_d = fsdp > 1 ? fsdp * cp : 1.0, shard_e = fsdp > 1 ? mfu_expert_fsdp(c) : 1.0;
     double n_sync = c->zero == 2 ? mb : 1.0;
     if (rd > 1 || re > 1) {
-        link l = link_for(sys, s_dp, eff);
+        link l = link_group(sys, dp, (double)s_fsdp, eff);
         double parts[2][2] = {{dpar.dense / shard_d, rd}, {dpar.expert / shard_e, re}};
         double t_sync = 0, t_gather = 0, t_bucket = 0;
         for (int i = 0; i < 2; i++) {
@@ -488,9 +514,16 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
         }
         tot[MFU_COMM_DP] = n_sync * t_sync + t_gather;
         /* sync under the backward it follows (the last bucket always
-         * exposed); the ZeRO parameter all-gather under the next forward */
-        exp_[MFU_COMM_DP] = n_sync * mfu_dmax(t_bucket, t_sync - t_b) + mfu_dmax(0.0, t_gather - t_f);
+         * exposed); the ZeRO parameter all-gather under the next forward.
+         * ZeRO-2's earlier reduce-scatters run under the rest of the step
+         * (later micro-batches' compute), only their excess is exposed. */
+        double rest = mb * (t_f + t_b) - (t_f + t_b);
+        exp_[MFU_COMM_DP] = mfu_dmax(t_bucket, t_sync - t_b) + mfu_dmax(0.0, t_gather - t_f) +
+                            mfu_dmax(0.0, (n_sync - 1.0) * t_sync - rest);
         exp_[MFU_COMM_DP] = fmin(exp_[MFU_COMM_DP], tot[MFU_COMM_DP]);
+        /* no overlap of the gradient reduction (Megatron without
+         * --overlap-grad-reduce; Korthikanti et al. 2022 sec. 6.3 ran so) */
+        if (sys->train.no_grad_overlap) exp_[MFU_COMM_DP] = tot[MFU_COMM_DP];
     }
     /* PP (Narayanan sec. 4.1): per micro-batch b*s*h forward and backward
      * between stages (scatter/gather over tp: /t), x vpp with interleaving;
@@ -530,7 +563,8 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     else if (c->zero >= 1) P_opt = dpar.dense / mfu_dense_replicas(c) + dpar.expert / mfu_expert_dp(c);
     else P_opt = P_dev;
     tm->optimizer_s = 38.0 * P_opt / (sys->hw->hbm_bw_bytes_s * (eff ? eff->hbm_eff : 1.0));
-    tm->overhead_s = eff ? eff->step_overhead_s : 0.0;
+    /* F-TIME-HOST: per step, and per micro-batch pass of each stage */
+    tm->overhead_s = eff ? eff->step_overhead_s + mb * eff->microbatch_overhead_s : 0.0;
 
     double exposed = 0.0;
     for (int i = 0; i < MFU_COMM_COUNT; i++) exposed += exp_[i];

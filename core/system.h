@@ -241,6 +241,8 @@ unsigned mfu_config_frameworks_at(const mfu_system *sys, const mfu_config *c, un
 /* Frameworks of the platform (GPU: Megatron-LM, torchtitan; TPU: MaxText). */
 unsigned mfu_platform_frameworks(const mfu_hardware *hw);
 
+/* Layers on pipeline rank r (0 <= r < pp). */
+int64_t mfu_stage_layers(const mfu_system *sys, const mfu_config *c, int64_t r);
 /* Layers per stage (needs split, pp_first, pp_last for FIRST_LAST). */
 void mfu_config_stages(const mfu_system *sys, const mfu_config *c, mfu_stages *out);
 /* Store the first, rank-1 and last stages' layers in c (the search and

@@ -11,8 +11,6 @@
 
 static inline double mfu_dmax(double a, double b) { return a > b ? a : b; }
 
-/* Layers on pipeline rank r (config.c, docs/model.md F-PP-SPLIT). */
-int64_t mfu_stage_layers(const mfu_system *sys, const mfu_config *c, int64_t r);
 
 /* Fully recomputed layers on a stage of `ls` layers under c (0 unless the
  * policy is full). */

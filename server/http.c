@@ -452,7 +452,8 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     }
     if (code == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"mfud\"");
     if (code == 405) {
-        const char *a = (r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE)
+        const char *a = (r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE ||
+                         r->route == ROUTE_CALIBRATE)
                             ? "POST, OPTIONS"
                             : "GET, HEAD, OPTIONS";
         MHD_add_response_header(resp, "Allow", a);
@@ -508,6 +509,7 @@ static enum srv_route match_route(const char *url, char *id_out)
         {"/search", ROUTE_SEARCH},
         {"/results", ROUTE_RESULTS},
         {"/roofline", ROUTE_ROOFLINE},
+        {"/calibrate", ROUTE_CALIBRATE},
         {"/presets/models", ROUTE_PRESET_MODELS},
         {"/presets/hardware", ROUTE_PRESET_HARDWARE},
         {"/healthz", ROUTE_HEALTHZ},
@@ -528,7 +530,8 @@ static enum srv_route match_route(const char *url, char *id_out)
 static int route_allows(enum srv_route route, int method)
 {
     if (method == SRV_M_OPTIONS) return 1;
-    if (route == ROUTE_SEARCH || route == ROUTE_ROOFLINE) return method == SRV_M_POST;
+    if (route == ROUTE_SEARCH || route == ROUTE_ROOFLINE || route == ROUTE_CALIBRATE)
+        return method == SRV_M_POST;
     return method == SRV_M_GET || method == SRV_M_HEAD;
 }
 
@@ -784,6 +787,7 @@ static enum MHD_Result dispatch(struct srv_req *r)
     switch (r->route) {
     case ROUTE_SEARCH: return handle_search(r);
     case ROUTE_ROOFLINE: return handle_roofline(r);
+    case ROUTE_CALIBRATE: return handle_roofline(r); /* the same: parse, then the pool */
     case ROUTE_RESULTS: return handle_results_list(r);
     case ROUTE_RESULT: return handle_result(r);
     case ROUTE_PRESET_MODELS: {
@@ -960,7 +964,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
             if (!resp) return MHD_NO;
             add_common_headers(resp);
-            int post = r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE;
+            int post = r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE || r->route == ROUTE_CALIBRATE;
             MHD_add_response_header(resp, "Allow", post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
             MHD_add_response_header(resp, "Access-Control-Allow-Methods",
                                     post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");

@@ -638,11 +638,12 @@ static void roofline_work(uv_work_t *w)
     struct srv_req *r = rw->r;
     api_status st;
     api_status_init(&st);
-    json_t *res = api_roofline(r->roofline_req, &st);
+    json_t *res = r->route == ROUTE_CALIBRATE ? api_calibrate(r->roofline_req, &st)
+                                                : api_roofline(r->roofline_req, &st);
     if (res) {
         srv_answer_json(r, 200, res);
     } else {
-        if (!st.status) api_fail(&st, 500, "", "roofline failed");
+        if (!st.status) api_fail(&st, 500, "", "%s failed", srv_route_names[r->route]);
         srv_answer_json(r, st.status, api_problem_json(&st));
     }
 }
@@ -688,6 +689,7 @@ static void run_command(struct srv_req *r)
     case ROUTE_RESULT: cmd_result(r); break;
     case ROUTE_RESULTS: cmd_results(r); break;
     case ROUTE_ROOFLINE: cmd_roofline(r); break;
+    case ROUTE_CALIBRATE: cmd_roofline(r); break; /* api_calibrate on the pool */
     default:
         srv_answer_problem(r, 500, "Internal Server Error", "unexpected route");
         srv_http_resume(r);

@@ -4,6 +4,9 @@
  *   mfu search   FILE|- [--table | --csv]
  *   mfu presets  [models|hardware]
  *   mfu key      FILE|-          (the cache key the daemon would use)
+ *   mfu calibrate FILE|- [--table | --hardware]
+ *                                (fit a hardware profile to measured runs;
+ *                                 --hardware prints only the description)
  *
  * Searches run on MFU_THREADS threads (default: the online CPUs).
  * Reads one request JSON (docs/model-ir.md, openapi.yaml), prints the result
@@ -34,7 +37,8 @@ static int usage(void)
             "usage: mfu roofline FILE|- [--table]\n"
             "       mfu search   FILE|- [--table | --csv]\n"
             "       mfu presets  [models|hardware]\n"
-            "       mfu key      FILE|-\n");
+            "       mfu key      FILE|-\n"
+            "       mfu calibrate FILE|- [--table | --hardware]\n");
     return 64;
 }
 
@@ -95,10 +99,11 @@ int main(int argc, char **argv)
         return rc;
     }
     if (argc < 3) return usage();
-    int table = 0, csv = 0;
+    int table = 0, csv = 0, hw_only = 0;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--table") == 0) table = 1;
         else if (strcmp(argv[i], "--csv") == 0) csv = 1;
+        else if (strcmp(argv[i], "--hardware") == 0) hw_only = 1;
         else return usage();
     }
     size_t len;
@@ -133,6 +138,15 @@ int main(int argc, char **argv)
             free(t);
         } else if (res) {
             rc = print_json(res);
+        }
+    } else if (strcmp(cmd, "calibrate") == 0) {
+        res = api_calibrate(req, &st);
+        if (res && table) {
+            char *t = api_calibrate_table(res);
+            fputs(t ? t : "", stdout);
+            free(t);
+        } else if (res) {
+            rc = print_json(hw_only ? json_object_get(res, "hardware") : res);
         }
     } else if (strcmp(cmd, "key") == 0) {
         res = api_normalize(req, &st);

@@ -62,6 +62,7 @@ enum srv_route {
     ROUTE_RESULT,    /* /results/{id} */
     ROUTE_RESULTS,
     ROUTE_ROOFLINE,
+    ROUTE_CALIBRATE, /* POST /calibrate: runs on the pool like /roofline */
     ROUTE_PRESET_MODELS,
     ROUTE_PRESET_HARDWARE,
     ROUTE_HEALTHZ,
@@ -108,7 +109,7 @@ struct srv_req {
     char *input;               /* owned: the request as received, compact */
     char *model, *hardware;    /* owned: summary names, may be NULL */
     int64_t devices;
-    json_t *roofline_req;      /* owned: POST /roofline body */
+    json_t *roofline_req;      /* owned: POST /roofline or /calibrate body */
     int prefer_async;
     double wait_s;             /* how long POST /search may wait */
     int limit, offset;         /* GET /results */

@@ -31,7 +31,7 @@ int main(void)
     mfu_hardware hw;
     CHECK(load_model("llama3-8b", &m) == 0);
     CHECK(load_hw("h100-sxm", &hw) == 0);
-    mfu_training tr = {4096, 4096.0 * 512, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
+    mfu_training tr = {4096, 4096.0 * 512, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     mfu_system sys;
     CHECK(mfu_system_init(&sys, &m, &hw, &tr, 32, 0, ops) == MFU_OK);
     mfu_search_opts o;
@@ -165,7 +165,7 @@ int main(void)
     rb.top = again;
     /* progress is reported every 16384 evaluations of a shard: a big space */
     mfu_system big;
-    mfu_training t2 = {4096, 4096.0 * 4096, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
+    mfu_training t2 = {4096, 4096.0 * 4096, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     CHECK(mfu_system_init(&big, &m, &hw, &t2, 1024, 0, ops) == MFU_OK);
     mfu_search_defaults(&big, &o);
     o.frameworks |= MFU_FW_ANY; /* the whole space: more than 16384 per shard */

@@ -39,15 +39,7 @@ static void mfu_seed003_mfu_hfu(double params, double tokens, double step_s, dou
 
 
 
-static mfu_config cfg(int64_t dp, int64_t fsdp, int64_t tp, int64_t ep, int64_t pp, int64_t cp)
-{
-    mfu_config c;
-    memset(&c, 0, sizeof c);
-    c.ax[MFU_AX_DP] = dp; c.ax[MFU_AX_FSDP] = fsdp; c.ax[MFU_AX_TP] = tp;
-    c.ax[MFU_AX_EP] = ep; c.ax[MFU_AX_PP] = pp; c.ax[MFU_AX_CP] = cp;
-    c.etp = 1; c.vpp = 1; c.mbs = 1; c.grad_accum = 1; c.recompute_layers = -1;
-    return c;
-}
+#define cfg test_cfg
 
 /* an 8-GPU NVLink node + IB with zero latency, ideal efficiency */
 static void ideal_hw(mfu_hardware *hw)
@@ -91,7 +83,7 @@ int main(void)
     CHECK(load_model("llama3-8b", &m) == 0);
     mfu_hardware hw;
     ideal_hw(&hw);
-    mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
+    mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     mfu_system sys;
     CHECK(mfu_system_init(&sys, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
     mfu_params p;
@@ -110,7 +102,17 @@ int main(void)
         double S = 2.0 * 4096 * 4096;
         double want = 32 * 4 * 2 * (7.0 / 8) * S / 450e9;
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], want, 1e-12);
-        CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_TP], want, 1e-12); /* no tp_overlap */
+        /* no tp_overlap: the forward's collectives are exposed; the
+         * backward's run under the weight-gradient GEMMs (Megatron's async
+         * TP all-reduce): per layer the wgrad GEMMs are 2 x 4096 tokens x
+         * the layer's 218,103,808 / 8 weights (q, o 4096^2; k, v 4096 x
+         * 1024; MLP 3 x 4096 x 14336), compute-bound at 989.4 TFLOP/s */
+        double wgrad = 2.0 * 4096 * (2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336) / 8 / 989.4e12;
+        CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_TP], want / 2 + (want / 2 - 32 * wgrad), 1e-9);
+        c.tp_overlap = 1; /* everything under the GEMMs: nothing left */
+        CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
+        CHECK(ev.bound.comm_exposed_s[MFU_COMM_TP] < want / 4);
+        c.tp_overlap = 0;
         /* full recompute adds the forward's 2 all-reduces per layer */
         c.recompute = MFU_RC_FULL;
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
@@ -120,6 +122,46 @@ int main(void)
         c.sp = 1;
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], want, 1e-12);
+    }
+
+    /* ---- a collective with several members per node drives every
+     * member's NIC (F-COMM-NICS): TP 16 over two 8-GPU nodes moves its
+     * ring at min(8 x 50, 450) = 400 GB/s, not one NIC's 50 GB/s */
+    {
+        mfu_training t16 = {4096, 4096.0 * 1, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+        mfu_model m16;
+        CHECK(load_model("llama3-70b", &m16) == 0); /* 64 heads, 8 KV heads */
+        mfu_system s16;
+        CHECK(mfu_system_init(&s16, &m16, &hw, &t16, 16, 0, ops) == MFU_OK);
+        mfu_config c = cfg(1, 1, 16, 1, 1, 1);
+        mfu_eval ev;
+        CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
+        double S = 2.0 * 4096 * 8192;
+        CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], 80 * 4 * 2 * (15.0 / 16) * S / 400e9, 1e-12);
+    }
+
+    /* ---- FP8 (F-TIME-FP8): GEMMs run at the FP8 peak, attention stays at
+     * the 16-bit one, and every GEMM input is cast first (read 2 B, write
+     * 1 B per element) */
+    {
+        mfu_hardware h8;
+        CHECK(load_hw("h100-sxm", &h8) == 0);
+        mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_FP8, MFU_ATTN_FLASH};
+        int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+        int casts = 0, gemms = 0;
+        for (int i = 0; i < n; i++) {
+            if (!strcmp(ops[i].name, "fp8_cast") ) {
+                casts++;
+                CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].bytes / 3.35e12, 1e-12);
+            }
+            if ((ops[i].tags & MFU_TAG_MATMUL) && ops[i].phase == MFU_FWD) gemms++;
+            if (!strcmp(ops[i].name, "attn_core"))
+                CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL),
+                           mfu_op_time(&ops[i], &h8, MFU_DT_BF16, NULL), 1e-12);
+            if (!strcmp(ops[i].name, "mlp_up"))
+                CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].flops / 1.9789e15, 1e-12);
+        }
+        CHECK_EQ_I(casts, gemms);
     }
 
     /* ---- DP all-reduce by hand: dp = 8, fp32 gradients of every parameter,
@@ -179,7 +221,7 @@ int main(void)
         mfu_model_params(&mx, &pm);
         double experts = 32.0 * 8 * 3 * 4096 * 14336; /* 32 layers x 8 experts x SwiGLU */
         double dense = pm.total - experts;
-        mfu_training t8 = {4096, 4096.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
+        mfu_training t8 = {4096, 4096.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
         mfu_system sx;
         CHECK(mfu_system_init(&sx, &mx, &hw, &t8, 8, 0, ops) == MFU_OK);
         mfu_config c = cfg(8, 1, 1, 8, 1, 1);
@@ -214,7 +256,7 @@ int main(void)
             mfu_model toy;
             CHECK(api_model_from_ir(j, "/model", &toy, &st) == 0);
             json_decref(j);
-            mfu_training t16 = {4096, 4096.0 * 16, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
+            mfu_training t16 = {4096, 4096.0 * 16, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
             mfu_system s16;
             CHECK(mfu_system_init(&s16, &toy, &hw, &t16, 16, 0, ops) == MFU_OK);
             mfu_config c = cfg(16, 1, 1, 16, 1, 1);
@@ -230,7 +272,7 @@ int main(void)
     {
         mfu_hardware h100;
         CHECK(load_hw("h100-sxm", &h100) == 0);
-        mfu_training t2 = {4096, 4096.0 * 256, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0};
+        mfu_training t2 = {4096, 4096.0 * 256, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
         mfu_system s;
         CHECK(mfu_system_init(&s, &m, &h100, &t2, 64, 0, ops) == MFU_OK);
         int64_t tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4};

@@ -1,0 +1,335 @@
+/* api/calibrate.c -- `mfu calibrate` / POST /calibrate: fit the named
+ * efficiency parameters of one hardware description to measured runs
+ * (docs/calibration.md), with leave-one-out cross-validation. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+#include "internal.h"
+#include "jsonv.h"
+
+/* The parameters, each with its physical meaning, prior spread (in fit
+ * space: relative for log-space ones) and bounds; the prior value is the
+ * description's own (component benchmarks, docs/hardware-presets.md). */
+typedef struct cal_param {
+    const char *name;
+    const char *meaning;
+    double prior_sd, lo, hi;
+    int log_space;
+} cal_param;
+
+enum { CP_GEMM, CP_GEMM_T, CP_ATTN, CP_HBM, CP_KERNEL, CP_NET_IN, CP_NET_OUT, CP_STEP, CP_MB, CP_OVERLAP,
+       CP_COUNT };
+
+static const cal_param PARAMS[CP_COUNT] = {
+    {"gemm_scale", "GEMM efficiency relative to the component-benchmark curve", 0.15, 0.5, 1.3, 1},
+    /* down to -5 us: back-to-back GEMMs hide part of the 5 us the curve's
+     * benchmark charges each (docs/hardware-presets.md, gemm note) */
+    {"gemm_overhead_s", "fixed time per GEMM beyond the curve's own (negative: less)", 5e-6, -5e-6, 1e-4, 0},
+    {"attention", "fused attention kernel efficiency", 0.25, 0.15, 0.95, 1},
+    {"hbm", "achieved / peak HBM bandwidth of memory-bound kernels", 0.1, 0.4, 1.0, 1},
+    {"kernel_overhead_s", "launch and tail per non-GEMM kernel", 5e-6, 0.0, 1e-4, 0},
+    {"net_inner", "collective bandwidth efficiency of the inner tier (NVLink)", 0.2, 0.2, 1.0, 1},
+    {"net_outer", "collective bandwidth efficiency of the outer tier (InfiniBand)", 0.2, 0.2, 1.0, 1},
+    {"step_overhead_s", "fixed host time per step", 0.1, 0.0, 5.0, 0},
+    {"microbatch_overhead_s", "host time per micro-batch and stage", 0.005, 0.0, 0.2, 0},
+    {"overlap_slowdown", "compute lost per second of communication hidden under it", 0.1, 0.0, 0.6, 0},
+};
+
+static double *param_ref(mfu_hardware *hw, int id)
+{
+    mfu_efficiency *e = &hw->eff;
+    switch (id) {
+    case CP_GEMM: return &e->gemm_scale;
+    case CP_GEMM_T: return &e->gemm_overhead_s;
+    case CP_ATTN: return &e->attn_eff;
+    case CP_HBM: return &e->hbm_eff;
+    case CP_KERNEL: return &e->kernel_overhead_s;
+    case CP_NET_IN: return &e->net_eff[0];
+    case CP_NET_OUT: return &e->net_eff[hw->n_tiers - 1];
+    case CP_STEP: return &e->step_overhead_s;
+    case CP_MB: return &e->microbatch_overhead_s;
+    default: return &e->overlap_slowdown;
+    }
+}
+
+typedef struct cal_run {
+    api_request r;
+    mfu_system sys;
+    mfu_config c;
+    double measured_s;
+    const char *id;
+    int layer;          /* measured.layer_time_s: one layer's forward + backward */
+} cal_run;
+
+typedef struct cal_ctx {
+    cal_run *runs;
+    int n;
+    int ids[CP_COUNT], np;
+    mfu_op *ops;
+} cal_ctx;
+
+static int predict(void *p, const double *theta, double *pred)
+{
+    cal_ctx *x = p;
+    for (int i = 0; i < x->n; i++) {
+        cal_run *cr = &x->runs[i];
+        for (int j = 0; j < x->np; j++) *param_ref(&cr->r.hw, x->ids[j]) = theta[j];
+        mfu_eval ev;
+        if (mfu_evaluate(&cr->sys, &cr->c, x->ops, &ev) != MFU_OK) return -1;
+        pred[i] = ev.expected.step_time_s;
+        if (cr->layer) {
+            /* one average layer's forward and backward (and recompute) with
+             * its exposed tensor-parallel communication, per micro-batch
+             * (Korthikanti et al. 2022 Table 4 measures this) */
+            mfu_shape sh;
+            mfu_config_shape(&cr->sys, &cr->c, &sh);
+            mfu_shape_cost k;
+            mfu_shape_costs(&cr->sys, &sh, &cr->r.hw.eff, x->ops, &k);
+            const mfu_rc_policy *rp = &cr->sys.rc[cr->c.recompute];
+            double L = (double)cr->sys.layers, m = (double)cr->c.grad_accum;
+            pred[i] = k.avg.fwd_s + k.avg.bwd_s + (rp->kind == MFU_RCK_NONE ? 0.0 : k.avg.rc_s[cr->c.recompute]) +
+                      ev.expected.comm_exposed_s[MFU_COMM_TP] / (L * m);
+        }
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Mean |e|, max |e|, signed mean of relative errors exp(r) - 1. */
+static json_t *summary(const double *r, int n)
+{
+    double sa = 0, mx = 0, ss = 0;
+    for (int i = 0; i < n; i++) {
+        double e = exp(r[i]) - 1.0;
+        sa += fabs(e);
+        ss += e;
+        if (fabs(e) > mx) mx = fabs(e);
+    }
+    return json_pack("{s:f,s:f,s:f,s:i}", "mean_abs_error", n ? sa / n : 0.0, "max_abs_error", mx,
+                     "signed_mean_error", n ? ss / n : 0.0, "runs", n);
+}
+
+json_t *api_calibrate(json_t *doc, api_status *st)
+{
+    char p[256];
+    if (!json_is_object(doc)) {
+        api_fail(st, 422, "", "must be an object {runs, parameters, cross_validate}");
+        return NULL;
+    }
+    if (api_check_limits(doc, st)) return NULL;
+    json_t *runs = json_object_get(doc, "runs");
+    if (!json_is_array(runs) || json_array_size(runs) < 1 || json_array_size(runs) > API_MAX_CAL_RUNS) {
+        api_fail(st, 422, "/runs", "must be an array of 1 to %d measured runs", API_MAX_CAL_RUNS);
+        return NULL;
+    }
+    int cv = 1;
+    if (jv_bool(doc, "cross_validate", "", JV_OPTIONAL, 1, &cv, st)) return NULL;
+    cal_ctx x;
+    memset(&x, 0, sizeof x);
+    json_t *names = json_object_get(doc, "parameters");
+    if (names) {
+        if (!json_is_array(names) || json_array_size(names) < 1 || json_array_size(names) > CP_COUNT) {
+            api_fail(st, 422, "/parameters", "must be an array of parameter names");
+            return NULL;
+        }
+        size_t i;
+        json_t *e;
+        json_array_foreach(names, i, e) {
+            int id = -1;
+            for (int k = 0; json_is_string(e) && k < CP_COUNT; k++)
+                if (!strcmp(json_string_value(e), PARAMS[k].name)) id = k;
+            for (int k = 0; id >= 0 && k < x.np; k++)
+                if (x.ids[k] == id) id = -2;
+            if (id < 0) {
+                api_fail(st, 422, jv_ptr_i(p, sizeof p, "/parameters", i),
+                         id == -2 ? "named twice" : "unknown parameter; parameters: gemm_scale, gemm_overhead_s, attention, hbm, kernel_overhead_s, net_inner, net_outer, step_overhead_s, microbatch_overhead_s, overlap_slowdown");
+                return NULL;
+            }
+            x.ids[x.np++] = id;
+        }
+    } else {
+        for (int k = 0; k < CP_COUNT; k++) x.ids[x.np++] = k;
+    }
+    int n = (int)json_array_size(runs);
+    cal_run *cr = calloc((size_t)n, sizeof *cr);
+    x.ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    json_t *out = NULL;
+    double *meas = calloc((size_t)n, sizeof *meas);
+    int *use = calloc((size_t)n, sizeof *use);
+    if (!cr || !x.ops || !meas || !use) {
+        api_fail(st, 503, "", "out of memory");
+        goto done;
+    }
+    x.runs = cr;
+    for (int i = 0; i < n; i++) {
+        json_t *run = json_array_get(runs, (size_t)i);
+        json_t *req = json_object_get(run, "request") ? json_object_get(run, "request") : run;
+        char rp[64];
+        jv_ptr_i(rp, sizeof rp, "/runs", (size_t)i);
+        api_status s1;
+        api_status_init(&s1);
+        /* measured.layer_time_s (a layer's measurement) instead of step_time_s */
+        json_t *lt = json_object_get(json_object_get(req, "measured"), "layer_time_s");
+        json_t *owned = NULL;
+        if (lt) {
+            owned = json_deep_copy(req);
+            json_t *mm = json_object_get(owned, "measured");
+            json_object_set(mm, "step_time_s", lt);
+            json_object_del(mm, "layer_time_s");
+            req = owned;
+            cr[i].layer = 1;
+        }
+        int bad_run = api_request_measured(req, &cr[i].r, &cr[i].sys, &cr[i].c, &cr[i].measured_s, x.ops, &s1);
+        json_decref(owned);
+        if (bad_run) {
+            /* the run's errors, under its pointer */
+            for (int k = 0; k < s1.n_errors; k++) {
+                char ep[256];
+                snprintf(ep, sizeof ep, "%s%s%s", rp, json_object_get(run, "request") ? "/request" : "",
+                         s1.errors[k].pointer);
+                api_fail(st, s1.status, ep, "%s", s1.errors[k].detail);
+            }
+            if (!st->status) api_fail(st, s1.status ? s1.status : 422, rp, "invalid run");
+            api_request_free(&cr[i].r);
+            goto done;
+        }
+        x.n = i + 1;
+        json_t *id = json_object_get(run, "id");
+        cr[i].id = json_is_string(id) ? json_string_value(id) : NULL;
+        meas[i] = cr[i].measured_s;
+        use[i] = 1;
+        if (i > 0 && strcmp(cr[i].r.hw.name, cr[0].r.hw.name)) {
+            api_fail(st, 422, rp, "hardware %s differs from the first run's %s: calibrate one hardware at a time",
+                     cr[i].r.hw.name, cr[0].r.hw.name);
+            goto done;
+        }
+        /* a description without a profile starts from the ideal one */
+        cr[i].r.hw.has_profile = 1;
+    }
+    mfu_fit_param fp[CP_COUNT];
+    double prior[CP_COUNT];
+    for (int j = 0; j < x.np; j++) {
+        const cal_param *q = &PARAMS[x.ids[j]];
+        prior[j] = *param_ref(&cr[0].r.hw, x.ids[j]);
+        /* a time prior of zero still needs a scale to move from */
+        fp[j] = (mfu_fit_param){prior[j], q->prior_sd, q->lo, q->hi, q->log_space};
+        if (q->log_space && !(prior[j] > 0)) fp[j].prior = q->lo;
+    }
+    mfu_fit_opts fo = {0.02, 1.5, 60};
+    double before[MFU_FIT_MAX_RUNS];
+    if (predict(&x, prior, before)) {
+        api_fail(st, 422, "/runs", "a run could not be evaluated");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) before[i] = log(before[i] / meas[i]);
+    mfu_fit_result fit;
+    if (mfu_fit(fp, x.np, meas, n, use, NULL, predict, &x, &fo, &fit) != MFU_OK) {
+        api_fail(st, 422, "/runs", "the fit failed (a run could not be evaluated)");
+        goto done;
+    }
+    double loo[MFU_FIT_MAX_RUNS];
+    int have_loo = cv && n >= 3;
+    for (int k = 0; have_loo && k < n; k++) {
+        mfu_fit_result f1;
+        use[k] = 0;
+        if (mfu_fit(fp, x.np, meas, n, use, fit.theta, predict, &x, &fo, &f1) != MFU_OK) {
+            api_fail(st, 422, "/runs", "the leave-one-out fit without run %d failed", k);
+            goto done;
+        }
+        loo[k] = f1.resid[k];
+        use[k] = 1;
+    }
+    /* the interval: the 90th percentile of the cross-validated (else the
+     * fitted) relative errors */
+    double sorted[MFU_FIT_MAX_RUNS];
+    for (int i = 0; i < n; i++) sorted[i] = fabs(expm1(have_loo ? loo[i] : fit.resid[i]));
+    qsort(sorted, (size_t)n, sizeof sorted[0], cmp_double);
+    double unc = sorted[(int)ceil(0.9 * n) - 1];
+    /* the calibrated description */
+    mfu_hardware hw = cr[0].r.hw;
+    for (int j = 0; j < x.np; j++) *param_ref(&hw, x.ids[j]) = fit.theta[j];
+    hw.eff.uncertainty = unc;
+    json_t *params = json_array(), *rj = json_array();
+    for (int j = 0; j < x.np; j++) {
+        const cal_param *q = &PARAMS[x.ids[j]];
+        json_array_append_new(params, json_pack("{s:s,s:s,s:f,s:f,s:f,s:s,s:b,s:[f,f]}", "name", q->name,
+                                                "meaning", q->meaning, "prior", prior[j], "value",
+                                                fit.theta[j], "sd", fit.sd[j], "sd_space",
+                                                q->log_space ? "relative" : "absolute", "determined",
+                                                fit.determined[j], "bounds", q->lo, q->hi));
+    }
+    double fitted[MFU_FIT_MAX_RUNS];
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s?,s:f,s:f,s:f,s:f}", "id", cr[i].id, "measured_step_time_s", meas[i],
+                              "predicted_before_s", meas[i] * exp(before[i]), "predicted_s",
+                              meas[i] * exp(fit.resid[i]), "error", expm1(fit.resid[i]));
+        if (have_loo) json_object_set_new(o, "loo_error", json_real(expm1(loo[i])));
+        json_array_append_new(rj, o);
+        fitted[i] = fit.resid[i];
+    }
+    json_t *sum = json_pack("{s:o,s:o}", "before", summary(before, n), "fitted", summary(fitted, n));
+    if (have_loo) json_object_set_new(sum, "leave_one_out", summary(loo, n));
+    json_object_set_new(sum, "interval_rel", json_real(unc));
+    json_t *undetermined = json_array();
+    for (int j = 0; j < x.np; j++)
+        if (!fit.determined[j]) json_array_append_new(undetermined, json_string(PARAMS[x.ids[j]].name));
+    out = json_pack("{s:o,s:o,s:o,s:o,s:o,s:{s:f,s:f,s:i}}", "hardware", api_hardware_to_json(&hw),
+                    "parameters", params, "undetermined", undetermined, "runs", rj, "summary", sum,
+                    "fit", "noise", fo.noise, "huber_k", fo.huber_k, "iterations", fit.iterations);
+    if (!out) api_fail(st, 500, "", "result has a non-finite number");
+done:
+    for (int i = 0; i < x.n; i++) api_request_free(&cr[i].r);
+    free(cr);
+    free(x.ops);
+    free(meas);
+    free(use);
+    return out;
+}
+
+char *api_calibrate_table(json_t *res)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    if (!b) return NULL;
+#define P(...) do { int k_ = snprintf(b + n, cap - n, __VA_ARGS__); \
+                    if (k_ > 0 && (size_t)k_ < cap - n) n += (size_t)k_; } while (0)
+    P("%-22s %12s %12s %10s %s\n", "parameter", "prior", "fitted", "sd", "determined");
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(res, "parameters"), i, e)
+        P("%-22s %12.6g %12.6g %10.3g %s\n", json_string_value(json_object_get(e, "name")),
+          json_number_value(json_object_get(e, "prior")), json_number_value(json_object_get(e, "value")),
+          json_number_value(json_object_get(e, "sd")),
+          json_is_true(json_object_get(e, "determined")) ? "yes" : "no (prior kept)");
+    P("\n%-46s %10s %10s %10s %8s %8s\n", "run", "measured_s", "before_s", "fitted_s", "error", "loo");
+    json_array_foreach(json_object_get(res, "runs"), i, e) {
+        json_t *id = json_object_get(e, "id"), *loo = json_object_get(e, "loo_error");
+        P("%-46.46s %10.4g %10.4g %10.4g %+7.1f%% ", json_is_string(id) ? json_string_value(id) : "-",
+          json_number_value(json_object_get(e, "measured_step_time_s")),
+          json_number_value(json_object_get(e, "predicted_before_s")),
+          json_number_value(json_object_get(e, "predicted_s")),
+          100 * json_number_value(json_object_get(e, "error")));
+        if (loo) P("%+7.1f%%\n", 100 * json_number_value(loo));
+        else P("%8s\n", "-");
+    }
+    json_t *s = json_object_get(res, "summary");
+    const char *rows[] = {"before", "fitted", "leave_one_out"};
+    P("\n%-14s %10s %10s %10s\n", "", "mean |err|", "max |err|", "signed");
+    for (int k = 0; k < 3; k++) {
+        json_t *r = json_object_get(s, rows[k]);
+        if (!r) continue;
+        P("%-14s %9.1f%% %9.1f%% %+9.1f%%\n", rows[k], 100 * json_number_value(json_object_get(r, "mean_abs_error")),
+          100 * json_number_value(json_object_get(r, "max_abs_error")),
+          100 * json_number_value(json_object_get(r, "signed_mean_error")));
+    }
+    P("interval: +-%.1f%%\n", 100 * json_number_value(json_object_get(s, "interval_rel")));
+#undef P
+    return b;
+}

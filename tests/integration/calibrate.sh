@@ -1,0 +1,125 @@
+#!/bin/bash
+# tests/integration/calibrate.sh -- calibration end to end, through the CLI
+# and through HTTP (issue 10): runs are timed by `mfu search` under a known
+# "true" profile (the H100 preset with GEMMs at 0.65 of its curve and 0.3 s
+# of host time per step), then `mfu calibrate` and POST /calibrate fit the
+# preset to them: both recover the two parameters, agree with each other,
+# and the fitted description, used in a search, predicts the true cluster's
+# time where the preset does not. Bad calibration documents get 422 with a
+# pointer. Ends with "N passed, N failed".
+[ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+PY=${PYTHON:-python3}
+if [ ! -x "$MFUD" ] || [ ! -x "$MFU" ]; then echo "FAIL: $MFUD or $MFU not built"; fail=1; finish; fi
+
+# the truth and the runs (8 layouts of llama3-8b on 8..64 H100)
+"$PY" - "$MFU" "$T" <<'PY'
+import json, subprocess, sys
+mfu, t = sys.argv[1], sys.argv[2]
+# the preset as mfud resolves it (a roofline echoes the hardware)
+echo = {"model": {"preset": "llama3-8b"}, "hardware": {"preset": "h100-sxm"},
+        "training": {"seq_len": 4096, "global_batch_tokens": 4096}}
+truth = json.loads(subprocess.run([mfu, "roofline", "-"], input=json.dumps(echo), capture_output=True,
+                                  text=True).stdout)["hardware"]
+truth["efficiency"]["gemm_scale"] = 0.65
+truth["efficiency"]["step_overhead_s"] = 0.3
+def req(hw, n, tp, pp, mbs, seqs, step):
+    return {"model": {"preset": "llama3-8b"}, "hardware": hw, "devices": n,
+            "training": {"seq_len": 4096, "global_batch_tokens": seqs * 4096},
+            "measured": {"config": {"parallel": {"dp": n // (tp * pp), "tp": tp, "pp": pp, "sp": tp > 1},
+                                    "mbs": mbs, "recompute": "none"}, "step_time_s": step}}
+runs = []
+for n, tp, pp, mbs, seqs in [(8, 1, 1, 1, 64), (8, 8, 1, 1, 64), (16, 2, 1, 2, 128), (32, 4, 2, 1, 256),
+                             (64, 8, 1, 2, 512), (32, 1, 1, 1, 128), (64, 2, 2, 1, 256), (16, 8, 1, 1, 32)]:
+    r = req(truth, n, tp, pp, mbs, seqs, 1.0)
+    r["search"] = {"top_k": 1, "max_evaluations": 1}
+    out = json.loads(subprocess.run([mfu, "search", "-"], input=json.dumps(r), capture_output=True, text=True).stdout)
+    runs.append({"id": "run%d" % len(runs),
+                 "request": req({"preset": "h100-sxm"}, n, tp, pp, mbs, seqs, out["measured"]["expected_step_time_s"])})
+json.dump({"runs": runs, "parameters": ["gemm_scale", "step_overhead_s"]}, open(t + "/runs.json", "w"))
+json.dump(truth, open(t + "/truth.json", "w"))
+PY
+check "runs generated" [ -s "$T/runs.json" ]
+
+# ---- the CLI ----------------------------------------------------------------
+"$MFU" calibrate "$T/runs.json" >"$T/cli.json" 2>"$T/cli.err"
+check "mfu calibrate exits 0" [ $? -eq 0 ]
+js() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+check "cli: gemm_scale recovered ($(js "$T/cli.json" 'd["parameters"][0]["value"]'))" \
+    [ "$(js "$T/cli.json" 'abs(d["parameters"][0]["value"] - 0.65) < 0.03')" = True ]
+check "cli: step_overhead_s recovered ($(js "$T/cli.json" 'd["parameters"][1]["value"]'))" \
+    [ "$(js "$T/cli.json" 'abs(d["parameters"][1]["value"] - 0.3) < 0.3 * 0.1')" = True ]
+check "cli: leave-one-out error under 3 % (the host-time prior pulls a little)" \
+    [ "$(js "$T/cli.json" 'd["summary"]["leave_one_out"]["max_abs_error"] < 0.03')" = True ]
+"$MFU" calibrate "$T/runs.json" --table >"$T/cli.txt"
+check "cli --table names every parameter and run" bash -c "grep -q gemm_scale '$T/cli.txt' && grep -q run7 '$T/cli.txt'"
+"$MFU" calibrate "$T/runs.json" --hardware >"$T/hw.json"
+check "cli --hardware prints a description with the interval" \
+    [ "$(js "$T/hw.json" 'd["efficiency"]["uncertainty"] >= 0 and d["name"] == "h100-sxm"')" = True ]
+
+# ---- the bound stays a bound: never slower than a published measured run ----------
+"$PY" - "$MFU" <<'PY' >"$T/bound.txt"
+import json, subprocess, sys
+runs = json.load(open("bench/calibration/training-runs.json"))["runs"]
+slow = []
+for r in runs:
+    req = r["request"]
+    if "step_time_s" not in req["measured"]:
+        continue
+    req["search"] = {"top_k": 1, "max_evaluations": 1}
+    out = json.loads(subprocess.run([sys.argv[1], "search", "-"], input=json.dumps(req), capture_output=True,
+                                    text=True).stdout)["measured"]
+    if out["system_step_time_s"] > req["measured"]["step_time_s"]:
+        slow.append(r["id"])
+print(len(runs), " ".join(slow) or "none")
+PY
+check "the System Bound is faster than every training-set run (slower: $(cut -d' ' -f2- "$T/bound.txt"))" \
+    [ "$(cut -d' ' -f2- "$T/bound.txt")" = none ]
+
+# ---- the daemon ---------------------------------------------------------------
+"$MFUD" --port 0 --db "$T/mfud.db" --log-level info 2>"$T/log" &
+PID=$!
+wait_port "$T/log"
+if [ -z "$PORT" ]; then bad "daemon did not start"; finish; fi
+code=$(curl -s -o "$T/http.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data-binary @"$T/runs.json" "$BASE/calibrate")
+check "POST /calibrate: 200 ($code)" [ "$code" = 200 ]
+check "HTTP and CLI give the same fit" \
+    [ "$(js "$T/http.json" 'd["parameters"]')" = "$(js "$T/cli.json" 'd["parameters"]')" ]
+code=$(curl -s -o "$T/bad.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"runs": [{"request": {"model": {"preset": "llama3-8b"}, "hardware": {"preset": "h100-sxm"}, "devices": 8, "training": {"seq_len": 4096, "global_batch_tokens": 262144}}}]}' \
+    "$BASE/calibrate")
+check "a run without measured: 422 /runs/0/request/measured ($code $(js "$T/bad.json" 'd["errors"][0]["pointer"]'))" \
+    [ "$code" = 422 ] && [ "$(js "$T/bad.json" 'd["errors"][0]["pointer"]')" = /runs/0/request/measured ]
+code=$(curl -s -o "$T/bad2.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"runs": [], "parameters": ["gemm_scale"]}' "$BASE/calibrate")
+check "no runs: 422 /runs ($code)" [ "$code" = 422 ] && [ "$(js "$T/bad2.json" 'd["errors"][0]["pointer"]')" = /runs ]
+code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/calibrate")
+check "GET /calibrate: 405 ($code)" [ "$code" = 405 ]
+
+# ---- the fitted description changes the next answer ---------------------------
+"$PY" - "$T" "$BASE" <<'PY' >"$T/cmp.txt"
+import json, sys, urllib.request
+t, base = sys.argv[1], sys.argv[2]
+fit = json.load(open(t + "/http.json"))["hardware"]
+truth = json.load(open(t + "/truth.json"))
+def expected(hw):
+    req = {"model": {"preset": "llama3-8b"}, "hardware": hw, "devices": 64,
+           "training": {"seq_len": 4096, "global_batch_tokens": 512 * 4096}, "search": {"top_k": 1}}
+    r = urllib.request.Request(base + "/search", data=json.dumps(req).encode(),
+                               headers={"Content-Type": "application/json", "Prefer": "wait=60"})
+    d = json.load(urllib.request.urlopen(r))
+    c = d["result"]["configs"][0]
+    return c["expected"]["step_time_s"], json.dumps(c["parallel"], sort_keys=True)
+(tf, _), (tp, _), (tt, _) = expected(fit), expected({"preset": "h100-sxm"}), expected(truth)
+print("fit %.4f preset %.4f truth %.4f" % (tf, tp, tt))
+print("ok" if abs(tf / tt - 1) < 0.02 and abs(tp / tt - 1) > 0.1 else "bad")
+PY
+check "a search with the fitted description predicts the truth, the preset does not ($(head -1 "$T/cmp.txt"))" \
+    [ "$(tail -1 "$T/cmp.txt")" = ok ]
+kill -TERM "$PID"
+wait "$PID"
+check "SIGTERM: clean exit" [ $? -eq 0 ]
+PID=""
+finish

@@ -1,0 +1,165 @@
+/* Calibration (issue 10): the fit recovers parameters that generated the
+ * data, says which the data cannot determine, resists an outlier, and --
+ * through the API on the real model -- recovers a hardware profile from
+ * synthetic runs made with it, which then changes a search's answer. */
+#include "calibrate.h"
+#include "check.h"
+#include "testutil.h"
+
+/* A toy model of step time: t_i = a_i / (peak * eff) + n_i * overhead,
+ * with eff and overhead the parameters (and a third the runs never read). */
+typedef struct toy { int n; double a[16], k[16]; } toy;
+
+static int toy_predict(void *p, const double *th, double *pred)
+{
+    const toy *t = p;
+    for (int i = 0; i < t->n; i++) pred[i] = t->a[i] / (1e12 * th[0]) + t->k[i] * th[1];
+    return 0;
+}
+
+static void t_toy(void)
+{
+    toy t = {12, {0}, {0}};
+    double meas[16];
+    const double eff = 0.62, ovh = 0.015;
+    for (int i = 0; i < t.n; i++) {
+        t.a[i] = 1e12 * (1.0 + i);       /* 1 .. 12 s of work at peak */
+        t.k[i] = (double)(4 * (i % 4) + 1); /* micro-batches */
+        meas[i] = t.a[i] / (1e12 * eff) + t.k[i] * ovh;
+    }
+    mfu_fit_param p[3] = {
+        {0.8, 0.3, 0.1, 1.0, 1},   /* efficiency, prior 0.8 (log space) */
+        {0.0, 0.05, 0.0, 1.0, 0},  /* overhead, prior 0 */
+        {0.5, 0.2, 0.1, 1.0, 1},   /* a parameter nothing depends on */
+    };
+    mfu_fit_opts o = {0.02, 1.5, 80};
+    mfu_fit_result r;
+    CHECK(mfu_fit(p, 3, meas, t.n, NULL, NULL, toy_predict, &t, &o, &r) == MFU_OK);
+    CHECK_NEAR(r.theta[0], eff, 0.01);
+    CHECK_NEAR(r.theta[1], ovh, 0.05);
+    CHECK(r.determined[0] && r.determined[1]);
+    CHECK(!r.determined[2]);                 /* the data says nothing about it */
+    CHECK_NEAR(r.theta[2], 0.5, 1e-6);       /* so the prior stays */
+    for (int i = 0; i < t.n; i++) CHECK(fabs(r.resid[i]) < 0.005);
+    /* an outlier (a run 40 % slow) moves the Huber fit little */
+    double bad[16];
+    memcpy(bad, meas, sizeof bad);
+    bad[5] *= 1.4;
+    CHECK(mfu_fit(p, 2, bad, t.n, NULL, NULL, toy_predict, &t, &o, &r) == MFU_OK);
+    CHECK_NEAR(r.theta[0], eff, 0.03);
+    CHECK(r.resid[5] < -0.25); /* and stands out in the residuals */
+    /* leaving a run out: it is predicted, not fitted */
+    int use[16];
+    for (int i = 0; i < t.n; i++) use[i] = i != 3;
+    CHECK(mfu_fit(p, 2, meas, t.n, use, NULL, toy_predict, &t, &o, &r) == MFU_OK);
+    CHECK(fabs(r.resid[3]) < 0.01);
+    /* bounds hold: data wanting efficiency 1.5 get 1.0 */
+    for (int i = 0; i < t.n; i++) bad[i] = t.a[i] / (1e12 * 1.5);
+    CHECK(mfu_fit(p, 2, bad, t.n, NULL, NULL, toy_predict, &t, &o, &r) == MFU_OK);
+    CHECK(r.theta[0] <= 1.0 && r.theta[0] > 0.95);
+    /* bad input */
+    meas[0] = 0;
+    CHECK(mfu_fit(p, 2, meas, t.n, NULL, NULL, toy_predict, &t, &o, &r) == MFU_EINVAL);
+}
+
+/* A request for llama3-8b on `devices` H100 with a measured config. */
+static json_t *run_req(json_t *hw, int devices, int tp, int pp, int mbs, int seqs, double t)
+{
+    return json_pack("{s:{s:s},s:O,s:i,s:{s:i,s:I},s:{s:{s:{s:i,s:i,s:i,s:b},s:i,s:s},s:f}}", "model",
+                     "preset", "llama3-8b", "hardware", hw, "devices", devices, "training", "seq_len",
+                     4096, "global_batch_tokens", (json_int_t)seqs * 4096, "measured", "config",
+                     "parallel", "dp", devices / (tp * pp), "tp", tp, "pp", pp, "sp", tp > 1, "mbs", mbs,
+                     "recompute", "none", "step_time_s", t);
+}
+
+static void t_recover(void)
+{
+    /* the "true" cluster: the H100 preset with GEMMs at 0.7 of its curve
+     * and 0.25 s per step on the host */
+    api_status st;
+    api_status_init(&st);
+    json_t *req = json_pack("{s:s}", "preset", "h100-sxm");
+    json_t *ovr = NULL;
+    json_t *truth = api_resolve_hardware(req, &ovr, &st);
+    json_decref(req);
+    json_decref(ovr);
+    json_t *eff = json_object_get(truth, "efficiency");
+    json_object_set_new(eff, "gemm_scale", json_real(0.7));
+    json_object_set_new(eff, "step_overhead_s", json_real(0.25));
+    json_t *preset = json_pack("{s:s}", "preset", "h100-sxm");
+    /* runs of several layouts and batches, timed under the truth */
+    const int lay[][5] = {{8, 1, 1, 1, 64}, {8, 8, 1, 1, 64}, {16, 2, 1, 2, 128}, {32, 4, 2, 1, 256},
+                          {64, 8, 1, 2, 512}, {32, 1, 1, 1, 128}, {64, 2, 2, 1, 256}, {16, 8, 1, 1, 32}};
+    json_t *runs = json_array();
+    for (size_t i = 0; i < sizeof lay / sizeof lay[0]; i++) {
+        json_t *q = run_req(truth, lay[i][0], lay[i][1], lay[i][2], lay[i][3], lay[i][4], 1.0);
+        json_object_set_new(q, "search", json_pack("{s:i,s:i}", "top_k", 1, "max_evaluations", 1));
+        api_status_init(&st);
+        json_t *res = api_search(q, &st, NULL, NULL);
+        CHECK(res != NULL);
+        double t = json_number_value(json_object_get(json_object_get(res, "measured"), "expected_step_time_s"));
+        json_decref(res);
+        json_decref(q);
+        json_array_append_new(runs, json_pack("{s:o}", "request",
+                                              run_req(preset, lay[i][0], lay[i][1], lay[i][2], lay[i][3], lay[i][4], t)));
+    }
+    json_t *doc = json_pack("{s:o,s:[s,s]}", "runs", runs, "parameters", "gemm_scale", "step_overhead_s");
+    api_status_init(&st);
+    json_t *cal = api_calibrate(doc, &st);
+    CHECK(cal != NULL);
+    if (!cal) return;
+    json_t *ps = json_object_get(cal, "parameters");
+    /* recovered; the host time within 8 %: the prior (0.10 s, sd 0.1 s)
+     * still pulls a maximum a posteriori estimate 1.5 sd away a little */
+    double want[2] = {0.7, 0.25}, tol[2] = {0.03, 0.08};
+    for (int j = 0; j < 2; j++) {
+        json_t *p = json_array_get(ps, (size_t)j);
+        CHECK_NEAR(json_number_value(json_object_get(p, "value")), want[j], tol[j]);
+        CHECK(json_is_true(json_object_get(p, "determined")));
+    }
+    /* the fit explains the runs; before it (the preset) it did not */
+    json_t *sum = json_object_get(cal, "summary");
+    CHECK(json_number_value(json_object_get(json_object_get(sum, "fitted"), "max_abs_error")) < 0.01);
+    CHECK(json_number_value(json_object_get(json_object_get(sum, "before"), "mean_abs_error")) > 0.1);
+    CHECK(json_number_value(json_object_get(json_object_get(sum, "leave_one_out"), "max_abs_error")) < 0.02);
+    /* the calibrated description changes the next answer: a search with it
+     * predicts the truth's time, not the preset's */
+    json_t *hw = json_object_get(cal, "hardware");
+    json_t *q1 = run_req(hw, 64, 8, 1, 2, 512, 1.0), *q0 = run_req(preset, 64, 8, 1, 2, 512, 1.0),
+           *qt = run_req(truth, 64, 8, 1, 2, 512, 1.0);
+    double e[3];
+    json_t *qs[3] = {q1, q0, qt};
+    for (int i = 0; i < 3; i++) {
+        json_object_set_new(qs[i], "search", json_pack("{s:i}", "top_k", 1));
+        api_status_init(&st);
+        json_t *res = api_search(qs[i], &st, NULL, NULL);
+        CHECK(res != NULL);
+        e[i] = json_number_value(json_object_get(json_object_get(json_array_get(json_object_get(res, "configs"), 0),
+                                                                 "expected"), "step_time_s"));
+        json_decref(res);
+        json_decref(qs[i]);
+    }
+    CHECK_NEAR(e[0], e[2], 0.02);
+    CHECK(fabs(e[1] - e[2]) > 0.1 * e[2]);
+    /* mixing hardware is refused with the run's pointer */
+    json_t *a100 = json_pack("{s:s}", "preset", "a100-80gb");
+    json_t *mixed = json_pack("{s:[{s:o},{s:o}]}", "runs", "request", run_req(preset, 8, 1, 1, 1, 64, 1.0),
+                              "request", run_req(a100, 8, 1, 1, 1, 64, 1.0));
+    json_decref(a100);
+    api_status_init(&st);
+    CHECK(api_calibrate(mixed, &st) == NULL);
+    CHECK_EQ_I(st.status, 422);
+    CHECK_STR(st.errors[0].pointer, "/runs/1");
+    json_decref(mixed);
+    json_decref(cal);
+    json_decref(doc);
+    json_decref(truth);
+    json_decref(preset);
+}
+
+int main(void)
+{
+    t_toy();
+    t_recover();
+    return check_done();
+}
