@@ -159,7 +159,7 @@ json_t *api_calibrate(json_t *doc, api_status *st)
     }
     int n = (int)json_array_size(runs);
     cal_run *cr = calloc((size_t)n, sizeof *cr);
-    x.ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    x.ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     json_t *out = NULL;
     double *meas = calloc((size_t)n, sizeof *meas);
     int *use = calloc((size_t)n, sizeof *use);

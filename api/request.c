@@ -582,7 +582,7 @@ json_t *api_normalize(json_t *request, api_status *st)
         api_request_free(&r);
         return NULL;
     }
-    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     mfu_system sys;
     mfu_search_opts o;
     double deadline;
@@ -776,7 +776,7 @@ typedef struct search_thread {
 static void *search_thread_main(void *p)
 {
     search_thread *t = p;
-    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     /* zeroed (an empty cache) by calloc, whose large blocks come as fresh
      * pages: only the entries a search fills are ever touched; kept across
      * this thread's shards (one system) */
@@ -862,7 +862,7 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
         return NULL;
     }
     json_t *out = NULL;
-    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     mfu_ranked *top = NULL, *parts_top = NULL;
     mfu_system sys;
     mfu_search_opts o;
@@ -915,7 +915,7 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     if (atomic_load(&d.hit) || atomic_load(&d.cancelled)) res.stats.truncated = 1;
     double elapsed = since(&d.start);
     mfu_roofline roof;
-    if (mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof) != MFU_OK) {
+    if (mfu_roofline_totals(&r.model, &r.hw, &r.train, ops, &roof) != MFU_OK) {
         api_fail(st, 422, "/model", "cannot be modelled: %s", mfu_strerror(MFU_ETOOMANYOPS));
         goto done;
     }

@@ -82,6 +82,9 @@ typedef struct mfu_shape {
 #define MFU_MAX_LAYER_OPS 128
 #define MFU_MAX_EDGE_OPS 32
 #define MFU_MAX_OPS (MFU_MAX_RUNS * MFU_MAX_LAYER_OPS + MFU_MAX_EDGE_OPS)
+/* Scratch for one layer run (or the embedding and head) at a time: what
+ * every engine but the per-operator roofline table needs. */
+#define MFU_SCRATCH_OPS (MFU_MAX_LAYER_OPS + MFU_MAX_EDGE_OPS)
 
 /* Fill out[] with the ops of layer run r (count = layers of the run) and
  * return how many the run has. At most `max` are written: a return value

@@ -42,6 +42,11 @@ typedef struct mfu_roofline {
 /* Useful (model) FLOPs of a step: 3 x forward (seed 000 "MFU 定义"). */
 double mfu_useful_flops(const mfu_model *m, const mfu_training *t);
 
+/* The bound alone, accumulated run by run in a scratch of MFU_SCRATCH_OPS
+ * ops (out->n_ops counts every op; ops holds none of them afterwards). */
+MFU_MUST_CHECK int mfu_roofline_totals(const mfu_model *m, const mfu_hardware *hw,
+                                       const mfu_training *t, mfu_op *scratch, mfu_roofline *out);
+
 /* Fill ops[0..max) with the inventory at roofline shapes and compute the
  * bound. Returns MFU_OK, or MFU_ETOOMANYOPS if max was too small (out is
  * then zeroed: no bound is given over a partial inventory). */

@@ -76,7 +76,7 @@ void mfu_search_defaults(const mfu_system *sys, mfu_search_opts *o);
 
 /* Scratch: the caller hands memory so the core allocates nothing. */
 typedef struct mfu_search_scratch {
-    mfu_op *ops;                 /* MFU_MAX_OPS */
+    mfu_op *ops;                 /* MFU_SCRATCH_OPS */
     void *cache;                 /* mfu_search_cache_bytes() bytes */
     mfu_ranked *part;            /* top_k entries: one shard's ranking */
 } mfu_search_scratch;

@@ -80,7 +80,7 @@ int mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
     sys->train = *t;
     sys->devices = devices;
     mfu_roofline roof;
-    int rc = mfu_roofline_compute(m, hw, t, ops, MFU_MAX_OPS, &roof);
+    int rc = mfu_roofline_totals(m, hw, t, ops, &roof);
     if (rc != MFU_OK) return rc;
     sys->roofline_mfu = roof.mfu;
     sys->roof_step_per_token_s = roof.step_time_s / t->global_batch_tokens;
@@ -204,8 +204,8 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
     double T = s->mbs * (double)s->seq / (double)s->cp;
     double Te = s->sp ? T / (double)s->tp : T;
     for (int r = 0; r < m->n_runs; r++) {
-        /* never more than MFU_MAX_LAYER_OPS <= MFU_MAX_OPS (ops.h) */
-        int n = mfu_ops_layer(m, r, s, ops, MFU_MAX_OPS);
+        /* never more than MFU_MAX_LAYER_OPS <= MFU_SCRATCH_OPS (ops.h) */
+        int n = mfu_ops_layer(m, r, s, ops, MFU_SCRATCH_OPS);
         mfu_layer_cost lc;
         memset(&lc, 0, sizeof lc);
         add_layer_ops(sys, ops, n, ab, Te, eff, &lc);
@@ -214,13 +214,13 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
         if (m->runs[r].mlp.kind == MFU_MLP_MOE)
             add_cost(&out->avg_moe, &lc, cnt / (double)sys->moe_layers);
     }
-    int n = mfu_ops_embed(m, s, ops, MFU_MAX_OPS);
+    int n = mfu_ops_embed(m, s, ops, MFU_SCRATCH_OPS);
     for (int i = 0; i < n; i++) {
         double t = mfu_op_time(&ops[i], sys->hw, s->dtype, eff);
         if (ops[i].phase == MFU_FWD) out->embed_fwd_s += t; else out->embed_bwd_s += t;
         out->embed_saved += ops[i].saved_bytes;
     }
-    n = mfu_ops_head(m, s, ops, MFU_MAX_OPS);
+    n = mfu_ops_head(m, s, ops, MFU_SCRATCH_OPS);
     for (int i = 0; i < n; i++) {
         double t = mfu_op_time(&ops[i], sys->hw, s->dtype, eff);
         if (ops[i].phase == MFU_FWD) out->head_fwd_s += t; else out->head_bwd_s += t;

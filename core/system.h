@@ -199,7 +199,7 @@ typedef struct mfu_system {
 } mfu_system;
 
 /* Prepare the shared part (computes the roofline once; ops is scratch of
- * MFU_MAX_OPS entries). custom_modules: the MFU_RC_CUSTOM slot's module
+ * MFU_SCRATCH_OPS entries). custom_modules: the MFU_RC_CUSTOM slot's module
  * set (0: none). */
 MFU_MUST_CHECK int mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
                                    const mfu_training *t, int64_t devices, unsigned custom_modules,
@@ -263,7 +263,7 @@ double mfu_inflight(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, int64_t 
 
 /* ---- evaluation --------------------------------------------------------- */
 
-/* Model one configuration fully. ops is scratch (MFU_MAX_OPS entries).
+/* Model one configuration fully. ops is scratch (MFU_SCRATCH_OPS entries).
  * out->feasible says whether memory fits. */
 MFU_MUST_CHECK int mfu_evaluate(const mfu_system *sys, const mfu_config *c, mfu_op *ops,
                                 mfu_eval *out);
@@ -297,7 +297,7 @@ typedef struct mfu_shape_cost {
     double logits_transient;       /* bytes live at once besides head_saved (bf16 logits) */
 } mfu_shape_cost;
 
-/* eff NULL = ideal (bound). ops: scratch of MFU_MAX_OPS. */
+/* eff NULL = ideal (bound). ops: scratch of MFU_SCRATCH_OPS. */
 void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,
                      mfu_op *ops, mfu_shape_cost *out);
 

@@ -108,6 +108,13 @@ int main(void)
             CHECK_NEAR(ra.step_time_s, rb.step_time_s, 1e-12);
             CHECK_NEAR(ra.mfu, rb.mfu, 1e-12);
             CHECK(ra.mfu > 0 && ra.mfu <= 1.0);
+            /* the engines' run-by-run totals in a one-run scratch agree */
+            mfu_roofline rt;
+            CHECK(mfu_roofline_totals(&many, &hw, &tr, ops, &rt) == MFU_OK);
+            CHECK_EQ_I(rt.n_ops, ra.n_ops);
+            CHECK_NEAR(rt.step_time_s, ra.step_time_s, 1e-12);
+            CHECK_NEAR(rt.mfu, ra.mfu, 1e-12);
+            CHECK_NEAR(rt.memory_bound_s, ra.memory_bound_s, 1e-12);
         }
         /* a buffer too small is an error, never a short inventory */
         mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
