@@ -37,6 +37,14 @@ static void roof_add(const mfu_hardware *hw, const mfu_training *t, const mfu_op
     out->n_ops += n;
 }
 
+static void roof_finish(const mfu_model *m, const mfu_hardware *hw, const mfu_training *t,
+                        mfu_roofline *out)
+{
+    out->f_useful_flops = mfu_useful_flops(m, t);
+    double peak = hw->peak_flops[t->dtype];
+    out->mfu = out->step_time_s > 0 ? out->f_useful_flops / (peak * out->step_time_s) : 0.0;
+}
+
 int mfu_roofline_totals(const mfu_model *m, const mfu_hardware *hw, const mfu_training *t,
                         mfu_op *scratch, mfu_roofline *out)
 {
@@ -54,41 +62,19 @@ int mfu_roofline_totals(const mfu_model *m, const mfu_hardware *hw, const mfu_tr
     n = mfu_ops_head(m, &s, scratch, MFU_SCRATCH_OPS);
     if (n > MFU_SCRATCH_OPS) { memset(out, 0, sizeof *out); return MFU_ETOOMANYOPS; }
     roof_add(hw, t, scratch, n, out);
-    out->f_useful_flops = mfu_useful_flops(m, t);
-    double peak = hw->peak_flops[t->dtype];
-    out->mfu = out->step_time_s > 0 ? out->f_useful_flops / (peak * out->step_time_s) : 0.0;
+    roof_finish(m, hw, t, out);
     return MFU_OK;
 }
 
 int mfu_roofline_compute(const mfu_model *m, const mfu_hardware *hw, const mfu_training *t,
                          mfu_op *ops, int max, mfu_roofline *out)
 {
-    mfu_shape s = {0};
-    s.mbs = t->global_batch_tokens / (double)t->seq;
-    s.seq = t->seq;
-    s.tp = s.cp = s.ep = s.etp = 1;
-    s.sp = 0;
-    s.dtype = t->dtype;
-    s.attn_impl = t->attn_impl;
+    mfu_shape s;
+    roof_shape(t, &s);
     int n = mfu_ops_model(m, &s, ops, max);
     memset(out, 0, sizeof *out);
     if (n > max) return MFU_ETOOMANYOPS;
-    out->n_ops = n;
-    out->f_useful_flops = mfu_useful_flops(m, t);
-    out->f_exec_flops = out->step_time_s = 0.0;
-    out->compute_bound_s = out->memory_bound_s = out->memory_bound_excess_s = 0.0;
-    double peak = hw->peak_flops[t->dtype];
-    for (int i = 0; i < n; i++) {
-        double ti = mfu_op_time(&ops[i], hw, t->dtype, NULL) * ops[i].count;
-        out->step_time_s += ti;
-        out->f_exec_flops += ops[i].flops * ops[i].count;
-        if (mfu_op_compute_bound(&ops[i], hw, t->dtype)) {
-            out->compute_bound_s += ti;
-        } else {
-            out->memory_bound_s += ti;
-            out->memory_bound_excess_s += ti - ops[i].flops * ops[i].count / peak;
-        }
-    }
-    out->mfu = out->step_time_s > 0 ? out->f_useful_flops / (peak * out->step_time_s) : 0.0;
+    roof_add(hw, t, ops, n, out);
+    roof_finish(m, hw, t, out);
     return MFU_OK;
 }
