@@ -113,8 +113,9 @@ static int communicators(const mfu_system *sys, const mfu_config *c)
     n += mfu_dense_replicas(c) > 1;
     n += c->ax[MFU_AX_PP] > 1;
     if (sys->moe_layers > 0) {
+        int64_t edp = mfu_expert_dp(c);
         n += c->ax[MFU_AX_EP] > 1;
-        n += mfu_expert_dp(c) > 1 && mfu_expert_dp(c) != mfu_dense_replicas(c);
+        n += edp > 1 && edp != mfu_dense_replicas(c);
     }
     return n;
 }
@@ -194,7 +195,6 @@ void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_s
      * the last (LM head, logits) */
     int64_t ranks[3] = {0, 1, pp - 1};
     int n = pp == 1 ? 1 : pp == 2 ? 2 : 3;
-    if (pp == 2) ranks[1] = 1;
     mfu_memory_stage(sys, c, k, 0, out);
     for (int i = 1; i < n; i++) {
         if (!exact && out->headroom_bytes < 0) return;
