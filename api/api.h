@@ -21,7 +21,7 @@
 
 /* Bumped whenever results for the same request may change: part of the
  * cache key, so a new engine never serves an old engine's numbers. */
-#define MFU_ENGINE_VERSION "0.4.0"
+#define MFU_ENGINE_VERSION "0.5.0"
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -103,6 +103,25 @@ json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ct
  * bit-identical for any thread count (the space is split in fixed shards);
  * fn is called only when threads == 1. */
 json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads);
+
+/* What-if comparisons (api/compare.c, docs/planning.md):
+ * {"base": <search request>, "vary": {"hardware": [...], "devices": [...],
+ *  "seq_len": [...], "global_batch_tokens": [...], "fp8": [...]}}.
+ * Every combination is a search (its cache key the search's); the answer is
+ * one row per variant: the best configuration, tokens/s (total and per
+ * device), MFU, memory headroom, time and cost to train. `known` (may be
+ * NULL): search results by key already at hand; `computed` (may be NULL):
+ * an object that receives {key: {request, result}} for every search run
+ * here, for the caller to store. Variants run on `threads` threads; fn is
+ * called from the calling thread as variants finish. */
+json_t *api_compare(json_t *doc, api_status *st, api_progress_fn fn, void *ctx, int threads,
+                    json_t *known, json_t *computed);
+/* The normal form of a comparison: {"kind": "compare", "variant_keys":
+ * [the cache key of every variant's search]} (its key is the comparison's). */
+json_t *api_compare_normalize(json_t *doc, api_status *st);
+char *api_compare_table(json_t *result);
+#define API_MAX_COMPARE_LIST 32
+#define API_MAX_COMPARE_VARIANTS 256
 
 /* Fit the hardware's efficiency profile to measured runs (docs/calibration.md):
  * {"runs": [{"id": ..., "request": <a request with "measured">} | <request>],

@@ -19,6 +19,13 @@ typedef struct api_request {
     mfu_training train;
     int tp_overlap, ep_overlap;
     unsigned rc_custom;        /* the one module set no named recompute policy has */
+    /* time and cost to train (training.tokens, cost): 0 = not asked */
+    double train_tokens;
+    double price_per_device_hour;   /* 0 = no price */
+    char currency[8];
+    double power_per_device_w;      /* the request's, else the chip's tdp_w (0 = unknown) */
+    int power_given;
+    double pue;                     /* facility power usage effectiveness (1 = chips only) */
 } api_request;
 
 extern const char *const api_schedule_names[];
@@ -31,6 +38,17 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
 int api_request_measured(json_t *request, api_request *r, mfu_system *sys, mfu_config *c,
                          double *step_time_s, mfu_op *ops, api_status *st);
 void api_request_free(api_request *r);
+
+/* answers people act on (api/plan.c): tiers of tied configurations (each
+ * config of `configs` gets tier, tie_with_best, variants and, when
+ * distinct, variants_search; returns the ties list), time and cost to
+ * train (NULL when training.tokens is not given), and the no-fit answer
+ * (closest miss, fewest devices that fit; the device scan stops after
+ * budget_s). */
+json_t *api_plan_ranking(json_t *configs, const mfu_ranked *top, int n, double u, int distinct);
+json_t *api_plan_cost(const api_request *r, const mfu_eval *ev, double u);
+json_t *api_plan_no_fit(const api_request *r, const mfu_system *sys, const mfu_search_opts *o,
+                        const mfu_search_stats *stats, mfu_op *ops, double budget_s);
 
 /* rendering (api/render.c) */
 json_t *api_render_model(const api_request *r);
@@ -50,5 +68,6 @@ json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mf
 /* Why a configuration pinned by search.fix is not in the ranking. */
 json_t *api_render_pinned(const mfu_system *sys, const mfu_search_opts *o, const mfu_config *c,
                           mfu_op *ops);
+
 
 #endif

@@ -34,6 +34,8 @@ static const char *const FRAMEWORKS[] = {"megatron", "torchtitan", "maxtext", "a
 static const char *const GRAD_DTYPES[] = {"fp32", "bf16", NULL};
 static const char *const AXES[] = {"dp", "fsdp", "tp", "ep", "pp", "cp", NULL};
 static const char *const RANKS[] = {"expected", "bound", NULL};
+/* search.distinct: indexed by MFU_DISTINCT_* */
+static const char *const DISTINCT[] = {"none", "layout", NULL};
 
 /* ---- model and hardware resolution -------------------------------------- */
 
@@ -301,6 +303,7 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
     char p[256], q[256];
     int bad = 0, v;
     mfu_search_defaults(sys, o);
+    o->distinct = MFU_DISTINCT_LAYOUT; /* the API's default: one row per layout family */
     *deadline = 60.0;
     if (!sj) return 0;
     if (!json_is_object(sj)) {
@@ -319,6 +322,8 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
                   &o->max_ax[MFU_AX_TP], st);
     bad |= jv_int(sj, "max_mbs", ptr, JV_OPTIONAL, o->max_mbs, 1, 1024, &o->max_mbs, st);
     bad |= jv_int(sj, "max_vpp", ptr, JV_OPTIONAL, o->max_vpp, 1, 64, &o->max_vpp, st);
+    bad |= jv_enum(sj, "distinct", ptr, JV_OPTIONAL, MFU_DISTINCT_LAYOUT, DISTINCT, &v, st);
+    o->distinct = v;
     int pr = 1;
     bad |= jv_bool(sj, "partial_recompute", ptr, JV_OPTIONAL, 1, &pr, st);
     o->partial_recompute = pr;
@@ -446,6 +451,57 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
     return bad ? -1 : 0;
 }
 
+/* training.tokens and the cost block: what time and cost to train are
+ * computed from (api/plan.c). Limits: at most 1e16 tokens (a thousand times
+ * the largest published runs), a price of at most 1e6 per device-hour,
+ * 1e5 W per device, a PUE in [1, 5]. */
+static int parse_cost(json_t *req, json_t *tj, api_request *r, api_status *st)
+{
+    int bad = jv_num(tj, "tokens", "/training", JV_OPTIONAL, 0.0, 1.0, 1e16, &r->train_tokens, st);
+    r->pue = 1.0;
+    r->power_per_device_w = r->hw.tdp_w;
+    snprintf(r->currency, sizeof r->currency, "USD");
+    json_t *cj = json_object_get(req, "cost");
+    if (!cj) return bad;
+    if (!json_is_object(cj)) {
+        api_fail(st, 422, "/cost", "must be an object {price_per_device_hour, currency, power_per_device_w, pue}");
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(cj, k, v) {
+        static const char *const COST_KEYS[] = {"price_per_device_hour", "currency", "power_per_device_w", "pue", NULL};
+        int known = 0;
+        for (int i = 0; COST_KEYS[i]; i++) known |= !strcmp(k, COST_KEYS[i]);
+        if (!known) {
+            char p[256];
+            api_fail(st, 422, jv_ptr(p, sizeof p, "/cost", k),
+                     "unknown field; cost has price_per_device_hour, currency, power_per_device_w, pue");
+            bad = -1;
+        }
+    }
+    bad |= jv_num(cj, "price_per_device_hour", "/cost", JV_OPTIONAL, 0.0, 0.0, 1e6, &r->price_per_device_hour, st);
+    bad |= jv_num(cj, "pue", "/cost", JV_OPTIONAL, 1.0, 1.0, 5.0, &r->pue, st);
+    if (json_object_get(cj, "power_per_device_w")) {
+        bad |= jv_num(cj, "power_per_device_w", "/cost", JV_REQUIRED, 0.0, 1.0, 1e5, &r->power_per_device_w, st);
+        r->power_given = 1;
+    }
+    json_t *cur = json_object_get(cj, "currency");
+    if (cur) {
+        const char *c = json_string_value(cur);
+        size_t n = c ? strlen(c) : 0;
+        int ok = n >= 1 && n <= 3;
+        for (size_t i = 0; ok && i < n; i++) ok = c[i] >= 'A' && c[i] <= 'Z';
+        if (!ok) {
+            api_fail(st, 422, "/cost/currency", "must be an ISO 4217 code of 1 to 3 capital letters, e.g. \"USD\"");
+            bad = -1;
+        } else {
+            snprintf(r->currency, sizeof r->currency, "%s", c);
+        }
+    }
+    return bad;
+}
+
 int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st)
 {
     memset(r, 0, sizeof *r);
@@ -455,7 +511,7 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     }
     if (api_check_limits(req, st)) return -1;
     static const char *const KNOWN[] = {"model", "hardware", "devices", "training", "mfu_convention",
-                                        "search", "measured", NULL};
+                                        "search", "measured", "cost", NULL};
     const char *k;
     json_t *v;
     json_object_foreach(req, k, v) {
@@ -465,7 +521,7 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
         if (!known) {
             char p[256];
             api_fail(st, 422, jv_ptr(p, sizeof p, "", k),
-                     "unknown field; a request has model, hardware, devices, training, mfu_convention, search, measured");
+                     "unknown field; a request has model, hardware, devices, training, mfu_convention, search, measured, cost");
         }
     }
     if (st->status) return -1;
@@ -541,6 +597,7 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     r->train.moments_bf16 = md;
     r->tp_overlap = tpo;
     r->ep_overlap = epo;
+    if (parse_cost(req, tj, r, st)) return -1;
     return scan_custom_modules(req, &r->rc_custom, st);
 }
 
@@ -627,8 +684,8 @@ json_t *api_normalize(json_t *request, api_status *st)
     for (int f = 0; f < MFU_FW_COUNT; f++)
         if (o.frameworks & MFU_FW_MASK(f)) json_array_append_new(fws, json_string(FRAMEWORKS[f]));
     if (o.frameworks & MFU_FW_ANY) json_array_append_new(fws, json_string("any"));
-    json_t *search = json_pack("{s:i,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:o,s:o,s:[I,I],s:o}", "top_k", o.top_k,
-                               "rank_by", RANKS[o.rank_by_bound], "max_evaluations",
+    json_t *search = json_pack("{s:i,s:s,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:o,s:o,s:[I,I],s:o}", "top_k", o.top_k,
+                               "rank_by", RANKS[o.rank_by_bound], "distinct", DISTINCT[o.distinct], "max_evaluations",
                                (json_int_t)o.max_evaluations, "deadline_s", deadline, "max_tp",
                                (json_int_t)o.max_ax[MFU_AX_TP], "max_mbs", (json_int_t)o.max_mbs,
                                "max_vpp", (json_int_t)o.max_vpp, "partial_recompute",
@@ -651,6 +708,15 @@ json_t *api_normalize(json_t *request, api_status *st)
         goto done;
     }
     if (mj) json_object_set_new(out, "measured", mj);
+    /* time and cost to train are part of the answer, hence of the key */
+    if (r.train_tokens > 0)
+        json_object_set_new(json_object_get(out, "training"), "tokens", json_real(r.train_tokens));
+    if (json_object_get(request, "cost")) {
+        json_t *cj = json_pack("{s:f,s:s,s:f}", "price_per_device_hour", r.price_per_device_hour,
+                               "currency", r.currency, "pue", r.pue);
+        if (r.power_given) json_object_set_new(cj, "power_per_device_w", json_real(r.power_per_device_w));
+        json_object_set_new(out, "cost", cj);
+    }
     /* provenance is kept outside the hashed part: same model, same key */
     json_object_set_new(out, "_source", json_pack("{s:O,s:O,s:O}", "model", r.model_source,
                                                   "model_overridden", r.model_overridden ? r.model_overridden : json_null(),
@@ -920,20 +986,20 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
         goto done;
     }
     json_t *configs = json_array();
-    /* ties (F-TIME-INTERVAL): a configuration whose expected interval (per
-     * token) overlaps the best one's cannot be told from it */
     double u = r.hw.has_profile ? r.hw.eff.uncertainty : 0.0;
-    double best_hi = res.n ? top[0].eval.expected.step_time_s * (1.0 + u) / (double)top[0].eval.global_batch_tokens : 0;
-    int ties = 0;
     for (int i = 0; i < res.n; i++) {
         json_t *cj = api_render_config(&sys, &top[i].config, &top[i].eval, i + 1,
                                        i < API_STAGES_RANKS ? ops : NULL);
-        double lo = top[i].eval.expected.step_time_s / (1.0 + u) / (double)top[i].eval.global_batch_tokens;
-        int tie = i > 0 && lo <= best_hi;
-        ties += tie;
-        json_object_set_new(cj, "tie_with_best", json_boolean(tie));
+        json_t *cost = api_plan_cost(&r, &top[i].eval, u);
+        if (cost) json_object_set_new(cj, "time_to_train", cost);
         json_array_append_new(configs, cj);
     }
+    /* ties (F-TIME-INTERVAL): configurations whose expected intervals
+     * overlap cannot be told apart; tiers name them */
+    json_t *ties = api_plan_ranking(configs, top, res.n, u, o.distinct == MFU_DISTINCT_LAYOUT);
+    int n_ties = 0;
+    for (size_t i = 0; i < json_array_size(configs); i++)
+        n_ties += json_is_true(json_object_get(json_array_get(configs, i), "tie_with_best"));
     json_t *pruned = json_object();
     for (int i = 0; i < MFU_PRUNE_COUNT; i++)
         json_object_set_new(pruned, mfu_prune_names[i], json_integer((json_int_t)res.stats.pruned[i]));
@@ -947,11 +1013,12 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
                               !res.stats.truncated ? "" : atomic_load(&d.hit) ? "deadline_s" :
                               atomic_load(&d.cancelled) ? "cancelled" : "max_evaluations",
                               "rank_by", RANKS[o.rank_by_bound]);
-    json_object_set_new(stats, "ties_with_best", json_integer(ties));
+    json_object_set_new(stats, "ties_with_best", json_integer(n_ties));
+    json_object_set_new(stats, "distinct", json_string(DISTINCT[o.distinct]));
     json_t *roof_j = api_render_roofline(&r, &roof, NULL);
-    out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "model", api_render_model(&r), "hardware",
+    out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:o}", "model", api_render_model(&r), "hardware",
                     api_render_hardware(&r), "devices", (json_int_t)r.devices, "roofline", roof_j,
-                    "configs", configs, "search", stats);
+                    "configs", configs, "ties", ties, "search", stats);
     if (!out) api_fail(st, 500, "", "result has a non-finite number"); /* as api_roofline */
     if (out && meas) {
         mfu_eval ev;
@@ -966,6 +1033,12 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     if (out && res.n == 0 && pinned_config(json_object_get(json_object_get(request, "search"), "fix"),
                                            &sys, &o, &pc))
         json_object_set_new(out, "pinned", api_render_pinned(&sys, &o, &pc, ops));
+    /* nothing fits: the closest miss and the fewest devices that fit
+     * (issue 11 item 3), within what is left of the deadline (at least 1 s) */
+    if (out && res.n == 0 && !res.stats.truncated) {
+        double left = deadline - since(&d.start);
+        json_object_set_new(out, "no_fit", api_plan_no_fit(&r, &sys, &o, &res.stats, ops, left > 1.0 ? left : 1.0));
+    }
 done:
     free(top);
     free(parts_top);

@@ -77,6 +77,8 @@ typedef struct mfu_hardware {
     mfu_net_tier tiers[MFU_MAX_TIERS];
     int has_profile;        /* eff was given (else expected = bound) */
     mfu_efficiency eff;
+    double tdp_w;           /* datasheet board power per device, W (0 = unknown);
+                             * the default power of energy estimates only */
 } mfu_hardware;
 
 static inline double mfu_dtype_bytes(mfu_dtype d)

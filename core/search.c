@@ -90,12 +90,33 @@ static int allowed(const mfu_search_opts *o, int ax, int64_t v)
 
 /* ---- ranking ------------------------------------------------------------ */
 
-/* Stable total order: score, then the configuration fields in a fixed order. */
+int mfu_same_layout(const mfu_config *a, const mfu_config *b)
+{
+    for (int i = 0; i < MFU_AX_COUNT; i++)
+        if (a->ax[i] != b->ax[i]) return 0;
+    return 1;
+}
+
+static int axes_used(const mfu_config *c)
+{
+    int n = 0;
+    for (int i = 0; i < MFU_AX_COUNT; i++) n += c->ax[i] > 1;
+    return n;
+}
+
+/* Stable total order users can predict: score; at an equal score fewer
+ * parallel axes in use, fewer pipeline stages, less memory; then the
+ * configuration fields in a fixed order. */
 static int cmp_ranked(const mfu_ranked *a, const mfu_ranked *b)
 {
     if (a->score < b->score) return -1;
     if (a->score > b->score) return 1;
     const mfu_config *x = &a->config, *y = &b->config;
+    int nx = axes_used(x), ny = axes_used(y);
+    if (nx != ny) return nx < ny ? -1 : 1;
+    if (x->ax[MFU_AX_PP] != y->ax[MFU_AX_PP]) return x->ax[MFU_AX_PP] < y->ax[MFU_AX_PP] ? -1 : 1;
+    if (a->mem_bytes < b->mem_bytes) return -1;
+    if (a->mem_bytes > b->mem_bytes) return 1;
     int64_t kx[] = {x->ax[0], x->ax[1], x->ax[2], x->ax[3], x->ax[4], x->ax[5], x->sp, x->zero,
                     x->etp, x->schedule, x->vpp, x->mbs, x->grad_accum, x->recompute,
                     x->recompute_layers, x->split, x->pp_first, x->pp_last};
@@ -109,9 +130,30 @@ static int cmp_ranked(const mfu_ranked *a, const mfu_ranked *b)
     return 0;
 }
 
-static void insert_top(mfu_search_result *r, int k, const mfu_ranked *cand)
+/* The entry of cand's layout family in the ranking, or -1. */
+static int family_at(const mfu_search_result *r, const mfu_config *c)
 {
+    for (int i = 0; i < r->n; i++)
+        if (mfu_same_layout(&r->top[i].config, c)) return i;
+    return -1;
+}
+
+/* Insert cand into the top k. Distinct: a family holds one entry, its best
+ * (a family's entry leaves the ranking only for k better ones, so a later,
+ * worse variant of it can never re-enter: the result is the best variant
+ * of each of the k best families, whatever the enumeration order). */
+static void insert_top(mfu_search_result *r, const mfu_search_opts *o, const mfu_ranked *cand)
+{
+    int k = o->top_k;
     if (r->n == k && cmp_ranked(cand, &r->top[k - 1]) >= 0) return;
+    if (o->distinct == MFU_DISTINCT_LAYOUT) {
+        int f = family_at(r, &cand->config);
+        if (f >= 0) {
+            if (cmp_ranked(cand, &r->top[f]) >= 0) return;
+            memmove(&r->top[f], &r->top[f + 1], sizeof r->top[0] * (size_t)(r->n - f - 1));
+            r->n--;
+        }
+    }
     int i = r->n < k ? r->n++ : k - 1;
     while (i > 0 && cmp_ranked(cand, &r->top[i - 1]) < 0) {
         r->top[i] = r->top[i - 1];
@@ -149,7 +191,40 @@ typedef struct ctx {
     /* the divisors of the device count, ascending: every axis value is one */
     int n_div;
     int64_t div[MFU_SEARCH_MAX_DIVISORS];
+    /* feasible points per ep value of the current axis tuple (the layout
+     * families of one tuple differ in ep only; a tuple is enumerated in one
+     * piece, so the counts are exact) */
+    int n_fam;
+    int64_t fam_ep[MFU_SEARCH_MAX_DIVISORS];
+    uint64_t fam_n[MFU_SEARCH_MAX_DIVISORS];
 } ctx;
+
+static void count_variant(ctx *x, const mfu_config *c)
+{
+    int64_t ep = c->ax[MFU_AX_EP];
+    for (int i = 0; i < x->n_fam; i++)
+        if (x->fam_ep[i] == ep) {
+            x->fam_n[i]++;
+            return;
+        }
+    if (x->n_fam < MFU_SEARCH_MAX_DIVISORS) {
+        x->fam_ep[x->n_fam] = ep;
+        x->fam_n[x->n_fam++] = 1;
+    }
+}
+
+/* The tuple is done: its families' counts go to their ranked entries. */
+static void flush_variants(ctx *x, const mfu_config *c)
+{
+    mfu_search_result *r = x->res;
+    for (int f = 0; f < x->n_fam; f++) {
+        mfu_config t = *c;
+        t.ax[MFU_AX_EP] = x->fam_ep[f];
+        for (int i = 0; i < r->n; i++)
+            if (mfu_same_layout(&r->top[i].config, &t)) r->top[i].variants = x->fam_n[f];
+    }
+    x->n_fam = 0;
+}
 
 static void prune(ctx *x, int reason, uint64_t n)
 {
@@ -199,9 +274,22 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     mfu_memory_costs_ex(sys, c, &ce->bound, 0, &mem);
     if (mem.headroom_bytes < 0) {
         res->stats.pruned[MFU_PRUNE_MEMORY]++;
+        /* the closest miss: the early-out headroom is one stage's, never
+         * below the exact one, so only a point it puts ahead is measured
+         * exactly */
+        if (!res->stats.has_closest || mem.headroom_bytes > res->stats.closest_headroom_bytes) {
+            mfu_memory exact;
+            mfu_memory_costs_ex(sys, c, &ce->bound, 1, &exact);
+            if (!res->stats.has_closest || exact.headroom_bytes > res->stats.closest_headroom_bytes) {
+                res->stats.has_closest = 1;
+                res->stats.closest = *c;
+                res->stats.closest_headroom_bytes = exact.headroom_bytes;
+            }
+        }
         return mem.headroom_bytes;
     }
     res->stats.feasible++;
+    count_variant(x, c);
     /* lower bound: compute of the busiest stage's layers on the ranking
      * profile, which nothing else can shorten */
     const mfu_shape_cost *k = x->o->rank_by_bound ? &ce->bound : &ce->expected;
@@ -222,10 +310,17 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     mfu_ranked cand;
     cand.score = mfu_step_time(sys, c, k, &ce->bound, !x->o->rank_by_bound) / gbt;
     cand.config = *c;
+    cand.mem_bytes = mem.total_bytes;
+    cand.variants = 0;
     if (res->n == x->o->top_k && cmp_ranked(&cand, &res->top[res->n - 1]) >= 0) return mem.headroom_bytes;
+    if (x->o->distinct == MFU_DISTINCT_LAYOUT) {
+        int f = family_at(res, c);
+        if (f >= 0 && cmp_ranked(&cand, &res->top[f]) >= 0) return mem.headroom_bytes;
+    }
     if (mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval) != MFU_OK)
         return mem.headroom_bytes;
-    insert_top(res, x->o->top_k, &cand);
+    insert_top(res, x->o, &cand);
+    if (x->o->first_fit) x->stop = 1;
     return mem.headroom_bytes;
 }
 
@@ -522,6 +617,7 @@ static void factor_loop(ctx *x, mfu_config *c, int i, int64_t rest, double f0, d
         c->ax[a] = rest;
         x->frac = f0;
         shape_loop(x, c);
+        flush_variants(x, c);
         return;
     }
     int64_t nd = 0;
@@ -602,6 +698,18 @@ int mfu_search_shard(const mfu_system *sys, const mfu_search_opts *o, mfu_search
     return x.stopped;
 }
 
+static int closer(const mfu_search_stats *b, const mfu_search_stats *a)
+{
+    if (b->closest_headroom_bytes != a->closest_headroom_bytes)
+        return b->closest_headroom_bytes > a->closest_headroom_bytes;
+    mfu_ranked x, y;
+    memset(&x, 0, sizeof x);
+    memset(&y, 0, sizeof y);
+    x.config = b->closest;
+    y.config = a->closest;
+    return cmp_ranked(&x, &y) < 0;
+}
+
 void mfu_search_merge(const mfu_search_opts *o, const mfu_search_result *part,
                       mfu_search_result *out)
 {
@@ -614,7 +722,14 @@ void mfu_search_merge(const mfu_search_opts *o, const mfu_search_result *part,
     for (int i = 0; i < MFU_PRUNE_COUNT; i++) a->pruned[i] += b->pruned[i];
     a->truncated |= b->truncated;
     a->shape_costs += b->shape_costs;
-    for (int i = 0; i < part->n; i++) insert_top(out, o->top_k, &part->top[i]);
+    /* the closest miss: most headroom, ties by the configuration order (the
+     * answer is the same for any merge order) */
+    if (b->has_closest && (!a->has_closest || closer(b, a))) {
+        a->has_closest = 1;
+        a->closest = b->closest;
+        a->closest_headroom_bytes = b->closest_headroom_bytes;
+    }
+    for (int i = 0; i < part->n; i++) insert_top(out, o, &part->top[i]);
 }
 
 typedef struct shard_progress {

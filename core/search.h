@@ -40,13 +40,26 @@ typedef struct mfu_search_opts {
     unsigned frameworks;
     /* global batch: fixed (min == max == training tokens / seq) or a range, in sequences */
     int64_t batch_min_seqs, batch_max_seqs;
+    /* MFU_DISTINCT_LAYOUT: one entry per layout family (the axes dp, fsdp,
+     * tp, ep, pp, cp), its best variant; MFU_DISTINCT_NONE: every variant */
+    int distinct;
+    /* stop each shard at its first configuration that fits (a feasibility
+     * probe: the ranking is then not the best, only proof that one fits) */
+    int first_fit;
 } mfu_search_opts;
+
+enum { MFU_DISTINCT_NONE = 0, MFU_DISTINCT_LAYOUT = 1 };
 
 typedef struct mfu_ranked {
     mfu_config config;
     mfu_eval eval;
     double score;                /* seconds per token on the ranking profile */
+    double mem_bytes;            /* the fullest stage's total (a tie-break) */
+    uint64_t variants;           /* feasible points of its layout family */
 } mfu_ranked;
+
+/* Same layout family: the same dp, fsdp, tp, ep, pp, cp. */
+int mfu_same_layout(const mfu_config *a, const mfu_config *b);
 
 typedef struct mfu_search_stats {
     uint64_t space_size;         /* points enumerated */
@@ -57,6 +70,11 @@ typedef struct mfu_search_stats {
     int truncated;               /* budget or callback stopped the search */
     uint64_t shape_costs;        /* per-shape op inventories built (depends on how the
                                   * shards were spread over threads: not part of answers) */
+    /* the infeasible point with the most headroom (the least excess) seen,
+     * for a no-fit answer (exact: every stage weighed) */
+    int has_closest;
+    mfu_config closest;
+    double closest_headroom_bytes;
 } mfu_search_stats;
 
 typedef struct mfu_search_result {

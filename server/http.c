@@ -441,8 +441,9 @@ static enum MHD_Result queue_answer(struct srv_req *r)
         char loc[96];
         snprintf(loc, sizeof loc, "/results/%s", r->view.id);
         if (code == 202) MHD_add_response_header(resp, "Location", loc);
-        if (r->route == ROUTE_SEARCH) MHD_add_response_header(resp, "Content-Location", loc);
-        if (r->route == ROUTE_SEARCH && r->prefer_async)
+        int job_route = r->route == ROUTE_SEARCH || r->route == ROUTE_COMPARE;
+        if (job_route) MHD_add_response_header(resp, "Content-Location", loc);
+        if (job_route && r->prefer_async)
             MHD_add_response_header(resp, "Preference-Applied", "respond-async");
     }
     if (retry_after > 0 && (code == 202 || code == 503 || code == 200)) {
@@ -453,7 +454,7 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     if (code == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"mfud\"");
     if (code == 405) {
         const char *a = (r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE ||
-                         r->route == ROUTE_CALIBRATE)
+                         r->route == ROUTE_CALIBRATE || r->route == ROUTE_COMPARE)
                             ? "POST, OPTIONS"
                             : "GET, HEAD, OPTIONS";
         MHD_add_response_header(resp, "Allow", a);
@@ -510,6 +511,7 @@ static enum srv_route match_route(const char *url, char *id_out)
         {"/results", ROUTE_RESULTS},
         {"/roofline", ROUTE_ROOFLINE},
         {"/calibrate", ROUTE_CALIBRATE},
+        {"/compare", ROUTE_COMPARE},
         {"/presets/models", ROUTE_PRESET_MODELS},
         {"/presets/hardware", ROUTE_PRESET_HARDWARE},
         {"/healthz", ROUTE_HEALTHZ},
@@ -530,7 +532,8 @@ static enum srv_route match_route(const char *url, char *id_out)
 static int route_allows(enum srv_route route, int method)
 {
     if (method == SRV_M_OPTIONS) return 1;
-    if (route == ROUTE_SEARCH || route == ROUTE_ROOFLINE || route == ROUTE_CALIBRATE)
+    if (route == ROUTE_SEARCH || route == ROUTE_ROOFLINE || route == ROUTE_CALIBRATE ||
+        route == ROUTE_COMPARE)
         return method == SRV_M_POST;
     return method == SRV_M_GET || method == SRV_M_HEAD;
 }
@@ -658,7 +661,8 @@ static enum MHD_Result handle_search(struct srv_req *r)
     if (!req) return queue_answer(r);
     api_status st;
     api_status_init(&st);
-    json_t *norm = api_normalize(req, &st);
+    int compare = r->route == ROUTE_COMPARE;
+    json_t *norm = compare ? api_compare_normalize(req, &st) : api_normalize(req, &st);
     if (!norm) {
         json_decref(req);
         if (!st.status) api_fail(&st, 422, "", "invalid request");
@@ -680,9 +684,11 @@ static enum MHD_Result handle_search(struct srv_req *r)
     api_cache_key(norm, r->id);
     r->normalized = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);
     r->input = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
-    r->model = summary_name(norm, req, "model");
-    r->hardware = summary_name(norm, req, "hardware");
-    json_t *dev = json_object_get(norm, "devices");
+    /* a comparison is listed by its base's model, "compare" and its base's devices */
+    json_t *sumn = compare ? json_object_get(req, "base") : norm, *sumr = compare ? sumn : req;
+    r->model = summary_name(sumn, sumr, "model");
+    r->hardware = compare ? strdup("compare") : summary_name(norm, req, "hardware");
+    json_t *dev = json_object_get(sumn, "devices");
     r->devices = json_is_integer(dev) ? json_integer_value(dev) : (json_int_t)json_number_value(dev);
     json_decref(norm);
     json_decref(req);
@@ -786,6 +792,7 @@ static enum MHD_Result dispatch(struct srv_req *r)
 {
     switch (r->route) {
     case ROUTE_SEARCH: return handle_search(r);
+    case ROUTE_COMPARE: return handle_search(r); /* a comparison is a job like a search */
     case ROUTE_ROOFLINE: return handle_roofline(r);
     case ROUTE_CALIBRATE: return handle_roofline(r); /* the same: parse, then the pool */
     case ROUTE_RESULTS: return handle_results_list(r);
@@ -964,7 +971,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
             if (!resp) return MHD_NO;
             add_common_headers(resp);
-            int post = r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE || r->route == ROUTE_CALIBRATE;
+            int post = r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE ||
+                       r->route == ROUTE_CALIBRATE || r->route == ROUTE_COMPARE;
             MHD_add_response_header(resp, "Allow", post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
             MHD_add_response_header(resp, "Access-Control-Allow-Methods",
                                     post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");

@@ -62,9 +62,23 @@ struct job {
     int64_t n_evaluated;
     int cancelled;
     int64_t finished_ms;
+    /* a comparison's variant searches run by the worker, stored by the loop
+     * as searches of their own (each is the search its key names) */
+    struct sub_result *subs;
+    int n_subs;
+    json_t *known;               /* a comparison's variants already stored:
+                                  * {key: result text}, handed to the worker */
     /* links */
     struct job *hnext;           /* hash bucket */
     struct job *next;            /* all active jobs */
+};
+
+struct sub_result {
+    char id[65];
+    char *normalized, *input, *result, *model, *hardware;
+    int64_t devices, evaluated;
+    int has_best;
+    double best_mfu;
 };
 
 struct rwork {
@@ -129,9 +143,26 @@ static void job_unlink(struct job *j)
     atomic_store(&app.n_active_pub, app.n_active);
 }
 
+static void subs_free(struct job *j)
+{
+    for (int i = 0; i < j->n_subs; i++) {
+        struct sub_result *s = &j->subs[i];
+        free(s->normalized);
+        free(s->input);
+        free(s->result);
+        free(s->model);
+        free(s->hardware);
+    }
+    free(j->subs);
+    j->subs = NULL;
+    j->n_subs = 0;
+}
+
 static void job_free(struct job *j)
 {
     if (!j) return;
+    subs_free(j);
+    json_decref(j->known);
     free(j->request);
     free(j->result);
     free(j->error);
@@ -279,6 +310,68 @@ static int progress_cb(void *ctx, double fraction, uint64_t evaluated)
     return atomic_load(&j->cancel);
 }
 
+/* Pool thread: a comparison's variant searches as text for the loop. */
+static void collect_subs(struct job *j, json_t *computed)
+{
+    size_t n = json_object_size(computed);
+    j->subs = n ? calloc(n, sizeof *j->subs) : NULL;
+    if (!j->subs) return;
+    const char *key;
+    json_t *v;
+    json_object_foreach(computed, key, v) {
+        json_t *req = json_object_get(v, "request"), *res = json_object_get(v, "result");
+        api_status st;
+        api_status_init(&st);
+        json_t *norm = api_normalize(req, &st);
+        if (!norm || strlen(key) != 64) {
+            json_decref(norm);
+            continue;
+        }
+        struct sub_result *s = &j->subs[j->n_subs];
+        memcpy(s->id, key, 65);
+        s->normalized = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);
+        s->input = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+        s->result = json_dumps(res, JSON_COMPACT);
+        const char *mn = json_string_value(json_object_get(json_object_get(res, "model"), "name"));
+        const char *hn = json_string_value(json_object_get(json_object_get(res, "hardware"), "name"));
+        s->model = mn ? strdup(mn) : NULL;
+        s->hardware = hn ? strdup(hn) : NULL;
+        s->devices = (int64_t)json_integer_value(json_object_get(res, "devices"));
+        json_t *mfu = json_object_get(json_object_get(json_array_get(json_object_get(res, "configs"), 0),
+                                                      "expected"), "mfu");
+        s->has_best = json_is_number(mfu);
+        s->best_mfu = json_number_value(mfu);
+        s->evaluated = (int64_t)json_integer_value(json_object_get(json_object_get(res, "search"), "evaluated"));
+        json_decref(norm);
+        if (!s->normalized || !s->input || !s->result) continue; /* freed with the job */
+        j->n_subs++;
+    }
+}
+
+/* Loop thread: store a comparison's variant searches as done rows (unless
+ * the key is already stored or running as a job of its own). */
+static void store_subs(struct job *j, int64_t now)
+{
+    for (int i = 0; i < j->n_subs; i++) {
+        struct sub_result *s = &j->subs[i];
+        if (job_find(s->id)) continue;
+        struct db_row row;
+        int rc = db_get(app.db, s->id, 0, &row);
+        if (rc == DB_OK) {
+            int done = strcmp(row.status, "done") == 0;
+            db_row_fini(&row);
+            if (done) continue;
+        }
+        struct db_new_job nj = {s->id, s->normalized, s->input, s->model, s->hardware, s->devices, now};
+        if (db_put_job(app.db, &nj) != DB_OK ||
+            db_finish(app.db, s->id, "done", s->result, NULL, s->has_best, s->best_mfu, s->evaluated,
+                      now) != DB_OK)
+            srv_log(SRV_LOG_ERROR, "msg=\"db store of a compare variant failed\" id=%.12s err=\"%s\"",
+                    s->id, db_errmsg(app.db));
+    }
+    subs_free(j);
+}
+
 /* Pool thread: only the job's own fields, api/ and jansson. */
 static void work_cb(uv_work_t *w)
 {
@@ -302,7 +395,19 @@ static void work_cb(uv_work_t *w)
     json_t *req = json_loads(j->request, 0, &jerr);
     json_t *res = NULL;
     if (!req) api_fail(&st, 500, "", "stored request is not JSON: %s", jerr.text);
-    else res = api_search(req, &st, progress_cb, j);
+    else if (json_object_get(req, "vary")) { /* POST /compare */
+        json_t *computed = json_object(), *known = json_object();
+        const char *kk;
+        json_t *kv;
+        json_object_foreach(j->known, kk, kv) {
+            json_t *doc = json_loads(json_string_value(kv), 0, NULL);
+            if (doc) json_object_set_new(known, kk, doc);
+        }
+        res = api_compare(req, &st, progress_cb, j, 1, known, computed);
+        json_decref(known);
+        if (res) collect_subs(j, computed);
+        json_decref(computed);
+    } else res = api_search(req, &st, progress_cb, j);
     json_decref(req);
     if (atomic_load(&j->cancel)) {
         j->cancelled = 1;
@@ -390,6 +495,7 @@ static void after_work_cb(uv_work_t *w, int status)
             srv_log(SRV_LOG_ERROR, "msg=\"db finish failed\" id=%.12s err=\"%s\"", j->id,
                     db_errmsg(app.db));
         j->finished_ms = now;
+        if (j->result) store_subs(j, now);
         struct srv_rentry *e = NULL;
         if (j->result) {
             /* Render once for the waiters and later readers; kept in memory
@@ -414,10 +520,14 @@ static void after_work_cb(uv_work_t *w, int status)
 }
 
 /* Create and start a job. The row must already be in the database. */
-static struct job *job_start(const char *id, const char *request, int64_t created_ms)
+static struct job *job_start(const char *id, const char *request, int64_t created_ms, json_t *known)
 {
     struct job *j = calloc(1, sizeof *j);
-    if (!j) return NULL;
+    if (!j) {
+        json_decref(known);
+        return NULL;
+    }
+    j->known = known;
     memcpy(j->id, id, 65);
     j->request = strdup(request);
     j->created_ms = created_ms;
@@ -468,6 +578,37 @@ static int answer_from_rcache(struct srv_req *r, int hit)
     srv_http_resume(r);
     return 1;
 }
+/* The stored results of a comparison's variants (normalized: {"kind":
+ * "compare", "variant_keys": [...]}), as {key: result text}: a variant
+ * searched before is not searched again. */
+static json_t *known_variants(const char *normalized)
+{
+    json_t *norm = json_loads(normalized, 0, NULL);
+    json_t *keys = json_object_get(norm, "variant_keys"), *out = json_object();
+    size_t i;
+    json_t *k;
+    json_array_foreach(keys, i, k) {
+        const char *id = json_string_value(k);
+        if (!id || strlen(id) != 64 || json_object_get(out, id)) continue;
+        struct srv_rentry *e = srv_rcache_get(id, 0);
+        if (e) {
+            size_t len;
+            const char *t = srv_rentry_result(e, &len);
+            if (t) json_object_set_new(out, id, json_stringn(t, len));
+            srv_rcache_unref(e);
+            continue;
+        }
+        struct db_row row;
+        if (db_get(app.db, id, 1, &row) == DB_OK) {
+            if (strcmp(row.status, "done") == 0 && row.result)
+                json_object_set_new(out, id, json_string(row.result));
+            db_row_fini(&row);
+        }
+    }
+    json_decref(norm);
+    return out;
+}
+
 static void cmd_search(struct srv_req *r)
 {
     struct job *j = job_find(r->id);
@@ -522,7 +663,8 @@ static void cmd_search(struct srv_req *r)
         return;
     }
     if (rc == DB_ENOTFOUND) created = nj.now_ms;
-    j = job_start(r->id, r->input, created);
+    j = job_start(r->id, r->input, created,
+                  r->route == ROUTE_COMPARE ? known_variants(r->normalized) : NULL);
     if (!j) {
         srv_answer_problem(r, 500, "Internal Server Error", "could not start the job");
         srv_http_resume(r);
@@ -686,6 +828,7 @@ static void run_command(struct srv_req *r)
     }
     switch (r->route) {
     case ROUTE_SEARCH: cmd_search(r); break;
+    case ROUTE_COMPARE: cmd_search(r); break; /* the job runs api_compare (work_cb) */
     case ROUTE_RESULT: cmd_result(r); break;
     case ROUTE_RESULTS: cmd_results(r); break;
     case ROUTE_ROOFLINE: cmd_roofline(r); break;
@@ -795,7 +938,7 @@ static void requeue_one(void *ctx, const char *id, const char *request)
         db_row_fini(&row);
     }
     if (job_find(id)) return;
-    if (!job_start(id, request, created))
+    if (!job_start(id, request, created, NULL))
         srv_log(SRV_LOG_ERROR, "msg=\"could not re-queue\" id=%.12s", id);
     else (*(int *)ctx)++;
 }

@@ -19,6 +19,7 @@ const char *const srv_route_names[ROUTE_COUNT] = {
     [ROUTE_RESULTS] = "/results",
     [ROUTE_ROOFLINE] = "/roofline",
     [ROUTE_CALIBRATE] = "/calibrate",
+    [ROUTE_COMPARE] = "/compare",
     [ROUTE_PRESET_MODELS] = "/presets/models",
     [ROUTE_PRESET_HARDWARE] = "/presets/hardware",
     [ROUTE_HEALTHZ] = "/healthz",

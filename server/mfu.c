@@ -2,6 +2,7 @@
  *
  *   mfu roofline FILE|- [--table]
  *   mfu search   FILE|- [--table | --csv]
+ *   mfu compare  FILE|- [--table]   (what-if: {"base": request, "vary": {...}})
  *   mfu presets  [models|hardware]
  *   mfu key      FILE|-          (the cache key the daemon would use)
  *   mfu calibrate FILE|- [--table | --hardware]
@@ -12,6 +13,9 @@
  * Reads one request JSON (docs/model-ir.md, openapi.yaml), prints the result
  * JSON (or a table / CSV) on stdout. Invalid input prints an RFC 9457
  * problem document on stderr and exits with status 2; usage errors exit 64.
+ * A search where nothing fits prints its answer (with no_fit: the closest
+ * configuration and the fewest devices that fit), writes the reason on one
+ * line to stderr and exits with status 3.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,7 @@ static int usage(void)
     fprintf(stderr,
             "usage: mfu roofline FILE|- [--table]\n"
             "       mfu search   FILE|- [--table | --csv]\n"
+            "       mfu compare  FILE|- [--table]\n"
             "       mfu presets  [models|hardware]\n"
             "       mfu key      FILE|-\n"
             "       mfu calibrate FILE|- [--table | --hardware]\n");
@@ -134,6 +139,24 @@ int main(int argc, char **argv)
         res = api_search_mt(req, &st, NULL, NULL, search_threads());
         if (res && (table || csv)) {
             char *t = csv ? api_result_csv(res) : api_search_table(res);
+            fputs(t ? t : "", stdout);
+            free(t);
+        } else if (res) {
+            rc = print_json(res);
+        }
+        /* nothing fits (not a truncated search, not a measured-run analysis,
+         * whose answer is the measured block) */
+        json_t *nf = res ? json_object_get(res, "no_fit") : NULL;
+        if (nf && json_array_size(json_object_get(res, "configs")) == 0 &&
+            !json_object_get(res, "measured")) {
+            json_t *why = json_object_get(nf, "reason");
+            fprintf(stderr, "mfu: %s\n", json_is_string(why) ? json_string_value(why) : "nothing fits");
+            rc = 3;
+        }
+    } else if (strcmp(cmd, "compare") == 0) {
+        res = api_compare(req, &st, NULL, NULL, search_threads(), NULL, NULL);
+        if (res && table) {
+            char *t = api_compare_table(res);
             fputs(t ? t : "", stdout);
             free(t);
         } else if (res) {

@@ -63,6 +63,7 @@ enum srv_route {
     ROUTE_RESULTS,
     ROUTE_ROOFLINE,
     ROUTE_CALIBRATE, /* POST /calibrate: runs on the pool like /roofline */
+    ROUTE_COMPARE,   /* POST /compare: a job like /search (results at /results/{id}) */
     ROUTE_PRESET_MODELS,
     ROUTE_PRESET_HARDWARE,
     ROUTE_HEALTHZ,

@@ -258,6 +258,37 @@ done
 req GET "/results?limit=100"
 check "no job left queued or running" [ "$(json "$BODY" 'sum(1 for i in d["items"] if i["status"] in ("queued","running"))')" = 0 ]
 
+# ---- answers people act on (issue 11) -----------------------------------------
+# distinct layouts with tiers, time and cost to train
+L70='"model": {"preset": "llama3-70b"}, "hardware": {"preset": "h100-sxm"}, "training": {"seq_len": 8192, "global_batch_tokens": 16777216, "tokens": 15e12}'
+req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d "{$L70, \"devices\": 1024, \"search\": {\"top_k\": 10}, \"cost\": {\"price_per_device_hour\": 2.5}}"
+check "distinct search answers 200" [ "$CODE" = 200 ]
+check "top 10 are 10 distinct layouts" [ "$(json "$BODY" 'len({tuple(c["parallel"][a] for a in ("dp","fsdp","tp","ep","pp","cp")) for c in d["result"]["configs"]})')" = 10 ]
+check "each row has a tier and its variants" [ "$(json "$BODY" 'all("tier" in c and c["variants"] >= 1 and "variants_search" in c for c in d["result"]["configs"])')" = True ]
+check "time to train with cost and energy" [ "$(json "$BODY" 'all(c["time_to_train"]["cost"] > 0 and c["time_to_train"]["energy_mwh"] > 0 for c in d["result"]["configs"])')" = True ]
+# nothing fits: 200, configs [], the closest and the fewest devices
+req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d '{"model": {"preset": "llama3-405b"}, "hardware": {"preset": "h100-sxm"}, "devices": 8, "training": {"seq_len": 8192, "global_batch_tokens": 16777216}}'
+check "no-fit search answers 200" [ "$CODE" = 200 ]
+check "no-fit: configs empty, fewest_devices named" [ "$(json "$BODY" 'len(d["result"]["configs"]) == 0 and d["result"]["no_fit"]["fewest_devices"] > 8')" = True ]
+# a comparison: one job, one table, each variant stored as its own search
+CMP="{\"base\": {$L70, \"devices\": 512, \"search\": {\"top_k\": 1}}, \"vary\": {\"hardware\": [{\"preset\": \"h100-sxm\"}, {\"preset\": \"b200\"}], \"devices\": [256, 512]}}"
+req POST /compare "${JSONH[@]}" -H 'Prefer: respond-async' -d "$CMP"
+check "POST /compare respond-async gives 202" [ "$CODE" = 202 ]
+CID=$(json "$BODY" 'd["id"]')
+check "compare 202 Location is /results/{id}" [ "$(hdr Location)" = "/results/$CID" ]
+check "comparison completes" wait_done "$CID" 60
+req GET "/results/$CID"
+check "comparison has 4 rows" [ "$(json "$BODY" 'len(d["result"]["variants"])')" = 4 ]
+SID=$(json "$BODY" 'd["result"]["variants"][3]["search_id"]')
+req GET "/results/$SID"
+check "a variant is a stored search of its own" [ "$(json "$BODY" 'd["status"] == "done" and d["result"]["devices"] == 512')" = True ]
+req POST /compare "${JSONH[@]}" -d "$CMP"
+check "same comparison answers 200 from the cache" [ "$CODE" = 200 ]
+req POST /compare "${JSONH[@]}" -d "{\"base\": {$L70, \"devices\": 512}, \"vary\": {\"devices\": [512, 0]}}"
+check "bad variant: 422 at /vary/devices/1" bash -c "[ '$CODE' = 422 ] && grep -q '\"/vary/devices/1\"' '$BODY'"
+req GET /compare
+check "GET /compare is 405" [ "$CODE" = 405 ]
+
 # ---- SIGTERM: clean shutdown -------------------------------------------------
 kill -TERM "$PID"
 rc=124

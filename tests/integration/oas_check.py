@@ -9,7 +9,7 @@ scalars, `{}`, quoted and plain scalars, `|`/`>` block scalars, comments --
 which fails loudly on anything else, so the contract cannot silently drift
 outside what is checked; and (2) a validator for the JSON Schema keywords the
 contract uses: $ref, type (incl. type lists), required, properties, items,
-enum, minimum, maximum, pattern. Unknown keywords are errors too.
+enum, minimum, maximum, pattern, oneOf. Unknown keywords are errors too.
 
 For each response it checks: the path matches a documented route and method,
 the status code is documented for it, the media type is one of the
@@ -228,7 +228,7 @@ def parse_yaml(text):
 # ---- JSON Schema subset -------------------------------------------------------
 
 KNOWN = {"type", "required", "properties", "items", "enum", "minimum", "maximum", "pattern",
-         "$ref", "description", "format", "default", "additionalProperties", "example"}
+         "$ref", "description", "format", "default", "additionalProperties", "example", "oneOf"}
 
 
 def resolve(doc, ref):
@@ -264,6 +264,15 @@ def validate(doc, schema, v, where, errs):
     unknown = set(schema) - KNOWN
     if unknown:
         errs.append("%s: schema uses unsupported keywords %s" % (where, sorted(unknown)))
+    if "oneOf" in schema:
+        # exactly one branch must hold
+        fits = 0
+        for branch in schema["oneOf"]:
+            e = []
+            validate(doc, branch, v, where, e)
+            fits += not e
+        if fits != 1:
+            errs.append("%s: matches %d of the oneOf branches, not exactly one" % (where, fits))
     t = schema.get("type")
     if t is not None:
         ts = t if isinstance(t, list) else [t]

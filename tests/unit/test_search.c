@@ -155,7 +155,92 @@ int main(void)
         /* inventories built depend on the shard order (a cache kept across
          * shards): the one statistic that may differ, and not reported */
         rm.stats.shape_costs = rs.stats.shape_costs;
+        CHECK(rm.stats.has_closest == rs.stats.has_closest);
+        CHECK(rm.stats.closest_headroom_bytes == rs.stats.closest_headroom_bytes);
+        CHECK(memcmp(&rm.stats.closest, &rs.stats.closest, sizeof rs.stats.closest) == 0);
         CHECK(memcmp(&rm.stats, &rs.stats, sizeof rs.stats) == 0);
+    }
+    /* distinct rankings (issue 11): with MFU_DISTINCT_LAYOUT each layout
+     * family (dp, fsdp, tp, ep, pp, cp) appears once, as its best variant;
+     * the families are the k best of the full ranking's families, in order.
+     * The reference is computed here from the full (distinct none) ranking
+     * of 1,000, which holds every feasible point of this small space. */
+    {
+        mfu_system s8;
+        CHECK(mfu_system_init(&s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+        mfu_search_defaults(&s8, &o);
+        o.top_k = MFU_MAX_TOP_K;
+        o.max_mbs = 2;
+        o.max_vpp = 2;
+        static mfu_ranked full[MFU_MAX_TOP_K], fam[10];
+        mfu_search_result rf, rd;
+        CHECK(run(&s8, &o, full, &rf) == 0);
+        /* the whole feasible space is in `full` */
+        CHECK((uint64_t)rf.n == rf.stats.feasible && rf.n < MFU_MAX_TOP_K);
+        o.top_k = 10;
+        o.distinct = MFU_DISTINCT_LAYOUT;
+        CHECK(run(&s8, &o, fam, &rd) == 0);
+        /* reference: walk the full ranking, keep each family's first */
+        mfu_ranked ref[10];
+        int nref = 0;
+        for (int i = 0; i < rf.n && nref < 10; i++) {
+            int seen = 0;
+            for (int k = 0; k < nref; k++) seen |= mfu_same_layout(&ref[k].config, &full[i].config);
+            if (!seen) ref[nref++] = full[i];
+        }
+        CHECK_EQ_I(rd.n, nref);
+        int differ = 0, dup = 0, counts_wrong = 0;
+        for (int i = 0; i < rd.n && i < nref; i++) {
+            differ += memcmp(&fam[i].config, &ref[i].config, sizeof fam[i].config) != 0 ||
+                      fam[i].score != ref[i].score;
+            for (int k = 0; k < i; k++) dup += mfu_same_layout(&fam[k].config, &fam[i].config);
+            /* variants: the feasible points of the family, counted in the
+             * full ranking (it holds them all) */
+            uint64_t n = 0;
+            for (int k = 0; k < rf.n; k++) n += mfu_same_layout(&full[k].config, &fam[i].config);
+            counts_wrong += fam[i].variants != n;
+        }
+        CHECK_EQ_I(differ, 0);
+        CHECK_EQ_I(dup, 0);
+        CHECK_EQ_I(counts_wrong, 0);
+        CHECK(rd.n > 1 && fam[0].variants > 1);
+        /* the statistics do not depend on the grouping */
+        CHECK_EQ_I(rd.stats.feasible, rf.stats.feasible);
+
+        /* first_fit: a feasibility probe stops each shard at its first fit */
+        mfu_search_defaults(&sys, &o);
+        o.first_fit = 1;
+        o.top_k = 1;
+        mfu_search_result rp1;
+        static mfu_ranked probe[1];
+        CHECK(run(&sys, &o, probe, &rp1) == 0);
+        CHECK_EQ_I(rp1.n, 1);
+        CHECK(rp1.stats.feasible <= MFU_SEARCH_SHARDS);
+        CHECK(probe[0].eval.feasible);
+    }
+    /* the closest miss (no-fit answers): Llama-3-8B on one H100 does not
+     * fit (8 B params x 16 bytes of bf16 weights, fp32 gradients, fp32
+     * master and Adam moments = 128 GB > 85 GB). The reported closest has the exact headroom of its
+     * configuration. */
+    {
+        mfu_training t2 = {4096, 4096.0 * 1024, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+        mfu_system s2;
+        CHECK(mfu_system_init(&s2, &m, &hw, &t2, 1, 0, ops) == MFU_OK);
+        mfu_search_defaults(&s2, &o);
+        static mfu_ranked none_fit[4];
+        mfu_search_result rn;
+        o.top_k = 4;
+        CHECK(run(&s2, &o, none_fit, &rn) == 0);
+        CHECK_EQ_I(rn.n, 0);
+        CHECK(rn.stats.has_closest);
+        mfu_eval ev;
+        CHECK(mfu_evaluate(&s2, &rn.stats.closest, ops, &ev) == MFU_OK);
+        CHECK(!ev.feasible);
+        CHECK_NEAR(ev.mem.headroom_bytes, rn.stats.closest_headroom_bytes, 1e-12);
+        /* on one device the only freedom is mbs and recompute: full
+         * recompute at mbs 1 holds the fewest activations */
+        CHECK_EQ_I(rn.stats.closest.mbs, 1);
+        CHECK_EQ_I(rn.stats.closest.recompute, MFU_RC_FULL);
     }
     /* a callback can stop it */
     mfu_search_defaults(&sys, &o);
