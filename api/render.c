@@ -390,22 +390,26 @@ char *api_search_table(json_t *result)
     sbuf b = {0};
     json_t *cfgs = json_object_get(result, "configs");
     sb_printf(&b, "roofline MFU %.2f %%\n", 100.0 * num(result, "roofline.mfu"));
-    sb_printf(&b, "%4s %5s %5s %3s %3s %3s %3s %2s %2s %3s %-11s %3s %4s %5s %-19s %9s %7s %9s %7s %8s\n",
+    sb_printf(&b, "%4s %5s %5s %3s %3s %3s %3s %2s %2s %3s %-11s %3s %4s %5s %-19s %9s %7s %9s %7s %8s %11s %4s %5s\n",
               "rank", "dp", "fsdp", "tp", "ep", "pp", "cp", "sp", "z", "etp", "schedule", "vpp",
-              "mbs", "ga", "recompute", "bound_s", "mfu%", "expect_s", "mfu%", "mem_GB");
+              "mbs", "ga", "recompute", "bound_s", "b_mfu%", "expect_s", "e_mfu%", "mem_GB",
+              "tokens/s", "tier", "var");
     size_t i;
     json_t *c;
     json_array_foreach(cfgs, i, c) {
         json_t *p = json_object_get(c, "parallel");
-        sb_printf(&b, "%4d %5d %5d %3d %3d %3d %3d %2d %2d %3d %-11s %3d %4d %5d %-19s %9.4f %7.2f %9.4f %7.2f %8.1f\n",
+        sb_printf(&b, "%4d %5d %5d %3d %3d %3d %3d %2d %2d %3d %-11s %3d %4d %5d %-19s %9.4f %7.2f %9.4f %7.2f %8.1f %11.0f %4d %5d\n",
                   (int)num(c, "rank"), (int)num(p, "dp"), (int)num(p, "fsdp"), (int)num(p, "tp"),
                   (int)num(p, "ep"), (int)num(p, "pp"), (int)num(p, "cp"),
                   json_is_true(json_object_get(p, "sp")), (int)num(p, "zero"), (int)num(p, "etp"),
                   str(c, "schedule"), (int)num(c, "vpp"), (int)num(c, "mbs"),
                   (int)num(c, "grad_accum"), str(c, "recompute"), num(c, "bound.step_time_s"),
                   100.0 * num(c, "bound.mfu"), num(c, "expected.step_time_s"),
-                  100.0 * num(c, "expected.mfu"), num(c, "memory.total_bytes") / 1e9);
+                  100.0 * num(c, "expected.mfu"), num(c, "memory.total_bytes") / 1e9,
+                  num(c, "expected.tokens_per_s"), (int)num(c, "tier"), (int)num(c, "variants"));
     }
+    json_t *nf = json_object_get(result, "no_fit");
+    if (nf) sb_printf(&b, "\n%s\n", str(nf, "reason"));
     json_t *s = json_object_get(result, "search");
     sb_printf(&b, "\nspace %.0f, evaluated %.0f, fully evaluated %.0f, feasible %.0f, %.3f s%s\n",
               num(s, "space_size"), num(s, "evaluated"), num(s, "fully_evaluated"),
