@@ -640,6 +640,30 @@ static void eval_totals(const mfu_system *sys, const mfu_config *c, const mfu_sh
                       rcf * (double)(c->ax[MFU_AX_TP] * c->ax[MFU_AX_CP]) * nrc_total * n_mb;
 }
 
+/* A lower bound on mfu_step_time's answer from the terms that need no
+ * communication model: step = compute + recompute + exposed communication
+ * + bubble + optimizer + host overhead (or the busiest tier's traffic, when
+ * longer), every term >= 0 and the bubble >= its fraction of compute +
+ * recompute (step_times above). */
+double mfu_step_lower_bound(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                            int expected)
+{
+    double t_f, t_b;
+    int64_t ls;
+    busiest_stage(sys, c, k, &t_f, &t_b, &ls);
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    double L = (double)ls;
+    double nrc = rp->kind == MFU_RCK_FULL ? (double)mfu_rc_layers(sys, c, ls)
+                 : rp->kind == MFU_RCK_SELECTIVE ? L : 0.0;
+    double mb = (double)c->grad_accum;
+    double work = mb * (t_f + t_b) + mb * nrc * k->avg.rc_s[c->recompute];
+    double w_frac = (t_f + t_b) > 0 ? L * k->avg.wgrad_s / (t_f + t_b) : 0.0;
+    double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac);
+    const mfu_efficiency *eff = expected && sys->hw->has_profile ? &sys->hw->eff : NULL;
+    double oh = eff ? eff->step_overhead_s + mb * eff->microbatch_overhead_s : 0.0;
+    return work * (1.0 + (fb > 0 ? fb : 0.0)) + oh;
+}
+
 double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                      const mfu_shape_cost *bound, int expected)
 {

@@ -306,6 +306,10 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
 MFU_MUST_CHECK int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c,
                                       const mfu_shape_cost *bound, const mfu_shape_cost *expected,
                                       const mfu_memory *mem, mfu_eval *out);
+/* A cheap lower bound on mfu_step_time (compute, recompute, the bubble's
+ * share of them, host overhead: no communication), for pruning. */
+double mfu_step_lower_bound(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                            int expected);
 /* Step time of one profile only (k: that profile's costs; bound: the
  * bound costs, for recompute FLOPs), for ranking before a full evaluation. */
 double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,

@@ -160,6 +160,23 @@ int main(void)
         CHECK(memcmp(&rm.stats.closest, &rs.stats.closest, sizeof rs.stats.closest) == 0);
         CHECK(memcmp(&rm.stats, &rs.stats, sizeof rs.stats) == 0);
     }
+    /* the pruning bound never exceeds the step it bounds (both profiles,
+     * every configuration of the full ranking above) */
+    {
+        int above = 0;
+        for (int i = 0; i < ra.n; i++) {
+            mfu_shape sh;
+            mfu_config_shape(&sys, &all[i].config, &sh);
+            mfu_shape_cost kb, ke;
+            mfu_shape_costs(&sys, &sh, NULL, ops, &kb);
+            mfu_shape_costs(&sys, &sh, &hw.eff, ops, &ke);
+            above += mfu_step_lower_bound(&sys, &all[i].config, &kb, 0) >
+                     mfu_step_time(&sys, &all[i].config, &kb, &kb, 0) * (1 + 1e-12);
+            above += mfu_step_lower_bound(&sys, &all[i].config, &ke, 1) >
+                     mfu_step_time(&sys, &all[i].config, &ke, &kb, 1) * (1 + 1e-12);
+        }
+        CHECK_EQ_I(above, 0);
+    }
     /* distinct rankings (issue 11): with MFU_DISTINCT_LAYOUT each layout
      * family (dp, fsdp, tp, ep, pp, cp) appears once, as its best variant;
      * the families are the k best of the full ranking's families, in order.
