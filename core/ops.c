@@ -372,17 +372,23 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         double n_out = Ts * I / etp;
         double n_in = (p->gated ? 2.0 : 1.0) * n_out;
         /* moe_act recomputes the activation from its kept input, freeing its
-         * output (the down projection's saved input) */
+         * output (the down projection's saved input). The routing
+         * probabilities are applied here, in the activation (Megatron-Core
+         * TEGroupedMLP's weighted SwiGLU, weighted_bias_swiglu_impl with
+         * permuted_probs; by linearity the same as weighting the expert
+         * outputs): it also keeps each slot's probability (fp32), and the
+         * combine below is a plain unpermute that keeps nothing. */
         rc(&b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT);
         elementwise(&b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
-                    act_flops(p->act) + (p->gated ? 1.0 : 0.0), ab * n_in);
+                    act_flops(p->act) + (p->gated ? 1.0 : 0.0) + 1.0, ab * n_in + 4.0 * Ts);
         rc(&b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT, MFU_RCM_MOE);
         matmul3(&b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
                 n_out);
         rc(&b, MFU_RCM_MOE, MFU_RCM_MOE);
-        /* combine: weighted sum of the k expert outputs back into token order */
-        push(&b, "moe_combine", MFU_FWD, te, 2.0 * slots, ab * (slots + Te * h), ab * slots);
-        push(&b, "moe_combine.bwd", MFU_BWD, te, 2.0 * slots, ab * (2.0 * slots + Te * h), 0);
+        /* combine: the k (already weighted) expert outputs summed back into
+         * token order; its backward gathers the output gradient to the slots */
+        push(&b, "moe_combine", MFU_FWD, te, slots, ab * (slots + Te * h), 0);
+        push(&b, "moe_combine.bwd", MFU_BWD, te, 0, ab * (slots + Te * h), 0);
         if (p->n_shared_experts > 0) {
             double Is = (double)(p->n_shared_experts * p->shared_ffn_dim);
             dense_mlp(&b, p, T, Te, h, Is, tp, 0, MFU_TAG_SHARED, SHARED_NAMES);

@@ -378,6 +378,99 @@ static void t_recompute_modules(void)
     CHECK_EQ_I(s.rc[MFU_RC_MLA_UP].frameworks, 0); /* no MLA here */
 }
 
+
+static void t_deepseek_v3(void)
+{
+    /* DeepSeek-V3 as DeepSeek trained it (DeepSeek-V3 report sec. 3.2 and
+     * 3.3): 2,048 H800, PP16, EP64 over 8 nodes, ZeRO-1 data parallelism
+     * (dp 128), no TP, seq 4096, 15,360 sequences per step (m = 120 of 1),
+     * FP8 GEMMs, AdamW moments in BF16 with FP32 master weights and
+     * gradients, recompute of RMSNorm and the MLA up-projections. Memory
+     * policy as reported: the above; EMA kept in CPU memory (not on the
+     * device). DualPipe is approximated by 1F1B (the nearest schedule
+     * mfud offers: DualPipe holds PP + 1 micro-batches' activations and two
+     * copies of the stage's parameters, DeepSeek-V3 Table 2, which with
+     * EP64 the report calls not significant; neither is counted here). */
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model("deepseek-v3", &m) == 0);
+    CHECK(load_hw("h800", &hw) == 0);
+    mfu_training tr = {4096, 15360.0 * 4096, MFU_DT_FP8, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 1, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 2048, 0, ops) == MFU_OK);
+    mfu_config c = cfg(128, 1, 1, 64, 16, 1);
+    c.zero = 1;
+    c.schedule = MFU_SCHED_1F1B;
+    c.grad_accum = 120;
+    c.recompute = MFU_RC_MLA_UP;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
+    CHECK(ev.feasible);
+    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
+    /* Hand calculation for rank 1: 4 MoE layers (61 layers, 3, 4 x 14, 2;
+     * layers 3-6 are MoE). h = 7168, 128 heads, q/k 192 (128 + 64 RoPE),
+     * v 128, q latent 1536, kv latent 512, 256 experts of 2048 (8 per
+     * token), one shared expert of 2048.
+     * Parameters of one MoE layer: MLA q_a 7168*1536 + q_b 1536*128*192 +
+     * kv_a 7168*576 + kv_b 512*128*256 + o 16384*7168 + latent norms 2048 =
+     * 187,107,328; layer norms 2*7168; router 7168*256; shared expert
+     * 3*7168*2048; routed 256*3*7168*2048 over ep 64. */
+    double attn = 7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 + 16384.0 * 7168 + 2048;
+    double dense1 = attn + 2 * 7168.0 + 7168.0 * 256 + 3.0 * 7168 * 2048;
+    double exp1 = 256.0 * 3 * 7168 * 2048 / 64;
+    double Pd = 4 * dense1, Pe = 4 * exp1, P = Pd + Pe;
+    double weights = 2 * P, grads = 4 * P;
+    /* ZeRO-1: fp32 master + bf16 m and v = 8 B, dense over dp 128, experts
+     * over their data-parallel group 128 / 64 = 2 */
+    double optim = 8 * (Pd / 128 + Pe / 2);
+    /* Saved bytes per token of one MoE layer under the policy (FP8 GEMM
+     * operands 1 B, other tensors bf16 2 B, probabilities fp32):
+     *   attention norm input 2h = 14336, q latent (norm input) 3072, its
+     *   FP8 normed copy (q up-projection input, kept to recompute it) 1536,
+     *   kv latent 1024 + its FP8 normed copy 512, attention output (FP8,
+     *   out-projection input) 16384, MLP norm input 14336, router
+     *   probabilities 4*256 = 1024, the 8 dispatched copies (FP8, expert
+     *   up-projection input) 8*7168 = 57344, SwiGLU inputs 8*2*2048*2 =
+     *   65536 and their fp32 routing weights 8*4 = 32 (Megatron-Core
+     *   TEGroupedMLP applies the probabilities in the SwiGLU, so the
+     *   combine keeps nothing), SwiGLU outputs (FP8 down-projection input)
+     *   8*2048 = 16384, the shared expert's SwiGLU input 8192 and output
+     *   (FP8) 2048 = 201,760 B; Q, K, V (bf16, 131072) and the FP8 normed
+     *   inputs of the down-projections and router (2*7168) are recomputed.
+     * x 4096 tokens per micro-batch. */
+    double per_layer = 201760.0 * 4096;
+    /* the same layer without recompute: + Q, K, V 2*(128*192*2 + 128*128)
+     * = 131072, the flash kernel's log-sum-exp 4*128, the two FP8 normed
+     * GEMM inputs 2*7168 */
+    double per_layer_full = (201760.0 + 131072 + 512 + 2 * 7168) * 4096;
+    /* 1F1B, rank 1 of 16: 15 micro-batches in flight x 4 layers; one
+     * layer's gradients during its backward; the recomputed part of one
+     * layer rematerialised */
+    double act = 15 * 4 * per_layer + per_layer_full + (per_layer_full - per_layer);
+    /* buffers: all-to-all send + receive of the 8 copies (bf16), p2p send +
+     * receive of one micro-batch (bf16) */
+    double buf = 2 * 2.0 * 4096 * 8 * 7168 + 2 * 2.0 * 4096 * 7168;
+    double used = weights + grads + optim + act + buf;
+    double total = used + reserve(4, used); /* dp, pp, ep, expert dp */
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    mfu_memory st1;
+    mfu_memory_stage(&s, &c, &k, 1, &st1);
+    CHECK_EQ_I(st1.layers, 4);
+    /* mfud spreads the 3 dense layers' shapes over every stage (its average
+     * layer): within 5 % of the real MoE stage */
+    CHECK_NEAR(st1.activations_bytes, act, 0.05);
+    CHECK_NEAR(st1.weights_bytes + st1.grads_bytes + st1.optimizer_bytes, weights + grads + optim, 0.05);
+    CHECK_NEAR(st1.total_bytes, total, 0.05);
+    CHECK(total < 85029158912.0); /* fits the H800's 81,090 MiB */
+    CHECK(ev.mem.total_bytes < 85029158912.0);
+    if (getenv("MFU_TEST_VERBOSE"))
+        fprintf(stderr, "deepseek-v3 rank 1: act %.3f/%.3f GB, total %.3f/%.3f GB (mfud/hand)\n", st1.activations_bytes / 1e9, act / 1e9, st1.total_bytes / 1e9, total / 1e9);
+}
+
 int main(void)
 {
     t_recompute_modules();
@@ -387,5 +480,6 @@ int main(void)
     t_llama3_405b();
     t_gpt3_narayanan();
     t_megatron_1t();
+    t_deepseek_v3();
     return check_done();
 }
