@@ -69,5 +69,15 @@ json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mf
 json_t *api_render_pinned(const mfu_system *sys, const mfu_search_opts *o, const mfu_config *c,
                           mfu_op *ops);
 
+/* launch recipes (api/recipe.c, docs/recipes.md) */
+/* {"megatron": R, "torchtitan": R, "maxtext": R}: each R is {"argv": [...],
+ * "notes": [...]} (Megatron-LM, MaxText), {"toml": "...", "notes": [...]}
+ * (torchtitan) or {"unavailable": reason}. */
+json_t *api_render_recipes(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev);
+/* A recipe's argv as one POSIX shell line (null without an argv). */
+json_t *api_recipe_shell_line(const json_t *recipe);
+/* The modules of a recompute policy that act on this model: "act" (a dense
+ * MLP's activation) means nothing without a dense MLP or shared experts. */
+unsigned api_rc_effective_modules(const mfu_system *sys, unsigned modules);
 
 #endif

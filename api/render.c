@@ -93,58 +93,6 @@ static json_t *gap_json(const mfu_system *sys, const mfu_times *t, int with_kern
     return a;
 }
 
-/* The modules of a policy that act on this model: "act" (a dense MLP's
- * activation) means nothing without a dense MLP or shared experts. */
-static unsigned effective_modules(const mfu_system *sys, unsigned modules)
-{
-    return sys->has_dense_mlp ? modules : modules & ~(unsigned)MFU_RCM_ACT;
-}
-
-/* Megatron-LM flags of a configuration Megatron-LM launches (argument names
- * from megatron/training/arguments.py and TransformerConfig, core_v0.12+),
- * or null. */
-static json_t *megatron_args(const mfu_config *c, const mfu_system *sys, unsigned frameworks)
-{
-    if (!(frameworks & MFU_FW_MASK(MFU_FW_MEGATRON))) return json_null();
-    char buf[768];
-    size_t n = 0;
-#define ARG(...) do { int k_ = snprintf(buf + n, sizeof buf - n, __VA_ARGS__); \
-                      if (k_ > 0 && (size_t)k_ < sizeof buf - n) n += (size_t)k_; } while (0)
-    ARG("--tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld "
-        "--context-parallel-size %lld --micro-batch-size %lld --global-batch-size %lld",
-        (long long)c->ax[MFU_AX_TP], (long long)c->ax[MFU_AX_PP], (long long)c->ax[MFU_AX_CP],
-        (long long)c->mbs,
-        (long long)(c->mbs * c->grad_accum * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP]));
-    if (sys->moe_layers > 0)
-        ARG(" --expert-model-parallel-size %lld --expert-tensor-parallel-size %lld",
-            (long long)c->ax[MFU_AX_EP], (long long)c->etp);
-    if (c->sp) ARG(" --sequence-parallel");
-    if (c->zero == 1) ARG(" --use-distributed-optimizer");
-    if (c->zero == 2) ARG(" --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads");
-    if (c->ax[MFU_AX_FSDP] > 1) ARG(" --use-torch-fsdp2");
-    if (c->schedule == MFU_SCHED_INTERLEAVED) ARG(" --num-virtual-stages-per-pipeline-rank %lld", (long long)c->vpp);
-    if (c->ax[MFU_AX_PP] > 1 && c->split == MFU_SPLIT_ACCOUNT)
-        ARG(" --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split");
-    if (c->ax[MFU_AX_PP] > 1 && c->split == MFU_SPLIT_FIRST_LAST)
-        ARG(" --decoder-first-pipeline-num-layers %lld --decoder-last-pipeline-num-layers %lld",
-            (long long)c->pp_first, (long long)c->pp_last);
-    const mfu_rc_policy *rp = &sys->rc[c->recompute];
-    if (rp->kind == MFU_RCK_SELECTIVE) {
-        ARG(" --recompute-granularity selective --recompute-modules");
-        unsigned mods = effective_modules(sys, rp->modules);
-        for (int k = 0; k < MFU_RCM_COUNT; k++)
-            if (mods & (1u << k)) ARG(" %s", mfu_rcm_names[k]);
-    } else if (rp->kind == MFU_RCK_FULL) {
-        if (c->recompute_layers < 0) ARG(" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
-        else ARG(" --recompute-granularity full --recompute-method block --recompute-num-layers %lld",
-                 (long long)c->recompute_layers);
-    }
-    if (sys->train.grad_bf16) ARG(" --grad-reduce-in-bf16");
-    if (c->tp_overlap) ARG(" --tp-comm-overlap");
-#undef ARG
-    return json_string(buf);
-}
-
 static json_t *memory_json(const mfu_memory *m)
 {
     return json_pack("{s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "stage", (json_int_t)m->stage,
@@ -189,7 +137,7 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
         json_object_set_new(ratio, mfu_comm_names[i], json_real(ev->overlap_ratio[i]));
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     json_t *mods = json_array();
-    unsigned eff_mods = effective_modules(sys, rp->modules);
+    unsigned eff_mods = api_rc_effective_modules(sys, rp->modules);
     for (int k = 0; k < MFU_RCM_COUNT; k++)
         if (rp->kind == MFU_RCK_SELECTIVE && (eff_mods & (1u << k)))
             json_array_append_new(mods, json_string(mfu_rcm_names[k]));
@@ -231,7 +179,11 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
     json_object_set_new(o, "gap", gap_json(sys, &ev->bound, 0));
     json_object_set_new(o, "gap_expected", gap_json(sys, &ev->expected, 1));
     json_object_set_new(o, "roofline_mfu", json_real(sys->roofline_mfu));
-    json_object_set_new(o, "megatron_args", megatron_args(c, sys, ev->frameworks));
+    /* launch recipes (api/recipe.c); megatron_args, the Megatron-LM argv
+     * as one shell line, stays for clients of the older contract */
+    json_t *recipes = api_render_recipes(sys, c, ev);
+    json_object_set_new(o, "megatron_args", api_recipe_shell_line(json_object_get(recipes, "megatron")));
+    json_object_set_new(o, "recipes", recipes);
     return o;
 }
 

@@ -1,0 +1,343 @@
+"""tests/integration/recipe.py -- launch recipes against the frameworks' own
+argument lists (issue 11, item 2).
+
+For a few known layouts, runs `mfu search` and checks every configuration's
+recipes:
+  (a) Megatron-LM: the argv parses with an argparse parser rebuilt from
+      tests/data/megatron_arguments.txt (megatron/training/arguments.py,
+      core_v0.15.0; unknown flags, bad types and bad choices fail), and the
+      parsed values are the configuration's; megatron_args is that argv as
+      one shell line;
+  (b) torchtitan: the TOML parses (tomllib), every key is one of
+      tests/data/torchtitan_keys.txt (torchtitan/config/job_config.py,
+      v0.2.2) with a value of its type, and the values are the configuration's;
+  (c) MaxText: every key=value key is one of tests/data/maxtext_keys.txt
+      (src/maxtext/configs/base.yml), and the ICI x DCN mesh covers the devices;
+plus a golden check of the whole Megatron-LM argv of GPT-3 175B as
+Narayanan et al. 2021 (Table 1) ran it.
+
+usage: recipe.py MFU ROOT  -- prints one line per failure and ends with
+"N passed, N failed".
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tomllib
+
+MFU, ROOT = sys.argv[1], sys.argv[2]
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+    return ok
+
+
+def data(name):
+    with open(os.path.join(ROOT, "tests", "data", name)) as f:
+        return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+
+
+# ---- the frameworks' argument lists --------------------------------------
+
+class ParseError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise ParseError(message)
+
+
+def megatron_parser():
+    p = Parser(add_help=False, allow_abbrev=False)
+    types = {"int": int, "float": float, "str": str}
+    for line in data("megatron_arguments.txt"):
+        cols = line.split("\t") + [""] * 5
+        opt, kind, typ, nargs, choices = cols[:5]
+        kw = {"dest": opt}
+        if kind == "flag":
+            kw["action"] = "store_true"
+        else:
+            kw["type"] = types.get(typ, str)
+            if kind == "list":
+                kw["nargs"] = int(nargs) if nargs.isdigit() else nargs
+            if choices:
+                kw["choices"] = [kw["type"](c) for c in choices.split(",")]
+        p.add_argument(opt, **kw)
+    return p
+
+
+def torchtitan_keys():
+    keys = {}
+    for line in data("torchtitan_keys.txt"):
+        cols = line.split("\t") + ["", ""]
+        keys[cols[0]] = (cols[1], cols[2].split(",") if cols[2] else [])
+    return keys
+
+
+MEGATRON = megatron_parser()
+TT_KEYS = torchtitan_keys()
+MX_KEYS = set(data("maxtext_keys.txt"))
+
+
+# ---- the recipes of one configuration ---------------------------------------
+
+def search(req):
+    out = subprocess.run([MFU, "search", "-"], input=json.dumps(req), capture_output=True, text=True)
+    if not check(out.returncode == 0, "mfu search exited %d: %s" % (out.returncode, out.stderr[:300])):
+        return None
+    return json.loads(out.stdout)
+
+
+def megatron(name, c, seq, layers, moe):
+    rec = c["recipes"]["megatron"]
+    if "megatron" not in c["frameworks"]:
+        check("unavailable" in rec and rec["unavailable"], "%s: Megatron-LM does not launch it but has %r" % (name, rec))
+        check(c["megatron_args"] is None, "%s: megatron_args without a recipe" % name)
+        return
+    if not check("argv" in rec, "%s: Megatron-LM launches it but the recipe is %r" % (name, rec)):
+        return
+    argv = rec["argv"]
+    check(all(isinstance(w, str) and w and not any(ch.isspace() for ch in w) for w in argv),
+          "%s: an argv word is empty or has white space: %r" % (name, argv))
+    check(isinstance(c["megatron_args"], str) and shlex.split(c["megatron_args"]) == argv,
+          "%s: megatron_args is not the argv as one shell line" % name)
+    try:
+        a = vars(MEGATRON.parse_args(argv))
+    except ParseError as e:
+        check(False, "%s: Megatron-LM's parser refuses the argv: %s" % (name, e))
+        return
+    par = c["parallel"]
+    gbs = c["global_batch_tokens"] // seq
+    want = {"--tensor-model-parallel-size": par["tp"], "--pipeline-model-parallel-size": par["pp"],
+            "--context-parallel-size": par["cp"], "--micro-batch-size": c["mbs"],
+            "--global-batch-size": gbs, "--seq-length": seq, "--num-layers": layers,
+            "--sequence-parallel": bool(par["sp"] and par["tp"] > 1),
+            "--use-distributed-optimizer": par["zero"] >= 1, "--use-megatron-fsdp": par["zero"] == 2,
+            "--use-torch-fsdp2": par["fsdp"] > 1}
+    if moe:
+        want["--expert-model-parallel-size"] = par["ep"]
+        want["--expert-tensor-parallel-size"] = par["etp"]
+    if par["zero"] == 2:
+        want["--data-parallel-sharding-strategy"] = "optim_grads"
+    if c["schedule"] == "interleaved":
+        want["--num-virtual-stages-per-pipeline-rank"] = c["vpp"]
+    split = c["pipeline_split"]
+    if par["pp"] > 1:
+        want["--account-for-embedding-in-pipeline-split"] = split["kind"] == "account"
+        want["--account-for-loss-in-pipeline-split"] = split["kind"] == "account"
+        if split["kind"] == "first_last":
+            want["--decoder-first-pipeline-num-layers"] = split["first_stage_layers"]
+            want["--decoder-last-pipeline-num-layers"] = split["last_stage_layers"]
+    if c["recompute"] == "none":
+        want["--recompute-granularity"] = None
+    elif c["recompute"] == "full":
+        want["--recompute-granularity"] = "full"
+        want["--recompute-method"] = "uniform" if c["recompute_layers"] < 0 else "block"
+    else:
+        want["--recompute-granularity"] = "selective"
+        want["--recompute-modules"] = c["recompute_modules"]
+    # the batch Megatron-LM builds: gbs = mbs x micro-batches x data-parallel size
+    dpsize = par["dp"] * par["fsdp"]
+    check(gbs % (c["mbs"] * dpsize) == 0 and gbs // (c["mbs"] * dpsize) == c["grad_accum"],
+          "%s: --global-batch-size %d is not mbs x grad_accum x dp" % (name, gbs))
+    for k, v in want.items():
+        check(a[k] == v, "%s: %s parsed as %r, the configuration says %r" % (name, k, a[k], v))
+
+
+def flatten(d, prefix=""):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from flatten(v, prefix + k + ".")
+        else:
+            yield prefix + k, v
+
+
+def torchtitan(name, c, seq, layers):
+    rec = c["recipes"]["torchtitan"]
+    if "torchtitan" not in c["frameworks"]:
+        check("unavailable" in rec and rec["unavailable"], "%s: torchtitan does not launch it but has %r" % (name, rec))
+        return
+    if "unavailable" in rec:  # a model or runtime limit the legality rules do not know (docs/recipes.md)
+        check(bool(rec["unavailable"]), "%s: torchtitan unavailable without a reason" % name)
+        return
+    try:
+        t = tomllib.loads(rec["toml"])
+    except (tomllib.TOMLDecodeError, KeyError) as e:
+        check(False, "%s: the torchtitan recipe is not TOML: %s" % (name, e))
+        return
+    types = {"int": int, "float": (int, float), "bool": bool, "str": str, "list": list}
+    for k, v in flatten(t):
+        if not check(k in TT_KEYS, "%s: torchtitan has no key %s" % (name, k)):
+            continue
+        typ, lits = TT_KEYS[k]
+        if typ == "literal":
+            check(v in lits, "%s: %s = %r is not one of %r" % (name, k, v, lits))
+        else:
+            check(isinstance(v, types[typ]) and not (typ == "int" and isinstance(v, bool)),
+                  "%s: %s = %r is not a %s" % (name, k, v, typ))
+    par, p, tr = c["parallel"], t["parallelism"], t["training"]
+    gbs = c["global_batch_tokens"] // seq
+    want = {"data_parallel_replicate_degree": par["dp"], "data_parallel_shard_degree": par["fsdp"],
+            "tensor_parallel_degree": par["tp"], "pipeline_parallel_degree": par["pp"],
+            "context_parallel_degree": par["cp"]}
+    for k, v in want.items():
+        check(p.get(k) == v, "%s: parallelism.%s = %r, the configuration says %r" % (name, k, p.get(k), v))
+    check(tr["global_batch_size"] == gbs and tr["seq_len"] == seq, "%s: torchtitan batch or sequence" % name)
+    # torchtitan's own arithmetic (train.py, pipeline_parallel.py) must give
+    # back the micro-batches of the configuration
+    batch_degree = par["dp"] * par["fsdp"]
+    accum = gbs // (tr["local_batch_size"] * batch_degree)
+    micro = tr["local_batch_size"] // p.get("pipeline_parallel_microbatch_size", tr["local_batch_size"])
+    check(gbs % (tr["local_batch_size"] * batch_degree) == 0 and accum * micro == c["grad_accum"]
+          and tr["local_batch_size"] // micro == c["mbs"],
+          "%s: torchtitan runs %d x %d micro-batches, the configuration %d of %d" %
+          (name, accum, micro, c["grad_accum"], c["mbs"]))
+    mode = t["activation_checkpoint"]["mode"]
+    check(mode == {"none": "none", "full": "full"}.get(c["recompute"], "selective"),
+          "%s: activation_checkpoint.mode %s for %s" % (name, mode, c["recompute"]))
+    parts = p.get("module_fqns_per_model_part")
+    if parts is not None:
+        # every layer once, in order; each rank's share as the split says
+        flat = [m for part in parts for m in part if m.startswith("layers.")]
+        check(flat == ["layers.%d" % i for i in range(layers)], "%s: stages do not hold every layer once" % name)
+        pp = par["pp"]
+        check(len(parts) % pp == 0, "%s: %d model parts over %d ranks" % (name, len(parts), pp))
+        per_rank = [sum(sum(m.startswith("layers.") for m in parts[s]) for s in range(r, len(parts), pp))
+                    for r in range(pp)]
+        split = c["pipeline_split"]
+        check(per_rank[0] == split["first_stage_layers"] and per_rank[-1] == split["last_stage_layers"]
+              and (pp <= 2 or per_rank[1] == split["middle_stage_layers"]),
+              "%s: layers per rank %r against the split %r" % (name, per_rank, split))
+
+
+def maxtext(name, c, seq, devices):
+    rec = c["recipes"]["maxtext"]
+    if "maxtext" not in c["frameworks"]:
+        check("unavailable" in rec and rec["unavailable"], "%s: MaxText does not launch it but has %r" % (name, rec))
+        return
+    if not check("argv" in rec, "%s: MaxText launches it but the recipe is %r" % (name, rec)):
+        return
+    kv = {}
+    for w in rec["argv"]:
+        k, eq, v = w.partition("=")
+        check(eq == "=" and k in MX_KEYS, "%s: %r is not a key of base.yml" % (name, w))
+        kv[k] = v
+    axes = ["data", "fsdp", "tensor", "pipeline", "context", "expert"]
+    ici = dcn = 1
+    for a in axes:
+        ici *= int(kv.get("ici_%s_parallelism" % a, "1"))
+        dcn *= int(kv.get("dcn_%s_parallelism" % a, "1"))
+    check(ici * dcn == devices and devices % ici == 0, "%s: ICI %d x DCN %d != %d chips" % (name, ici, dcn, devices))
+    gbs = c["global_batch_tokens"] // seq
+    ga = int(kv.get("gradient_accumulation_steps", "1"))
+    # configs/types.py calculate_global_batch_sizes
+    check(int(devices * float(kv["per_device_batch_size"])) * ga == gbs,
+          "%s: per_device_batch_size %s x %d chips x %d != %d" % (name, kv["per_device_batch_size"], devices, ga, gbs))
+    check(int(kv["max_target_length"]) == seq, "%s: max_target_length" % name)
+    if c["parallel"]["pp"] > 1:
+        check(int(kv["num_pipeline_microbatches"]) == c["grad_accum"], "%s: num_pipeline_microbatches" % name)
+
+
+def run(name, req, model_layers, moe=False):
+    doc = search(req)
+    if doc is None:
+        return []
+    cfgs = doc.get("configs") or []
+    check(len(cfgs) > 0, "%s: no configuration" % name)
+    seq = req["training"]["seq_len"]
+    for i, c in enumerate(cfgs):
+        n = "%s #%d" % (name, i)
+        megatron(n, c, seq, model_layers, moe)
+        torchtitan(n, c, seq, model_layers)
+        maxtext(n, c, seq, req["devices"])
+    return cfgs
+
+
+# ---- the layouts ---------------------------------------------------------------
+
+# GPT-3 175B as Narayanan et al. 2021 ran it (Table 1: 1024 A100, tp 8, pp 8,
+# dp 16, batch 1536 of 2048 tokens; the interleaved schedule; activation
+# recomputation), with 2 virtual stages and micro-batches of 1.
+gpt3 = {"model": {"preset": "gpt3-175b"}, "hardware": {"preset": "a100-80gb"}, "devices": 1024,
+        "training": {"seq_len": 2048, "global_batch_tokens": 1536 * 2048},
+        "search": {"top_k": 1, "partial_recompute": False,
+                   "fix": {"tp": 8, "pp": 8, "dp": 16, "cp": 1, "fsdp": 1, "sp": False, "zero": 0,
+                           "schedule": "interleaved", "vpp": 2, "mbs": 1, "recompute": "full"}}}
+cfgs = run("gpt3-175b 1024xA100", gpt3, 96)
+# The whole argv, derived by hand: 96 layers of 12288 with 96 heads of 128
+# (the default kv channels 12288/96: no --kv-channels), a 4h GeLU MLP (no
+# --swiglu), LayerNorm and learned positions (said explicitly), tied
+# embeddings, biases and dropout (Megatron-LM's defaults: no flags); 1536
+# sequences = mbs 1 x 96 micro-batches x dp 16; interleaved with 2 virtual
+# stages of 6 layers per rank (96 / 8 = 12 per rank: an even split, no
+# split flags); every layer recomputed (uniform, 1 layer per unit); DP
+# gradient reduction overlapped (the estimate's default); bf16; the fused
+# flash kernel; NullTokenizer's 50256 tokens + EOD = 50257, padded with the
+# default multiple of 128; a 100-step synthetic run.
+GOLDEN = ("--num-layers 96 --hidden-size 12288 --ffn-hidden-size 49152 --num-attention-heads 96 "
+          "--seq-length 2048 --max-position-embeddings 2048 --normalization LayerNorm "
+          "--position-embedding-type learned_absolute --micro-batch-size 1 --global-batch-size 1536 "
+          "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --context-parallel-size 1 "
+          "--num-virtual-stages-per-pipeline-rank 2 --recompute-granularity full --recompute-method uniform "
+          "--recompute-num-layers 1 --bf16 --overlap-grad-reduce --attention-backend flash "
+          "--tokenizer-type NullTokenizer --vocab-size 50256 --make-vocab-size-divisible-by 128 "
+          "--mock-data --train-iters 100 --lr 1e-4").split()
+if cfgs:
+    got = cfgs[0]["recipes"]["megatron"].get("argv")
+    check(got == GOLDEN, "gpt3-175b golden argv differs:\n  got  %r\n  want %r" % (got, GOLDEN))
+    check(cfgs[0]["recipes"]["torchtitan"].get("unavailable", "").startswith("FW-T2"),
+          "gpt3-175b: torchtitan should be refused for tp without sequence parallel")
+
+# Llama 3 405B as Meta published it (Llama 3 paper sec. 3.3: 16384 H100,
+# tp 8, cp 1, pp 16, dp 128, 8192-token sequences, 16M tokens, mbs 1).
+llama405 = {"model": {"preset": "llama3-405b"}, "hardware": {"preset": "h100-sxm"}, "devices": 16384,
+            "training": {"seq_len": 8192, "global_batch_tokens": 16777216},
+            "search": {"top_k": 5, "fix": {"tp": 8, "pp": 16, "dp": 128, "cp": 1, "fsdp": 1, "mbs": 1}}}
+run("llama3-405b 16384xH100", llama405, 126)
+
+# Llama-3-70B on 1024 H100: the top 10 of a plain search, and of Megatron-LM's
+llama70 = {"model": {"preset": "llama3-70b"}, "hardware": {"preset": "h100-sxm"}, "devices": 1024,
+           "training": {"seq_len": 8192, "global_batch_tokens": 16777216}, "search": {"top_k": 10}}
+run("llama3-70b 1024xH100", llama70, 80)
+llama70["search"]["frameworks"] = ["megatron"]
+run("llama3-70b 1024xH100 megatron", llama70, 80)
+llama70["search"] = {"top_k": 10, "fix": {"pp": 4}, "max_vpp": 4}
+run("llama3-70b 1024xH100 pp4", llama70, 80)
+
+# MoE: Mixtral 8x7B on 64 H100, DeepSeek-V3 (MLA, 3 dense layers) on 256 H800
+run("mixtral-8x7b 64xH100", {"model": {"preset": "mixtral-8x7b"}, "hardware": {"preset": "h100-sxm"},
+                             "devices": 64, "training": {"seq_len": 4096, "global_batch_tokens": 4194304},
+                             "search": {"top_k": 10}}, 32, moe=True)
+run("deepseek-v3 256xH800", {"model": {"preset": "deepseek-v3"}, "hardware": {"preset": "h800"}, "devices": 256,
+                             "training": {"seq_len": 4096, "global_batch_tokens": 16777216},
+                             "search": {"top_k": 5}}, 61, moe=True)
+
+# the training switches: fp8, bf16 gradients and moments, TP and EP overlap
+opts = {"model": {"preset": "mixtral-8x7b"}, "hardware": {"preset": "h100-sxm"}, "devices": 64,
+        "training": {"seq_len": 4096, "global_batch_tokens": 4194304, "dtype": "fp8", "grad_dtype": "bf16",
+                     "adam_moments_dtype": "bf16", "tp_overlap": True, "ep_overlap": True},
+        "search": {"top_k": 5, "frameworks": ["megatron"]}}
+run("mixtral-8x7b fp8 megatron", opts, 32, moe=True)
+opts["search"]["frameworks"] = ["torchtitan"]
+run("mixtral-8x7b fp8 torchtitan", opts, 32, moe=True)
+
+# TPU: MaxText only, over two v5e slices
+run("llama3-8b 512xv5e", {"model": {"preset": "llama3-8b"}, "hardware": {"preset": "tpu-v5e"}, "devices": 512,
+                          "training": {"seq_len": 8192, "global_batch_tokens": 4194304},
+                          "search": {"top_k": 5}}, 32)
+run("llama3-70b 256xv5p pp", {"model": {"preset": "llama3-70b"}, "hardware": {"preset": "tpu-v5p"}, "devices": 256,
+                              "training": {"seq_len": 8192, "global_batch_tokens": 4194304},
+                              "search": {"top_k": 3, "fix": {"pp": 4}}}, 80)
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

@@ -1,0 +1,440 @@
+/* api/recipe.c: launch recipes. Exact Megatron-LM flags for layouts worked
+ * out by hand, ZeRO stages, shell safety, MoE and MLA shapes, window
+ * patterns, what is unavailable and why, the torchtitan job config and
+ * MaxText's mesh (docs/recipes.md). */
+#include "check.h"
+#include "internal.h"
+#include "testutil.h"
+
+static mfu_op ops[MFU_MAX_OPS];
+
+typedef struct setup {
+    mfu_model m;
+    mfu_hardware hw;
+    mfu_system sys;
+    int ok;
+} setup;
+
+static void mk(setup *s, const char *model, const char *hw, int64_t devices, int64_t seq, int64_t batch_seqs,
+               mfu_dtype dt)
+{
+    memset(s, 0, sizeof *s);
+    s->ok = load_model(model, &s->m) == 0 && load_hw(hw, &s->hw) == 0;
+    mfu_training t = {seq, (double)(seq * batch_seqs), dt, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    s->ok = s->ok && mfu_system_init(&s->sys, &s->m, &s->hw, &t, devices, 0, ops) == MFU_OK;
+    CHECK(s->ok);
+}
+
+/* the recipes of c (its split filled in as the search would) and its eval */
+static json_t *recipes_of(setup *s, mfu_config *c, mfu_eval *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    if (!s->ok) return json_object();
+    CHECK(mfu_config_default_split(&s->sys, c) == MFU_OK);
+    CHECK(mfu_evaluate(&s->sys, c, ops, ev) == MFU_OK);
+    return api_render_recipes(&s->sys, c, ev);
+}
+
+static json_t *argv_of(json_t *rec, const char *fw)
+{
+    return json_object_get(json_object_get(rec, fw), "argv");
+}
+
+/* index of `flag` in argv, -1 if absent */
+static int find(json_t *argv, const char *flag)
+{
+    for (size_t i = 0; i < json_array_size(argv); i++)
+        if (!strcmp(json_string_value(json_array_get(argv, i)), flag)) return (int)i;
+    return -1;
+}
+
+/* the word after `flag` ("" if none) */
+static const char *value(json_t *argv, const char *flag)
+{
+    int i = find(argv, flag);
+    const char *v = i >= 0 ? json_string_value(json_array_get(argv, (size_t)i + 1)) : NULL;
+    return v ? v : "";
+}
+
+static const char *unavailable(json_t *rec, const char *fw)
+{
+    const char *u = json_string_value(json_object_get(json_object_get(rec, fw), "unavailable"));
+    return u ? u : "";
+}
+
+/* every word is one shell word needing no quotes, except the Python list
+ * expressions of the pattern flags, which must be well formed */
+static int shell_safe(json_t *argv)
+{
+    static const char SAFE[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.,/:=+@%";
+    for (size_t i = 0; i < json_array_size(argv); i++) {
+        const char *w = json_string_value(json_array_get(argv, i));
+        if (!w || !*w) return 0;
+        if (strspn(w, SAFE) == strlen(w)) continue;
+        const char *prev = i ? json_string_value(json_array_get(argv, i - 1)) : "";
+        if (strcmp(prev, "--moe-layer-freq") && strcmp(prev, "--window-attn-skip-freq")) {
+            fprintf(stderr, "unsafe word: %s\n", w);
+            return 0;
+        }
+        if (strspn(w, "()[]*+0123456789") != strlen(w) || w[0] != '(' || w[strlen(w) - 1] != ')') return 0;
+    }
+    return 1;
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* GPT-3 175B on 1024 A100 as Narayanan et al. 2021 Table 1 ran it: tp 8,
+ * pp 8, dp 16, batch 1536, interleaved (vpp 2), full recompute; the whole
+ * argv derived by hand from the model (96 layers of 12288, 96 heads of
+ * 128: no --kv-channels; 4h GeLU MLP: no --swiglu; LayerNorm, learned
+ * positions, biases, dropout and tied embeddings are Megatron's defaults,
+ * so no flags for them) and the layout (1536 sequences = 1 x 96 x 16;
+ * every layer recomputed: uniform, 1 layer per unit; vocabulary 50257 is
+ * odd: NullTokenizer's --vocab-size is 50256 plus its EOD token, padded
+ * with the default 128). */
+static void t_gpt3_175b(void)
+{
+    static setup s;
+    mk(&s, "gpt3-175b", "a100-80gb", 1024, 2048, 1536, MFU_DT_BF16);
+    mfu_config c = test_cfg(16, 1, 8, 1, 8, 1);
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 2;
+    c.grad_accum = 96;
+    c.recompute = MFU_RC_FULL;
+    mfu_eval ev;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    static const char *const want[] = {
+        "--num-layers", "96", "--hidden-size", "12288", "--ffn-hidden-size", "49152",
+        "--num-attention-heads", "96", "--seq-length", "2048", "--max-position-embeddings", "2048",
+        "--normalization", "LayerNorm", "--position-embedding-type", "learned_absolute",
+        "--micro-batch-size", "1", "--global-batch-size", "1536", "--tensor-model-parallel-size", "8",
+        "--pipeline-model-parallel-size", "8", "--context-parallel-size", "1",
+        "--num-virtual-stages-per-pipeline-rank", "2", "--recompute-granularity", "full",
+        "--recompute-method", "uniform", "--recompute-num-layers", "1", "--bf16", "--overlap-grad-reduce",
+        "--attention-backend", "flash", "--tokenizer-type", "NullTokenizer", "--vocab-size", "50256",
+        "--make-vocab-size-divisible-by", "128", "--mock-data", "--train-iters", "100", "--lr", "1e-4"};
+    json_t *argv = argv_of(rec, "megatron");
+    size_t n = sizeof want / sizeof *want;
+    CHECK_EQ_I(json_array_size(argv), n);
+    for (size_t i = 0; i < n && i < json_array_size(argv); i++)
+        CHECK_STR(json_string_value(json_array_get(argv, i)), want[i]);
+    CHECK(shell_safe(argv));
+    /* the compatibility line is the argv, space-separated (nothing to quote) */
+    json_t *line = api_recipe_shell_line(json_object_get(rec, "megatron"));
+    CHECK(json_is_string(line) && !strncmp(json_string_value(line), "--num-layers 96 --hidden-size 12288", 35));
+    CHECK(json_is_string(line) && strstr(json_string_value(line), "--global-batch-size 1536 "));
+    json_decref(line);
+    /* the padding is said */
+    json_t *notes = json_object_get(json_object_get(rec, "megatron"), "notes");
+    int padded = 0;
+    for (size_t i = 0; i < json_array_size(notes); i++)
+        padded += strstr(json_string_value(json_array_get(notes, i)), "from 50257 to 51200") != NULL;
+    CHECK_EQ_I(padded, 1);
+    /* torchtitan needs sequence parallel with tp (its rule's text is the
+     * reason); MaxText is a TPU framework */
+    CHECK(!strncmp(unavailable(rec, "torchtitan"), "FW-T2", 5));
+    CHECK_STR(unavailable(rec, "maxtext"), "not a GPU framework");
+    json_decref(rec);
+    /* an unknown schedule for Megatron: ZB-H1 is unavailable with FW-M4 */
+    c.schedule = MFU_SCHED_ZB;
+    c.vpp = 1;
+    rec = recipes_of(&s, &c, &ev);
+    CHECK(!strncmp(unavailable(rec, "megatron"), "FW-M4", 5));
+    json_t *none = api_recipe_shell_line(json_object_get(rec, "megatron"));
+    CHECK(json_is_null(none));
+    json_decref(none);
+    json_decref(rec);
+    /* FSDP over a tied model: --use-torch-fsdp2 asserts untied embeddings */
+    static setup s64;
+    mk(&s64, "gpt3-175b", "a100-80gb", 64, 2048, 64, MFU_DT_BF16);
+    mfu_config f = test_cfg(1, 64, 1, 1, 1, 1);
+    rec = recipes_of(&s64, &f, &ev);
+    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
+    CHECK(strstr(unavailable(rec, "megatron"), "--untie-embeddings-and-output-weights") != NULL);
+    json_decref(rec);
+}
+
+/* ZeRO stages on Llama-3-70B, 64 H100, tp 8, dp 8 */
+static void t_zero(void)
+{
+    static setup s;
+    mk(&s, "llama3-70b", "h100-sxm", 64, 8192, 64, MFU_DT_BF16);
+    mfu_config c = test_cfg(8, 1, 8, 1, 1, 1);
+    c.sp = 1;
+    c.grad_accum = 8;
+    c.recompute = MFU_RC_FULL;
+    mfu_eval ev;
+    c.zero = 1;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    json_t *a = argv_of(rec, "megatron");
+    CHECK(find(a, "--use-distributed-optimizer") >= 0);
+    CHECK(find(a, "--overlap-param-gather") > find(a, "--overlap-grad-reduce"));
+    CHECK(find(a, "--use-megatron-fsdp") < 0);
+    CHECK(find(a, "--sequence-parallel") >= 0);
+    /* GQA 64/8, SwiGLU, RMSNorm, RoPE, untied, no biases, no dropout */
+    CHECK(find(a, "--group-query-attention") >= 0);
+    CHECK_STR(value(a, "--num-query-groups"), "8");
+    CHECK(find(a, "--kv-channels") < 0);
+    CHECK(find(a, "--swiglu") >= 0);
+    CHECK_STR(value(a, "--normalization"), "RMSNorm");
+    CHECK_STR(value(a, "--position-embedding-type"), "rope");
+    CHECK(find(a, "--untie-embeddings-and-output-weights") >= 0);
+    CHECK(find(a, "--disable-bias-linear") >= 0);
+    CHECK_STR(value(a, "--hidden-dropout"), "0.0");
+    CHECK_STR(value(a, "--global-batch-size"), "64");
+    /* 128256 = 2^8 x 501: padding to a multiple of 32 x tp 8 keeps it exact */
+    CHECK_STR(value(a, "--vocab-size"), "128255");
+    CHECK_STR(value(a, "--make-vocab-size-divisible-by"), "32");
+    CHECK(shell_safe(a));
+    /* torchtitan has no ZeRO-1 */
+    CHECK(!strncmp(unavailable(rec, "torchtitan"), "FW-T1", 5));
+    json_decref(rec);
+
+    c.zero = 2;
+    rec = recipes_of(&s, &c, &ev);
+    a = argv_of(rec, "megatron");
+    CHECK(find(a, "--use-megatron-fsdp") >= 0);
+    CHECK_STR(value(a, "--data-parallel-sharding-strategy"), "optim_grads");
+    CHECK_STR(value(a, "--ckpt-format"), "fsdp_dtensor");
+    json_decref(rec);
+
+    c.zero = 0;
+    rec = recipes_of(&s, &c, &ev);
+    a = argv_of(rec, "megatron");
+    CHECK(find(a, "--use-distributed-optimizer") < 0);
+    CHECK(find(a, "--overlap-param-gather") < 0);
+    CHECK(find(a, "--overlap-grad-reduce") >= 0);
+    CHECK(find(a, "--use-megatron-fsdp") < 0);
+    /* DDP next to tp in torchtitan v0.2.2 raises */
+    CHECK(strstr(unavailable(rec, "torchtitan"), "DDP") != NULL);
+    json_decref(rec);
+
+    /* selective recompute names its modules; no grad overlap, no flag */
+    s.sys.train.no_grad_overlap = 1;
+    c.recompute = MFU_RC_SELECTIVE;
+    rec = recipes_of(&s, &c, &ev);
+    a = argv_of(rec, "megatron");
+    CHECK_STR(value(a, "--recompute-granularity"), "selective");
+    CHECK_STR(value(a, "--recompute-modules"), "core_attn");
+    CHECK(find(a, "--recompute-method") < 0);
+    CHECK(find(a, "--overlap-grad-reduce") < 0);
+    json_decref(rec);
+    s.sys.train.no_grad_overlap = 0;
+}
+
+/* torchtitan: FSDP x CP and an interleaved pipeline with explicit stages */
+static void t_torchtitan(void)
+{
+    static setup s;
+    mk(&s, "llama3-70b", "h100-sxm", 1024, 8192, 2048, MFU_DT_BF16);
+    mfu_config c = test_cfg(4, 128, 1, 1, 1, 2);
+    c.mbs = 1;
+    c.grad_accum = 4;
+    c.recompute = MFU_RC_MINIMAL;
+    mfu_eval ev;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    const char *toml = json_string_value(json_object_get(json_object_get(rec, "torchtitan"), "toml"));
+    CHECK(toml != NULL);
+    toml = toml ? toml : "";
+    CHECK(strstr(toml, "name = \"llama3\"\nflavor = \"70B\"\n") != NULL);
+    CHECK(strstr(toml, "data_parallel_replicate_degree = 4\n") != NULL);
+    CHECK(strstr(toml, "data_parallel_shard_degree = 128\n") != NULL);
+    CHECK(strstr(toml, "context_parallel_degree = 2\n") != NULL);
+    CHECK(strstr(toml, "local_batch_size = 1\nglobal_batch_size = 2048\nseq_len = 8192\n") != NULL);
+    CHECK(strstr(toml, "mode = \"selective\"\nselective_ac_option = \"op\"\n") != NULL);
+    CHECK(strstr(toml, "pipeline_parallel_schedule") == NULL);
+    /* Megatron's torch FSDP2 has no replica axis (FW-M1) */
+    CHECK(!strncmp(unavailable(rec, "megatron"), "FW-M1", 5));
+    json_decref(rec);
+
+    /* pp 4 x vpp 4 = 16 virtual stages of 5 layers: torchtitan's default
+     * is 2 per rank, so the stages are listed */
+    mfu_config p = test_cfg(32, 8, 1, 1, 4, 1);
+    p.schedule = MFU_SCHED_INTERLEAVED;
+    p.vpp = 4;
+    p.grad_accum = 8;
+    p.recompute = MFU_RC_FULL;
+    rec = recipes_of(&s, &p, &ev);
+    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    toml = json_string_value(json_object_get(json_object_get(rec, "torchtitan"), "toml"));
+    toml = toml ? toml : "";
+    CHECK(strstr(toml, "pipeline_parallel_schedule = \"Interleaved1F1B\"\n") != NULL);
+    CHECK(strstr(toml, "pipeline_parallel_microbatch_size = 1\n") != NULL);
+    CHECK(strstr(toml, "local_batch_size = 8\n") != NULL);
+    CHECK_EQ_I(count(toml, "\"layers."), 80);
+    CHECK(strstr(toml, "module_fqns_per_model_part = [[\"tok_embeddings\", \"layers.0\", \"layers.1\", "
+                       "\"layers.2\", \"layers.3\", \"layers.4\"], [\"layers.5\"") != NULL);
+    CHECK(strstr(toml, "\"layers.79\", \"norm\", \"output\"]]\n") != NULL);
+    CHECK_EQ_I(count(toml, "], ["), 15);
+    CHECK(strstr(toml, "mode = \"full\"\n") != NULL);
+    json_decref(rec);
+}
+
+/* MoE and MLA: DeepSeek-V3 (3 dense layers, then 58 MoE ones) */
+static void t_moe(void)
+{
+    static setup s;
+    mk(&s, "deepseek-v3", "h800", 256, 4096, 1024, MFU_DT_BF16);
+    mfu_config c = test_cfg(8, 1, 4, 32, 8, 1);
+    c.sp = 1;
+    c.zero = 1;
+    c.grad_accum = 128;
+    c.recompute = MFU_RC_MLA_UP;
+    mfu_eval ev;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    json_t *a = argv_of(rec, "megatron");
+    CHECK(a != NULL);
+    CHECK(find(a, "--multi-latent-attention") >= 0);
+    CHECK_STR(value(a, "--q-lora-rank"), "1536");
+    CHECK_STR(value(a, "--kv-lora-rank"), "512");
+    CHECK_STR(value(a, "--qk-head-dim"), "128");
+    CHECK_STR(value(a, "--qk-pos-emb-head-dim"), "64");
+    CHECK_STR(value(a, "--v-head-dim"), "128");
+    CHECK_STR(value(a, "--num-experts"), "256");
+    CHECK_STR(value(a, "--moe-router-topk"), "8");
+    CHECK_STR(value(a, "--moe-ffn-hidden-size"), "2048");
+    CHECK_STR(value(a, "--ffn-hidden-size"), "18432");
+    CHECK_STR(value(a, "--moe-shared-expert-intermediate-size"), "2048");
+    CHECK_STR(value(a, "--moe-layer-freq"), "([0]*3+[1]*58)");
+    CHECK_STR(value(a, "--moe-token-dispatcher-type"), "alltoall");
+    CHECK(find(a, "--moe-grouped-gemm") >= 0);
+    CHECK_STR(value(a, "--expert-model-parallel-size"), "32");
+    CHECK_STR(value(a, "--expert-tensor-parallel-size"), "1");
+    CHECK_STR(value(a, "--attention-backend"), "fused");
+    /* the modules, in Megatron's names */
+    int i = find(a, "--recompute-modules");
+    CHECK(i >= 0);
+    CHECK_STR(json_string_value(json_array_get(a, (size_t)i + 1)), "layernorm");
+    CHECK_STR(json_string_value(json_array_get(a, (size_t)i + 2)), "mla_up_proj");
+    CHECK(shell_safe(a));
+    /* the pattern is quoted on the shell line, and nothing else is */
+    json_t *line = api_recipe_shell_line(json_object_get(rec, "megatron"));
+    const char *l = json_string_value(line);
+    CHECK(l && strstr(l, " --moe-layer-freq '([0]*3+[1]*58)' "));
+    CHECK(l && count(l, "'") == 2);
+    json_decref(line);
+    json_decref(rec);
+
+    /* EP over 8 nodes of 8 GPUs with 4-node routing: group-limited routing */
+    static setup s2;
+    mk(&s2, "deepseek-v3", "h800", 512, 4096, 1024, MFU_DT_BF16);
+    mfu_config g = test_cfg(16, 1, 4, 64, 8, 1);
+    g.sp = 1;
+    g.grad_accum = 64;
+    g.recompute = MFU_RC_FULL;
+    rec = recipes_of(&s2, &g, &ev);
+    a = argv_of(rec, "megatron");
+    CHECK_STR(value(a, "--moe-router-num-groups"), "8");
+    CHECK_STR(value(a, "--moe-router-group-topk"), "4");
+    json_decref(rec);
+}
+
+/* A windowed pattern: Gemma 2's alternating 4096-token windows. Megatron
+ * has no gated GeLU flag (unavailable); the same layers with SwiGLU give
+ * --window-size 4095,0 (TE counts the keys before the query) and one full
+ * layer every second (--window-attn-skip-freq 2). */
+static void t_windows(void)
+{
+    static setup s;
+    mk(&s, "gemma2-9b", "h100-sxm", 8, 4096, 8, MFU_DT_BF16);
+    mfu_config c = test_cfg(8, 1, 1, 1, 1, 1);
+    mfu_eval ev;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    CHECK(strstr(unavailable(rec, "megatron"), "gated GeLU") != NULL);
+    CHECK(strstr(unavailable(rec, "torchtitan"), "torchtitan") != NULL);
+    json_decref(rec);
+    for (int r = 0; r < s.m.n_runs; r++) s.m.runs[r].mlp.act = MFU_ACT_SILU;
+    rec = recipes_of(&s, &c, &ev);
+    json_t *a = argv_of(rec, "megatron");
+    CHECK_STR(value(a, "--window-size"), "4095,0");
+    CHECK_STR(value(a, "--window-attn-skip-freq"), "2");
+    CHECK_STR(value(a, "--kv-channels"), "256");
+    CHECK(find(a, "--untie-embeddings-and-output-weights") < 0);
+    json_decref(rec);
+    /* layer 4 loses its window: no period, a list run-length coded */
+    s.m.runs[4].attn.window = 0;
+    rec = recipes_of(&s, &c, &ev);
+    a = argv_of(rec, "megatron");
+    CHECK_STR(value(a, "--window-attn-skip-freq"), "([1]*1+[0]*1+[1]*1+[0]*3+"
+                                                   "[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+"
+                                                   "[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+"
+                                                   "[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1+[1]*1+[0]*1)");
+    CHECK(shell_safe(a));
+    json_decref(rec);
+}
+
+/* TPU: only MaxText; the mesh over slices; fractional batches */
+static void t_tpu(void)
+{
+    static setup s;
+    mk(&s, "llama3-8b", "tpu-v5e", 512, 8192, 512, MFU_DT_BF16);
+    mfu_config c = test_cfg(16, 4, 1, 1, 1, 8);
+    c.mbs = 2;
+    c.grad_accum = 4;
+    c.zero = 1;
+    c.recompute = MFU_RC_FULL;
+    mfu_eval ev;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    CHECK_STR(unavailable(rec, "megatron"), "not a TPU framework");
+    CHECK_STR(unavailable(rec, "torchtitan"), "not a TPU framework");
+    json_t *a = argv_of(rec, "maxtext");
+    CHECK(a != NULL);
+    CHECK(find(a, "model_name=llama3-8b") >= 0);
+    CHECK(find(a, "max_target_length=8192") >= 0);
+    /* 128 sequences per micro-step over 512 chips, 4 micro-steps */
+    CHECK(find(a, "per_device_batch_size=0.25") >= 0);
+    CHECK(find(a, "gradient_accumulation_steps=4") >= 0);
+    /* slices of 256 (v5e ICI): cp 8 x fsdp 4 x dp 8 inside, dp 2 across */
+    CHECK(find(a, "ici_context_parallelism=8") >= 0);
+    CHECK(find(a, "ici_fsdp_parallelism=4") >= 0);
+    CHECK(find(a, "ici_data_parallelism=8") >= 0);
+    CHECK(find(a, "dcn_data_parallelism=2") >= 0);
+    CHECK(find(a, "dcn_fsdp_parallelism=1") >= 0);
+    CHECK(find(a, "shard_optimizer_over_data=true") >= 0);
+    CHECK(find(a, "remat_policy=full") >= 0);
+    int64_t prod = 1;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const char *w = json_string_value(json_array_get(a, i));
+        const char *eq = strchr(w, '=');
+        if ((!strncmp(w, "ici_", 4) || !strncmp(w, "dcn_", 4)) && strstr(w, "_parallelism=") && eq)
+            prod *= strtoll(eq + 1, NULL, 10);
+    }
+    CHECK_EQ_I(prod, 512);
+    json_decref(rec);
+
+    /* a pipeline: GPipe with repeats, the whole batch in micro-batches */
+    static setup s2;
+    mk(&s2, "llama3-8b", "tpu-v5e", 256, 8192, 256, MFU_DT_BF16);
+    mfu_config p = test_cfg(1, 64, 1, 1, 4, 1);
+    p.schedule = MFU_SCHED_GPIPE;
+    p.vpp = 2;
+    p.grad_accum = 4;
+    p.recompute = MFU_RC_SAVE_DOT_EXCEPT_MLP;
+    rec = recipes_of(&s2, &p, &ev);
+    a = argv_of(rec, "maxtext");
+    CHECK(a != NULL);
+    CHECK(find(a, "num_pipeline_microbatches=4") >= 0);
+    CHECK(find(a, "num_layers_per_pipeline_stage=4") >= 0); /* 32 / (4 x 2) */
+    CHECK(find(a, "num_pipeline_repeats=2") >= 0);
+    CHECK(find(a, "per_device_batch_size=1") >= 0);         /* 256 sequences / 256 chips */
+    CHECK(find(a, "ici_pipeline_parallelism=4") >= 0);
+    CHECK(find(a, "remat_policy=save_dot_with_context_except_mlp") >= 0);
+    CHECK(find(a, "gradient_accumulation_steps=4") < 0);
+    json_decref(rec);
+}
+
+int main(void)
+{
+    t_gpt3_175b();
+    t_zero();
+    t_torchtitan();
+    t_moe();
+    t_windows();
+    t_tpu();
+    return check_done();
+}
