@@ -269,6 +269,8 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
             return "FW-M1: --use-torch-fsdp2 needs pp 1, ep 1, no distributed optimizer, no replica axis";
         if (sys->moe_layers > 0 && tp > 1 && !c->sp)
             return "FW-M3: MoE with tp > 1 needs sequence parallel (MoELayer raises without it)";
+        if (fsdp > 1 && sys->model->tie_embeddings)
+            return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
     }
     if (lv & MFU_LV_RC) {
         if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_MEGATRON)))
@@ -296,6 +298,21 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
     return NULL;
 }
 
+/* torchtitan builds its own model families only (v0.2.2 torchtitan/models:
+ * llama3, llama4, qwen3, deepseek_v3): RMSNorm, RoPE, gated SiLU MLPs, no
+ * linear or QKV biases, no sliding windows, GQA or MLA attention. */
+static int torchtitan_family(const mfu_model *m)
+{
+    if (m->norm != MFU_NORM_RMS || m->position != MFU_POS_ROPE || m->bias) return 0;
+    for (int r = 0; r < m->n_runs; r++) {
+        const mfu_attention *at = &m->runs[r].attn;
+        const mfu_mlp *mp = &m->runs[r].mlp;
+        if (at->kind == MFU_ATTN_GLA || at->window > 0 || at->qkv_bias) return 0;
+        if (!mp->gated || mp->act != MFU_ACT_SILU) return 0;
+    }
+    return 1;
+}
+
 static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
 {
     int64_t fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP], cp = c->ax[MFU_AX_CP];
@@ -315,6 +332,10 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
         }
         if (pp > 1 && sys->model->tie_embeddings)
             return "FW-T9: pipeline parallelism with tied embeddings is rejected";
+        if (!torchtitan_family(sys->model))
+            return "FW-T12: torchtitan builds its model families only (RMSNorm, RoPE, SwiGLU, no biases or sliding windows)";
+        if (c->ax[MFU_AX_DP] > 1 && fsdp == 1 && cp == 1 && (tp > 1 || pp > 1))
+            return "FW-T11: a replica axis without FSDP is DDP, which torchtitan runs only alone (\"DDP has not supported > 1D parallelism\")";
     }
     if (lv & MFU_LV_RC) {
         if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_TORCHTITAN)))

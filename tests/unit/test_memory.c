@@ -86,7 +86,12 @@ static void t_splits(void)
     int64_t sum = 0;
     for (int64_t r = 0; r < 16; r++) sum += mfu_stage_layers(&s, &c, r);
     CHECK_EQ_I(sum, 126);
-    CHECK(has_fw(&s, &c, MFU_FW_MEGATRON) && has_fw(&s, &c, MFU_FW_TORCHTITAN));
+    CHECK(has_fw(&s, &c, MFU_FW_MEGATRON));
+    /* torchtitan: the replica axis with pp needs FSDP (FW-T11) */
+    mfu_config c2 = c;
+    c2.ax[MFU_AX_DP] = 1;
+    c2.ax[MFU_AX_FSDP] = 8;
+    CHECK(has_fw(&s, &c2, MFU_FW_TORCHTITAN));
     /* with vpp 4: 8 per rank divides by 4 (chunks of 2) */
     c.vpp = 4;
     c.schedule = MFU_SCHED_INTERLEAVED;
@@ -123,9 +128,12 @@ static void t_splits(void)
     mfu_config_fill_stages(&s, &c);
     int64_t want[4] = {7, 8, 8, 6};
     for (int r = 0; r < 4; r++) CHECK_EQ_I(mfu_stage_layers(&s, &c, r), want[r]);
-    /* ... which torchtitan launches and Megatron (exact division only) does not */
-    CHECK(has_fw(&s, &c, MFU_FW_TORCHTITAN));
+    /* ... which torchtitan launches (with FSDP on the data axis, FW-T11)
+     * and Megatron (exact division only) does not */
     CHECK(!has_fw(&s, &c, MFU_FW_MEGATRON));
+    c.ax[MFU_AX_DP] = 1;
+    c.ax[MFU_AX_FSDP] = 4;
+    CHECK(has_fw(&s, &c, MFU_FW_TORCHTITAN));
 }
 
 static void t_frameworks(void)
@@ -146,13 +154,46 @@ static void t_frameworks(void)
     CHECK(!(fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_MEGATRON], "FW-M1"));
     CHECK(fw & MFU_FW_MASK(MFU_FW_TORCHTITAN));
     /* ZeRO-1: Megatron's distributed optimizer; torchtitan has none (FW-T1) */
-    c = cfg(8, 1, 1, 1, 8, 1);
+    c = cfg(64, 1, 1, 1, 1, 1);
     c.grad_accum = 8;
     c.zero = 1;
     CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
     fw = mfu_config_frameworks(&s, &c, why);
-    CHECK((fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_TORCHTITAN], "FW-T1"));
+    CHECK((fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_TORCHTITAN], "FW-T1:"));
+    /* a replica axis with pp and no FSDP is DDP with another axis, which
+     * torchtitan refuses (parallelize.py: "DDP has not supported > 1D
+     * parallelism", FW-T11); Megatron runs it; pure DDP is fine */
+    c = cfg(8, 1, 1, 1, 8, 1);
+    c.grad_accum = 8;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    fw = mfu_config_frameworks(&s, &c, why);
+    CHECK((fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && !(fw & MFU_FW_MASK(MFU_FW_TORCHTITAN)));
+    CHECK(why[MFU_FW_TORCHTITAN] && strstr(why[MFU_FW_TORCHTITAN], "FW-T11"));
+    c = cfg(64, 1, 1, 1, 1, 1);
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    CHECK(mfu_config_frameworks(&s, &c, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    /* a tied model with FSDP: not Megatron's --use-torch-fsdp2 (FW-M8);
+     * GPT-3's embedding is tied */
+    {
+        mfu_model g;
+        mfu_hardware a100;
+        mfu_system sg;
+        CHECK(load_model("gpt3-175b", &g) == 0 && g.tie_embeddings);
+        CHECK(load_hw("a100-80gb", &a100) == 0);
+        mfu_training tg = {2048, 1536.0 * 2048, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+        CHECK(mfu_system_init(&sg, &g, &a100, &tg, 1024, 0, ops) == MFU_OK);
+        mfu_config cg = cfg(1, 128, 8, 1, 1, 1);
+        cg.sp = 1;
+        cg.grad_accum = 12;
+        CHECK(mfu_config_default_split(&sg, &cg) == MFU_OK);
+        unsigned fg = mfu_config_frameworks(&sg, &cg, why);
+        CHECK(!(fg & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_MEGATRON], "FW-M8"));
+        /* and torchtitan has no GPT-3 family (LayerNorm, learned positions,
+         * biases: FW-T12) */
+        CHECK(!(fg & MFU_FW_MASK(MFU_FW_TORCHTITAN)) && strstr(why[MFU_FW_TORCHTITAN], "FW-T12"));
+    }
     /* interleaved needs m a multiple of pp in Megatron (FW-M5) */
+    c = cfg(8, 1, 1, 1, 8, 1);
     c.zero = 0;
     c.schedule = MFU_SCHED_INTERLEAVED;
     c.vpp = 2;
