@@ -120,8 +120,12 @@ static int communicators(const mfu_system *sys, const mfu_config *c)
     return n;
 }
 
-void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                      int64_t r, mfu_memory *out)
+/* What a stage holds besides the activations the recompute policy decides
+ * (F-MEM-STATE, F-MEM-BUF, the embedding's and the loss's tensors, the
+ * in-flight count): the same for every policy, so the search computes it
+ * once per schedule point (mfu_memory_base). */
+static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                        int64_t r, mfu_memory *out)
 {
     const mfu_model *m = sys->model;
     memset(out, 0, sizeof *out);
@@ -132,31 +136,13 @@ void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shap
     out->layers = ls;
     state_bytes(sys, c, dpar, ls, out);
 
-    /* Activations of one micro-batch on this stage under the policy (F-MEM-ACT). */
-    const mfu_layer_cost *a = &k->avg;
-    const mfu_rc_policy *rp = &sys->rc[c->recompute];
-    int64_t nrc = mfu_rc_layers(sys, c, ls);
-    double per_mb;
-    if (rp->kind == MFU_RCK_FULL)
-        per_mb = (double)nrc * a->saved_bytes[MFU_RC_FULL] + (double)(ls - nrc) * a->saved_bytes[MFU_RC_NONE];
-    else
-        per_mb = (double)ls * a->saved_bytes[c->recompute];
     double inflight = mfu_inflight(c->schedule, pp, c->vpp, c->grad_accum, r);
     out->inflight = inflight;
-    double act = inflight * per_mb;
+    double act = 0.0;
     if (r == 0) act += inflight * k->embed_saved;
     /* the loss's logits are kept for one micro-batch: the last stage runs
      * each micro-batch's backward right after its forward (F-MEM-LOGITS) */
     if (r == pp - 1) act += k->head_saved + k->logits_transient;
-    if (ls > 0) {
-        /* the backward of one layer: gradients as large as what it saved */
-        act += a->saved_bytes[MFU_RC_NONE];
-        /* a recomputed layer rematerialises its activations once */
-        if (rp->kind == MFU_RCK_SELECTIVE)
-            act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[c->recompute];
-        else if (rp->kind == MFU_RCK_FULL && nrc > 0)
-            act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[MFU_RC_FULL];
-    }
     out->activations_bytes = act;
 
     /* Buffers (F-MEM-BUF). */
@@ -174,34 +160,97 @@ void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shap
     if (pp > 1) buf += 2.0 * ab * T * h / (c->sp ? (double)s->tp : 1.0); /* p2p send/recv */
     if (c->sp) buf += ab * T * h;                                        /* gathered layer input */
     out->buffers_bytes = buf;
-
-    double used = out->weights_bytes + out->grads_bytes + out->optimizer_bytes +
-                  out->activations_bytes + out->buffers_bytes;
     const mfu_mem_reserve *rs = &sys->hw->reserve;
     out->capacity_bytes = sys->hw->hbm_bytes;
-    out->reserve_bytes = rs->context_bytes + rs->comm_buffer_bytes * (double)communicators(sys, c) +
-                         rs->fragmentation * used;
+    /* the fixed part of the reserve; fragmentation is added with the total */
+    out->reserve_bytes = rs->context_bytes + rs->comm_buffer_bytes * (double)communicators(sys, c);
+}
+
+/* Add the policy's activations (F-MEM-ACT) and the totals to a stage_fixed
+ * answer. */
+static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                         const mfu_memory *fixed, mfu_memory *out)
+{
+    *out = *fixed;
+    int64_t ls = fixed->layers;
+    const mfu_layer_cost *a = &k->avg;
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    int64_t nrc = mfu_rc_layers(sys, c, ls);
+    double per_mb;
+    if (rp->kind == MFU_RCK_FULL)
+        per_mb = (double)nrc * a->saved_bytes[MFU_RC_FULL] + (double)(ls - nrc) * a->saved_bytes[MFU_RC_NONE];
+    else
+        per_mb = (double)ls * a->saved_bytes[c->recompute];
+    double act = fixed->activations_bytes + fixed->inflight * per_mb;
+    if (ls > 0) {
+        /* the backward of one layer: gradients as large as what it saved */
+        act += a->saved_bytes[MFU_RC_NONE];
+        /* a recomputed layer rematerialises its activations once */
+        if (rp->kind == MFU_RCK_SELECTIVE)
+            act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[c->recompute];
+        else if (rp->kind == MFU_RCK_FULL && nrc > 0)
+            act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[MFU_RC_FULL];
+    }
+    out->activations_bytes = act;
+    double used = out->weights_bytes + out->grads_bytes + out->optimizer_bytes +
+                  out->activations_bytes + out->buffers_bytes;
+    out->reserve_bytes = fixed->reserve_bytes + sys->hw->reserve.fragmentation * used;
     out->total_bytes = used + out->reserve_bytes;
     out->headroom_bytes = out->capacity_bytes - out->total_bytes;
+}
+
+void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                      int64_t r, mfu_memory *out)
+{
+    mfu_memory fixed;
+    stage_fixed(sys, c, k, r, &fixed);
+    stage_finish(sys, c, k, &fixed, out);
+}
+
+void mfu_memory_base_init(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                          mfu_memory_base *b)
+{
+    (void)sys;
+    (void)k;
+    int64_t pp = c->ax[MFU_AX_PP];
+    /* the candidates for the least headroom: the first stage (most micro-
+     * batches in flight, embedding), the busiest middle one (rank 1: the
+     * most in flight among them and, with a remainder, the most layers),
+     * the last (LM head, logits); each weighed when first needed */
+    b->n = pp == 1 ? 1 : pp == 2 ? 2 : 3;
+    b->ready = 0;
+}
+
+static const mfu_memory *base_stage(const mfu_system *sys, const mfu_config *c,
+                                    const mfu_shape_cost *k, mfu_memory_base *b, int i)
+{
+    if (!(b->ready & (1u << i))) {
+        int64_t pp = c->ax[MFU_AX_PP];
+        int64_t ranks[3] = {0, 1, pp - 1};
+        stage_fixed(sys, c, k, ranks[i], &b->stage[i]);
+        b->ready |= 1u << i;
+    }
+    return &b->stage[i];
+}
+
+void mfu_memory_from_base(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                          mfu_memory_base *b, int exact, mfu_memory *out)
+{
+    stage_finish(sys, c, k, base_stage(sys, c, k, b, 0), out);
+    for (int i = 1; i < b->n; i++) {
+        if (!exact && out->headroom_bytes < 0) return;
+        mfu_memory one;
+        stage_finish(sys, c, k, base_stage(sys, c, k, b, i), &one);
+        if (one.headroom_bytes < out->headroom_bytes) *out = one;
+    }
 }
 
 void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                          int exact, mfu_memory *out)
 {
-    int64_t pp = c->ax[MFU_AX_PP];
-    /* the candidates for the least headroom: the first stage (most micro-
-     * batches in flight, embedding), the busiest middle one (rank 1: the
-     * most in flight among them and, with a remainder, the most layers),
-     * the last (LM head, logits) */
-    int64_t ranks[3] = {0, 1, pp - 1};
-    int n = pp == 1 ? 1 : pp == 2 ? 2 : 3;
-    mfu_memory_stage(sys, c, k, 0, out);
-    for (int i = 1; i < n; i++) {
-        if (!exact && out->headroom_bytes < 0) return;
-        mfu_memory one;
-        mfu_memory_stage(sys, c, k, ranks[i], &one);
-        if (one.headroom_bytes < out->headroom_bytes) *out = one;
-    }
+    mfu_memory_base b;
+    mfu_memory_base_init(sys, c, k, &b);
+    mfu_memory_from_base(sys, c, k, &b, exact, out);
 }
 
 void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,

@@ -209,6 +209,9 @@ typedef struct ctx {
     /* feasible points per ep value of the current axis tuple (the layout
      * families of one tuple differ in ep only; a tuple is enumerated in one
      * piece, so the counts are exact) */
+    /* the memory every recompute policy of the current schedule point
+     * shares (recompute_loop sets it) */
+    mfu_memory_base mbase;
     int n_fam;
     int64_t fam_ep[MFU_SEARCH_MAX_DIVISORS];
     uint64_t fam_n[MFU_SEARCH_MAX_DIVISORS];
@@ -286,7 +289,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         x->stop = x->stopped = 1;
     }
     mfu_memory mem;
-    mfu_memory_costs_ex(sys, c, &ce->bound, 0, &mem);
+    mfu_memory_from_base(sys, c, &ce->bound, &x->mbase, 0, &mem);
     if (mem.headroom_bytes < 0) {
         res->stats.pruned[MFU_PRUNE_MEMORY]++;
         /* the closest miss: the early-out headroom is one stage's, never
@@ -294,7 +297,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
          * exactly */
         if (!res->stats.has_closest || mem.headroom_bytes > res->stats.closest_headroom_bytes) {
             mfu_memory exact;
-            mfu_memory_costs_ex(sys, c, &ce->bound, 1, &exact);
+            mfu_memory_from_base(sys, c, &ce->bound, &x->mbase, 1, &exact);
             if (!res->stats.has_closest || exact.headroom_bytes > res->stats.closest_headroom_bytes) {
                 res->stats.has_closest = 1;
                 res->stats.closest = *c;
@@ -350,7 +353,7 @@ static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce, doubl
     mfu_memory m1;
     c->recompute = MFU_RC_FULL;
     c->recompute_layers = 1;
-    mfu_memory_costs(x->sys, c, &ce->bound, &m1);
+    mfu_memory_from_base(x->sys, c, &ce->bound, &x->mbase, 1, &m1);
     c->recompute_layers = -1;
     double step = (h_full - m1.headroom_bytes) / (double)(ls - 1);
     if (step <= 0) return 0;
@@ -375,6 +378,7 @@ static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
     const mfu_search_opts *o = x->o;
     double h_none = NAN, h_full = NAN;
     int fits_without = 0;
+    mfu_memory_base_init(x->sys, c, &ce->bound, &x->mbase);
     for (int rc = 0; rc < MFU_RC_COUNT && !x->stop; rc++) {
         if (!rc_usable(x, rc)) continue;
         if (o->fix_recompute >= 0 && rc != o->fix_recompute) {
@@ -402,7 +406,7 @@ static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
         if (isnan(h_none)) {
             mfu_memory m0;
             c->recompute = MFU_RC_NONE;
-            mfu_memory_costs(x->sys, c, &ce->bound, &m0);
+            mfu_memory_from_base(x->sys, c, &ce->bound, &x->mbase, 1, &m0);
             h_none = m0.headroom_bytes;
         }
         int64_t n = min_rc_layers(x, c, ce, h_none, h_full);

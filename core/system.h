@@ -322,6 +322,21 @@ void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shap
                       mfu_memory *out);
 void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                          int exact, mfu_memory *out);
+/* The part of the candidate stages' memory every recompute policy shares
+ * (states, buffers, in-flight count, the embedding's and the loss's
+ * tensors, the fixed reserve): computed once, finished per policy. Needs
+ * everything in c but the recompute policy. */
+typedef struct mfu_memory_base {
+    int n;                        /* stages: first, rank 1, last (1..3) */
+    unsigned ready;               /* bit i: stage[i] computed (on first use) */
+    mfu_memory stage[3];          /* without the policy's activations */
+} mfu_memory_base;
+void mfu_memory_base_init(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                          mfu_memory_base *b);
+/* mfu_memory_costs_ex for c's recompute policy from a base of c (which it
+ * completes as stages are needed). */
+void mfu_memory_from_base(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                          mfu_memory_base *b, int exact, mfu_memory *out);
 /* One pipeline rank's memory (0 <= stage < pp), for the per-stage report. */
 void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                       int64_t stage, mfu_memory *out);
