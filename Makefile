@@ -11,7 +11,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-OPT     ?= -O2
+OPT     ?= -O3   # -O3: the search 4-10 % faster than -O2 (bench/search A/B); -std=c11 keeps FP contraction off, so answers are identical
 SAN     ?=
 CFLAGS  ?= $(OPT) -g
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter

@@ -67,9 +67,7 @@ static const cache_entry *costs_for(const mfu_system *sys, const mfu_config *c,
     if (!e) e = &cache->e[h % CACHE_SLOTS];
     mfu_shape s;
     mfu_config_shape(sys, c, &s);
-    mfu_shape_costs(sys, &s, NULL, sc->ops, &e->bound);
-    if (sys->hw->has_profile) mfu_shape_costs(sys, &s, &sys->hw->eff, sc->ops, &e->expected);
-    else e->expected = e->bound;
+    mfu_shape_costs2(sys, &s, sc->ops, &e->bound, &e->expected);
     memcpy(e->key, key, sizeof key);
     e->used = 1;
     st->shape_costs++;
@@ -314,10 +312,17 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     const mfu_shape_cost *k = x->o->rank_by_bound ? &ce->bound : &ce->expected;
     double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP]);
     double gbt = (double)c->mbs * (double)c->grad_accum * D * (double)sys->train.seq;
-    if (res->n == x->o->top_k &&
-        mfu_step_lower_bound(sys, c, k, !x->o->rank_by_bound) / gbt > res->top[res->n - 1].score) {
-        res->stats.pruned[MFU_PRUNE_BOUND]++;
-        return mem.headroom_bytes;
+    /* ... against the k-th best, and with distinct layouts against the
+     * best variant of its own family when that is ranked (a variant that
+     * cannot beat it cannot change the answer) */
+    int fam = x->o->distinct == MFU_DISTINCT_LAYOUT ? family_at(res, c) : -1;
+    if (res->n == x->o->top_k || fam >= 0) {
+        double lb = mfu_step_lower_bound(sys, c, k, !x->o->rank_by_bound) / gbt;
+        if ((res->n == x->o->top_k && lb > res->top[res->n - 1].score) ||
+            (fam >= 0 && lb > res->top[fam].score)) {
+            res->stats.pruned[MFU_PRUNE_BOUND]++;
+            return mem.headroom_bytes;
+        }
     }
     /* the ranking profile's step first; the full evaluation (both profiles,
      * every breakdown) only for a configuration that enters the top k */
@@ -328,10 +333,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     cand.mem_bytes = mem.total_bytes;
     cand.variants = 0;
     if (res->n == x->o->top_k && cmp_ranked(&cand, &res->top[res->n - 1]) >= 0) return mem.headroom_bytes;
-    if (x->o->distinct == MFU_DISTINCT_LAYOUT) {
-        int f = family_at(res, c);
-        if (f >= 0 && cmp_ranked(&cand, &res->top[f]) >= 0) return mem.headroom_bytes;
-    }
+    if (fam >= 0 && cmp_ranked(&cand, &res->top[fam]) >= 0) return mem.headroom_bytes;
     if (mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval) != MFU_OK)
         return mem.headroom_bytes;
     insert_top(res, x->o, &cand);

@@ -194,42 +194,71 @@ static void add_cost(mfu_layer_cost *dst, const mfu_layer_cost *src, double k)
     for (size_t i = 0; i < sizeof *dst / sizeof(double); i++) d[i] += k * s[i];
 }
 
-void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,
-                     mfu_op *ops, mfu_shape_cost *out)
+/* One shape's costs for up to two profiles from one inventory: out[0] for
+ * effs[0], out[1] (when n == 2) for effs[1]. */
+static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *const *effs,
+                          int np, mfu_op *ops, mfu_shape_cost *out)
 {
     const mfu_model *m = sys->model;
-    memset(out, 0, sizeof *out);
-    out->shape = *s;
     double ab = s->dtype == MFU_DT_FP32 ? 4.0 : 2.0;
     double T = s->mbs * (double)s->seq / (double)s->cp;
     double Te = s->sp ? T / (double)s->tp : T;
+    for (int p = 0; p < np; p++) {
+        memset(&out[p], 0, sizeof out[p]);
+        out[p].shape = *s;
+    }
     for (int r = 0; r < m->n_runs; r++) {
         /* never more than MFU_MAX_LAYER_OPS <= MFU_SCRATCH_OPS (ops.h) */
         int n = mfu_ops_layer(m, r, s, ops, MFU_SCRATCH_OPS);
-        mfu_layer_cost lc;
-        memset(&lc, 0, sizeof lc);
-        add_layer_ops(sys, ops, n, ab, Te, eff, &lc);
         double cnt = (double)m->runs[r].count;
-        add_cost(&out->avg, &lc, cnt / (double)sys->layers);
-        if (m->runs[r].mlp.kind == MFU_MLP_MOE)
-            add_cost(&out->avg_moe, &lc, cnt / (double)sys->moe_layers);
+        for (int p = 0; p < np; p++) {
+            mfu_layer_cost lc;
+            memset(&lc, 0, sizeof lc);
+            add_layer_ops(sys, ops, n, ab, Te, effs[p], &lc);
+            add_cost(&out[p].avg, &lc, cnt / (double)sys->layers);
+            if (m->runs[r].mlp.kind == MFU_MLP_MOE)
+                add_cost(&out[p].avg_moe, &lc, cnt / (double)sys->moe_layers);
+        }
     }
     int n = mfu_ops_embed(m, s, ops, MFU_SCRATCH_OPS);
-    for (int i = 0; i < n; i++) {
-        double t = mfu_op_time(&ops[i], sys->hw, s->dtype, eff);
-        if (ops[i].phase == MFU_FWD) out->embed_fwd_s += t; else out->embed_bwd_s += t;
-        out->embed_saved += ops[i].saved_bytes;
-    }
+    for (int p = 0; p < np; p++)
+        for (int i = 0; i < n; i++) {
+            double t = mfu_op_time(&ops[i], sys->hw, s->dtype, effs[p]);
+            if (ops[i].phase == MFU_FWD) out[p].embed_fwd_s += t; else out[p].embed_bwd_s += t;
+            out[p].embed_saved += ops[i].saved_bytes;
+        }
     n = mfu_ops_head(m, s, ops, MFU_SCRATCH_OPS);
-    for (int i = 0; i < n; i++) {
-        double t = mfu_op_time(&ops[i], sys->hw, s->dtype, eff);
-        if (ops[i].phase == MFU_FWD) out->head_fwd_s += t; else out->head_bwd_s += t;
-        out->head_saved += ops[i].saved_bytes;
-    }
+    for (int p = 0; p < np; p++)
+        for (int i = 0; i < n; i++) {
+            double t = mfu_op_time(&ops[i], sys->hw, s->dtype, effs[p]);
+            if (ops[i].phase == MFU_FWD) out[p].head_fwd_s += t; else out[p].head_bwd_s += t;
+            out[p].head_saved += ops[i].saved_bytes;
+        }
     /* F-MEM-LOGITS: the LM head's bf16 logits live until the loss has made
      * its fp32 copy (Megatron vocab_parallel_cross_entropy(logits.float())),
      * and again as the logits' gradient in the backward */
-    out->logits_transient = ab * T * (double)m->vocab / (double)s->tp;
+    for (int p = 0; p < np; p++) out[p].logits_transient = ab * T * (double)m->vocab / (double)s->tp;
+}
+
+void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,
+                     mfu_op *ops, mfu_shape_cost *out)
+{
+    shape_costs_n(sys, s, &eff, 1, ops, out);
+}
+
+void mfu_shape_costs2(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, mfu_shape_cost *bound,
+                      mfu_shape_cost *expected)
+{
+    if (!sys->hw->has_profile) {
+        mfu_shape_costs(sys, s, NULL, ops, bound);
+        *expected = *bound;
+        return;
+    }
+    const mfu_efficiency *effs[2] = {NULL, &sys->hw->eff};
+    mfu_shape_cost two[2];
+    shape_costs_n(sys, s, effs, 2, ops, two);
+    *bound = two[0];
+    *expected = two[1];
 }
 
 /* ---- communication (Q2) ------------------------------------------------ */

@@ -300,6 +300,10 @@ typedef struct mfu_shape_cost {
 /* eff NULL = ideal (bound). ops: scratch of MFU_SCRATCH_OPS. */
 void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,
                      mfu_op *ops, mfu_shape_cost *out);
+/* Both profiles' costs from one inventory (expected = bound without a
+ * profile): what mfu_shape_costs gives for each, in one pass. */
+void mfu_shape_costs2(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, mfu_shape_cost *bound,
+                      mfu_shape_cost *expected);
 
 /* Evaluate with precomputed costs (bound and expected); mem: the memory
  * model's answer if the caller has it, else NULL. */

@@ -339,5 +339,27 @@ run("llama3-70b 256xv5p pp", {"model": {"preset": "llama3-70b"}, "hardware": {"p
                               "training": {"seq_len": 8192, "global_batch_tokens": 4194304},
                               "search": {"top_k": 3, "fix": {"pp": 4}}}, 80)
 
+# Issue 9's four searches: every configuration of the top 20 is launchable by
+# each framework it names, as that framework's recipe says (no "unavailable"
+# for a named framework: the legality rules and the renderers agree).
+for label, preset, hw, n, seq, batch in [
+        ("llama3-70b 1024xH100", "llama3-70b", "h100-sxm", 1024, 8192, 16777216),
+        ("gpt3-175b 1024xA100", "gpt3-175b", "a100-80gb", 1024, 2048, 1536 * 2048),
+        ("mixtral-8x7b 256xH100", "mixtral-8x7b", "h100-sxm", 256, 4096, 4194304),
+        ("deepseek-v3 2048xH800", "deepseek-v3", "h800", 2048, 4096, 15360 * 4096)]:
+    for distinct in ("layout", "none"):
+        doc = search({"model": {"preset": preset}, "hardware": {"preset": hw}, "devices": n,
+                      "training": {"seq_len": seq, "global_batch_tokens": batch},
+                      "search": {"top_k": 20, "distinct": distinct}})
+        if doc is None:
+            continue
+        check(len(doc["configs"]) == 20, "%s %s: %d configurations" % (label, distinct, len(doc["configs"])))
+        for c in doc["configs"]:
+            check(len(c["frameworks"]) > 0, "%s %s #%d names no framework" % (label, distinct, c["rank"]))
+            for f in c["frameworks"]:
+                check("unavailable" not in c["recipes"][f],
+                      "%s %s #%d: names %s but its recipe says %r" % (label, distinct, c["rank"], f,
+                                                                    c["recipes"][f].get("unavailable")))
+
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
