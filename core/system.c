@@ -56,7 +56,10 @@ static void rc_table(mfu_system *sys, unsigned custom)
     const unsigned MG = MFU_FW_MASK(MFU_FW_MEGATRON), TT = MFU_FW_MASK(MFU_FW_TORCHTITAN),
                    MX = MFU_FW_MASK(MFU_FW_MAXTEXT);
     mfu_rc_policy *rc = sys->rc;
-    rc[MFU_RC_NONE] = (mfu_rc_policy){MFU_RCK_NONE, 0u, MFU_FW_ALL};
+    /* MaxText has no save-everything policy: remat_policy "none" (like
+     * "full") gives nn.remat no policy, which saves only the layer's
+     * inputs (layers/decoders.py set_remat_policy, get_remat_policy) */
+    rc[MFU_RC_NONE] = (mfu_rc_policy){MFU_RCK_NONE, 0u, MG | TT};
     const unsigned *std = mfu_rc_std_modules;
     rc[MFU_RC_SELECTIVE] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SELECTIVE], MG};
     /* Megatron has moe_act but no module for a dense MLP's (or shared

@@ -216,11 +216,22 @@ static void t_frameworks(void)
     CHECK(toy(&st, &m, &tpu, 32, 64) == 0);
     c = cfg(8, 1, 1, 1, 8, 1);
     c.grad_accum = 8;
+    c.recompute = MFU_RC_FULL;
     CHECK(mfu_config_default_split(&st, &c) == MFU_OK);
     fw = mfu_config_frameworks(&st, &c, why);
     CHECK_EQ_I(fw, 0);
     CHECK(strstr(why[MFU_FW_MAXTEXT], "FW-X4") != NULL);
+    c.recompute = MFU_RC_NONE;
     c.schedule = MFU_SCHED_GPIPE;
+    /* MaxText has no save-everything remat policy: its "none" still wraps
+     * each layer in nn.remat with no policy, i.e. full recompute
+     * (layers/decoders.py set_remat_policy): recompute none is refused
+     * (FW-X5), minimal_with_context and full are offered */
+    CHECK_EQ_I(mfu_config_frameworks(&st, &c, why), 0);
+    CHECK(strstr(why[MFU_FW_MAXTEXT], "FW-X5") != NULL);
+    c.recompute = MFU_RC_FULL;
+    CHECK_EQ_I(mfu_config_frameworks(&st, &c, NULL), MFU_FW_MASK(MFU_FW_MAXTEXT));
+    c.recompute = MFU_RC_MINIMAL;
     CHECK_EQ_I(mfu_config_frameworks(&st, &c, NULL), MFU_FW_MASK(MFU_FW_MAXTEXT));
 }
 
