@@ -19,6 +19,30 @@
  *   gla: flash-linear-attention GLAConfig / GatedLinearAttention
  *     (fla/models/gla/configuration_gla.py, fla/layers/gla.py), with optional
  *     softmax-attention layers listed in config.attn.layers.
+ *   phi3: Phi3Attention (fused qkv_proj and o_proj without biases, head_dim =
+ *     hidden / heads, partial_rotary_factor), sliding_window on every layer
+ *     (null = none), Phi3MLP (fused gate_up_proj: a gated MLP).
+ *   gpt_oss: GptOssAttention (q/k/v/o biases = attention_bias, a learned
+ *     sink logit per head), layer_types sliding / full (default: even layers
+ *     slide), GptOssMLP (router with bias, num_local_experts experts with
+ *     biases, top num_experts_per_tok) on every layer.
+ *   llama4 / llama4_text (configuration_llama4.py Llama4TextConfig,
+ *     modeling_llama4.py): no_rope_layers[i] = 1 uses RoPE and chunked
+ *     attention (attention_chunk_size), 0 is a NoPE layer with full
+ *     attention (default: NoPE every no_rope_layer_interval = 4th layer);
+ *     the L2 qk norm on the RoPE layers (use_qk_norm); MoE on moe_layers
+ *     (default every interleave_moe_layer_step-th layer, from step - 1):
+ *     num_local_experts of intermediate_size + one shared expert of the same
+ *     width; other layers a dense MLP of intermediate_size_mlp.
+ *   qwen3_next (modular_qwen3_next.py): layer_types linear_attention /
+ *     full_attention (default: full every full_attention_interval = 4th);
+ *     linear layers Gated DeltaNet (Qwen3NextGatedDeltaNet), full layers
+ *     gated attention (q_proj doubled, sigmoid output gate, q/k RMSNorm,
+ *     partial_rotary_factor 0.25); the Qwen2-MoE MoE rule with one shared
+ *     expert and its sigmoid gate.
+ *
+ * What an importer cannot express in the IR is said in the IR's
+ * "approximations" (docs/model-ir.md), never dropped silently.
  *
  * Consecutive identical layers are merged into one run {count, attention, mlp}
  * (DeepSeek-V3: 3 dense + 58 MoE = 2 runs).
@@ -33,7 +57,7 @@
 
 #define HF_SUPPORTED                                                                  \
     "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, "      \
-    "deepseek_v3, gla, gemma, gemma2"
+    "deepseek_v3, gla, gemma, gemma2, phi3, gpt_oss, llama4, qwen3_next"
 
 /* fla GatedLinearAttention constants not present in config.json. */
 #define GLA_GATE_LOW_RANK_DIM 16 /* fla/layers/gla.py gate_low_rank_dim */
@@ -48,7 +72,15 @@ typedef struct hf_ctx {
     char top_ptr[208];  /* pointer of top */
     api_status *st;
     int failed;         /* errors recorded by this conversion */
+    json_t *approx;     /* what the IR approximates (strings), or NULL */
 } hf_ctx;
+
+/* Say what the import approximates (docs/model-ir.md "approximations"). */
+static void hf_approx(hf_ctx *c, const char *text)
+{
+    if (!c->approx) c->approx = json_array();
+    json_array_append_new(c->approx, json_string(text));
+}
 
 /* Look `key` up in cfg, then (nested configs) at the top level. A JSON null
  * counts as absent (config.json writes null for "not set"). Sets *ptr_out to
@@ -185,17 +217,22 @@ static const char *hf_activation(hf_ctx *c, const char *key, const char *dflt)
 
 /* ---- one layer, then runs ----------------------------------------------- */
 
-enum { L_MHA = 0, L_MLA, L_GLA };
+enum { L_MHA = 0, L_MLA, L_GLA, L_GDN };
 enum { L_DENSE = 0, L_MOE };
 
 /* All int64 so that two specs compare with memcmp (no padding). */
+enum { QKN_NONE = 0, QKN_RMS, QKN_L2 };
+
 typedef struct layer_spec {
     int64_t attn_kind, n_heads, n_kv_heads, head_dim, window, qkv_bias;
+    int64_t chunk, rotary_dim, nope, sinks, out_bias, qk_norm; /* mha (rotary_dim 0: all) */
     int64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
-    int64_t key_dim, value_dim, gate_rank, chunk_size, output_gate;
+    int64_t key_dim, value_dim, gate_rank, chunk_size, output_gate, conv_size;
     int64_t mlp_kind, ffn_dim, n_experts, top_k, expert_ffn_dim;
-    int64_t n_shared_experts, shared_ffn_dim, route_nodes;
+    int64_t n_shared_experts, shared_ffn_dim, route_nodes, moe_bias, shared_gate;
 } layer_spec;
+
+static const char *const QKN_NAMES[] = {"none", "rmsnorm", "l2"};
 
 static json_t *attn_json(const layer_spec *l)
 {
@@ -208,6 +245,23 @@ static json_t *attn_json(const layer_spec *l)
         json_object_set_new(a, "head_dim", json_integer(l->head_dim));
         json_object_set_new(a, "window", json_integer(l->window));
         json_object_set_new(a, "qkv_bias", json_boolean(l->qkv_bias));
+        json_object_set_new(a, "chunk", json_integer(l->chunk));
+        if (l->rotary_dim > 0) json_object_set_new(a, "rotary_dim", json_integer(l->rotary_dim));
+        json_object_set_new(a, "nope", json_boolean(l->nope));
+        json_object_set_new(a, "sinks", json_boolean(l->sinks));
+        json_object_set_new(a, "out_bias", json_boolean(l->out_bias));
+        json_object_set_new(a, "output_gate", json_boolean(l->output_gate));
+        json_object_set_new(a, "qk_norm", json_string(QKN_NAMES[l->qk_norm]));
+        break;
+    case L_GDN:
+        json_object_set_new(a, "type", json_string("gdn"));
+        json_object_set_new(a, "n_heads", json_integer(l->n_heads));
+        json_object_set_new(a, "n_kv_heads", json_integer(l->n_kv_heads));
+        json_object_set_new(a, "key_dim", json_integer(l->key_dim));
+        json_object_set_new(a, "value_dim", json_integer(l->value_dim));
+        json_object_set_new(a, "conv_size", json_integer(l->conv_size));
+        json_object_set_new(a, "chunk_size", json_integer(l->chunk_size));
+        json_object_set_new(a, "output_gate", json_boolean(l->output_gate));
         break;
     case L_MLA:
         json_object_set_new(a, "type", json_string("mla"));
@@ -247,6 +301,8 @@ static json_t *mlp_json(const layer_spec *l, const char *act)
         json_object_set_new(m, "shared_ffn_dim", json_integer(l->shared_ffn_dim));
         json_object_set_new(m, "capacity_factor", json_real(1.0));
         json_object_set_new(m, "route_nodes", json_integer(l->route_nodes));
+        json_object_set_new(m, "bias", json_boolean(l->moe_bias));
+        json_object_set_new(m, "shared_gate", json_boolean(l->shared_gate));
     }
     /* Every supported family uses a gated MLP (SwiGLU / GeGLU). */
     json_object_set_new(m, "gated", json_true());
@@ -315,7 +371,8 @@ static int hf_layer_types(hf_ctx *c, long long n_layers, unsigned char *is_slidi
 
 typedef enum {
     F_LLAMA, F_MISTRAL, F_MIXTRAL, F_QWEN2, F_QWEN2_MOE, F_QWEN3, F_QWEN3_MOE,
-    F_DEEPSEEK_V2, F_DEEPSEEK_V3, F_GLA, F_GEMMA, F_GEMMA2
+    F_DEEPSEEK_V2, F_DEEPSEEK_V3, F_GLA, F_GEMMA, F_GEMMA2, F_PHI3, F_GPT_OSS, F_LLAMA4,
+    F_QWEN3_NEXT
 } hf_family;
 
 static const struct {
@@ -326,6 +383,8 @@ static const struct {
     {"qwen2", F_QWEN2},       {"qwen2_moe", F_QWEN2_MOE},     {"qwen3", F_QWEN3},
     {"qwen3_moe", F_QWEN3_MOE}, {"deepseek_v2", F_DEEPSEEK_V2}, {"deepseek_v3", F_DEEPSEEK_V3},
     {"gla", F_GLA},           {"gemma", F_GEMMA},             {"gemma2", F_GEMMA2},
+    {"phi3", F_PHI3},         {"gpt_oss", F_GPT_OSS},         {"llama4", F_LLAMA4},
+    {"llama4_text", F_LLAMA4}, {"qwen3_next", F_QWEN3_NEXT},
 };
 
 /* Common sizes every family has. */
@@ -353,6 +412,10 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
     long long hd_default = 0;
     if (fam == F_QWEN3 || fam == F_QWEN3_MOE) hd_default = 128;
     if (fam == F_GEMMA || fam == F_GEMMA2) hd_default = 256;
+    /* GptOssConfig head_dim 64, Llama4TextConfig 128, Qwen3NextConfig 256 */
+    if (fam == F_GPT_OSS) hd_default = 64;
+    if (fam == F_LLAMA4) hd_default = 128;
+    if (fam == F_QWEN3_NEXT) hd_default = 256;
     int r = hf_int(c, "head_dim", 0, hd_default, 1, API_MAX_DIM, &hd);
     if (r < 0) return;
     if (r == 0 && hd_default == 0) {
@@ -372,10 +435,37 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
     }
 
     /* Biases on q/k/v: Qwen2 / Qwen2-MoE always (modeling_qwen2.py
-     * q_proj(bias=True)); the others follow attention_bias (default false). */
-    int qkv_bias = 0;
+     * q_proj(bias=True)), Phi-3 never (qkv_proj bias=False); the others
+     * follow attention_bias (default false; GptOssConfig true). The output
+     * projection too where the modelling code passes attention_bias to
+     * o_proj (LlamaAttention, Qwen3Attention, GemmaAttention,
+     * GptOssAttention, Llama4TextAttention, Qwen3NextAttention); Qwen2,
+     * Mistral and Phi-3 have none there. */
+    int qkv_bias = 0, out_bias = 0;
     if (fam == F_QWEN2 || fam == F_QWEN2_MOE) qkv_bias = 1;
-    else if (hf_bool(c, "attention_bias", 0, &qkv_bias) < 0) return;
+    else if (fam != F_PHI3 && hf_bool(c, "attention_bias", fam == F_GPT_OSS, &qkv_bias) < 0) return;
+    if (fam == F_LLAMA || fam == F_QWEN3 || fam == F_QWEN3_MOE || fam == F_GEMMA ||
+        fam == F_GEMMA2 || fam == F_GPT_OSS || fam == F_LLAMA4 || fam == F_QWEN3_NEXT)
+        out_bias = qkv_bias;
+
+    /* Partial rotary (Phi3Config / Qwen3NextConfig partial_rotary_factor,
+     * also inside rope_parameters in newer files): RoPE rotates
+     * int(head_dim x factor) dims. Qwen3-Next's default is 0.25. */
+    long long rotary_dim = 0;
+    if (fam == F_PHI3 || fam == F_QWEN3_NEXT) {
+        double prf;
+        int got = hf_num(c, "partial_rotary_factor", fam == F_QWEN3_NEXT ? 0.25 : 1.0, 1.0, &prf);
+        if (got < 0) return;
+        if (got == 0) {
+            json_t *rp = hf_lookup(c, "rope_parameters", ptr, sizeof ptr);
+            json_t *f = json_is_object(rp) ? json_object_get(rp, "partial_rotary_factor") : NULL;
+            if (json_is_number(f) && json_number_value(f) > 0 && json_number_value(f) <= 1.0)
+                prf = json_number_value(f);
+        }
+        rotary_dim = (long long)((double)hd * prf);
+        if (rotary_dim < 1) rotary_dim = 1;
+        if (rotary_dim >= hd) rotary_dim = 0;
+    }
 
     /* Sliding windows. */
     unsigned char *sl = calloc((size_t)cm->n_layers, 1);
@@ -387,8 +477,10 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
     switch (fam) {
     case F_MISTRAL:
     case F_MIXTRAL:
+    case F_PHI3:
         /* modeling_mistral.py / modeling_mixtral.py: sliding_window (null =
-         * none) on every layer. */
+         * none) on every layer; modular_phi3.py the same (Phi3Attention
+         * passes sliding_window to every layer's attention) */
         if (hf_int(c, "sliding_window", 0, 0, 0, API_MAX_SEQ, &window) < 0) goto out;
         for (long long i = 0; i < cm->n_layers; i++) sl[i] = window > 0;
         break;
@@ -414,11 +506,15 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
         }
         break;
     }
-    case F_GEMMA2: {
+    case F_GEMMA2:
+    case F_GPT_OSS: {
         /* modeling_gemma2.py: sliding window on even layers (layer_idx % 2
-         * == 0), global attention on odd ones; default window 4096. */
+         * == 0), global attention on odd ones; default window 4096.
+         * GptOssConfig: layer_types default "sliding_attention" if
+         * (i + 1) % 2 else "full_attention" (even layers slide), window 128. */
         int lt;
-        if (hf_int(c, "sliding_window", 0, 4096, 0, API_MAX_SEQ, &window) < 0) goto out;
+        if (hf_int(c, "sliding_window", 0, fam == F_GPT_OSS ? 128 : 4096, 0, API_MAX_SEQ, &window) < 0)
+            goto out;
         if ((lt = hf_layer_types(c, cm->n_layers, sl)) < 0) goto out;
         if (lt == 0)
             for (long long i = 0; i < cm->n_layers; i++) sl[i] = (i % 2) == 0;
@@ -434,6 +530,15 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
         ls[i].head_dim = hd;
         ls[i].window = (sl[i] && window > 0) ? window : 0;
         ls[i].qkv_bias = qkv_bias;
+        ls[i].out_bias = out_bias;
+        ls[i].rotary_dim = rotary_dim;
+        /* Qwen3Attention / Qwen3MoeAttention / Qwen3NextAttention: q_norm and
+         * k_norm, RMSNorm over head_dim */
+        if (fam == F_QWEN3 || fam == F_QWEN3_MOE || fam == F_QWEN3_NEXT) ls[i].qk_norm = QKN_RMS;
+        /* GptOssAttention.sinks */
+        if (fam == F_GPT_OSS) ls[i].sinks = 1;
+        /* Qwen3NextAttention: q_proj doubled, output * sigmoid(gate) */
+        if (fam == F_QWEN3_NEXT) ls[i].output_gate = 1;
     }
 out:
     free(sl);
@@ -479,11 +584,12 @@ static void mixtral_mlp(hf_ctx *c, long long n_layers, layer_spec *ls)
     }
 }
 
-/* Qwen2-MoE / Qwen3-MoE (modeling_qwen2_moe.py Qwen2MoeDecoderLayer): layer i
- * is MoE iff i not in mlp_only_layers and num_experts > 0 and
- * (i + 1) % decoder_sparse_step == 0; else a dense MLP of intermediate_size.
- * Qwen2-MoE adds one shared expert of shared_expert_intermediate_size (its
- * sigmoid shared_expert_gate, hidden x 1, is negligible and not counted). */
+/* Qwen2-MoE / Qwen3-MoE / Qwen3-Next (modeling_qwen2_moe.py
+ * Qwen2MoeDecoderLayer): layer i is MoE iff i not in mlp_only_layers and
+ * num_experts > 0 and (i + 1) % decoder_sparse_step == 0; else a dense MLP of
+ * intermediate_size. Qwen2-MoE and Qwen3-Next add one shared expert of
+ * shared_expert_intermediate_size, scaled by its sigmoid shared_expert_gate
+ * (Linear(hidden, 1): Qwen2MoeSparseMoeBlock). */
 static void qwen_moe_mlp(hf_ctx *c, hf_family fam, long long n_layers, layer_spec *ls)
 {
     char ptr[256];
@@ -492,7 +598,7 @@ static void qwen_moe_mlp(hf_ctx *c, hf_family fam, long long n_layers, layer_spe
     if (e > 0) {
         if (moe_counts(c, "num_experts", &e, &k) < 0) return;
         if (hf_int(c, "moe_intermediate_size", 1, 0, 1, API_MAX_DIM, &moe_ffn) < 0) return;
-        if (fam == F_QWEN2_MOE &&
+        if ((fam == F_QWEN2_MOE || fam == F_QWEN3_NEXT) &&
             hf_int(c, "shared_expert_intermediate_size", 1, 0, 0, API_MAX_DIM, &shared) < 0)
             return;
     }
@@ -538,10 +644,256 @@ static void qwen_moe_mlp(hf_ctx *c, hf_family fam, long long n_layers, layer_spe
             ls[i].expert_ffn_dim = moe_ffn;
             ls[i].n_shared_experts = shared > 0 ? 1 : 0;
             ls[i].shared_ffn_dim = shared > 0 ? shared : moe_ffn;
+            ls[i].shared_gate = shared > 0;
         }
     }
 out:
     free(dense);
+}
+
+/* gpt-oss (modular_gpt_oss.py GptOssMLP): every layer MoE, num_local_experts
+ * experts of intermediate_size with biases (gate_up_proj_bias,
+ * down_proj_bias), a router with a bias, top num_experts_per_tok. */
+static void gpt_oss_mlp(hf_ctx *c, long long n_layers, layer_spec *ls)
+{
+    long long e, k, ffn;
+    if (moe_counts(c, "num_local_experts", &e, &k) < 0) return;
+    if (hf_int(c, "intermediate_size", 1, 0, 1, API_MAX_DIM, &ffn) < 0) return;
+    for (long long i = 0; i < n_layers; i++) {
+        ls[i].mlp_kind = L_MOE;
+        ls[i].n_experts = e;
+        ls[i].top_k = k;
+        ls[i].expert_ffn_dim = ffn;
+        ls[i].moe_bias = 1;
+    }
+    /* GptOssExperts._apply_gate: gate.clamp(max=7), up.clamp(-7, 7),
+     * (up + 1) * gate * sigmoid(1.702 gate) */
+    hf_approx(c, "gpt_oss: the experts' clamped SwiGLU ((up + 1) * gate * sigmoid(1.702 gate), "
+                 "limit 7) is counted as a SwiGLU (a few elementwise FLOPs per element less)");
+}
+
+/* A list of per-layer integers, e.g. Llama 4's no_rope_layers or moe_layers.
+ * `as_mask`: the entries are 0/1 per layer (length num_hidden_layers), else
+ * layer indices. Returns 1 when present and valid (out filled), 0 when
+ * absent or empty, -1 on error. */
+static int hf_layer_list(hf_ctx *c, const char *key, long long n_layers, int as_mask,
+                         unsigned char *out)
+{
+    char ptr[256];
+    json_t *a = hf_lookup(c, key, ptr, sizeof ptr);
+    if (!a || (json_is_array(a) && json_array_size(a) == 0)) return 0;
+    if (!json_is_array(a) || (as_mask && (long long)json_array_size(a) != n_layers)) {
+        if (as_mask)
+            hf_fail(c, ptr, "%s must be an array of 0/1 with num_hidden_layers (%lld) entries", key,
+                    n_layers);
+        else
+            hf_fail(c, ptr, "%s must be an array of layer indices", key);
+        return -1;
+    }
+    if (!as_mask) memset(out, 0, (size_t)n_layers);
+    for (size_t j = 0; j < json_array_size(a); j++) {
+        long long x;
+        int ok = hf_as_int(json_array_get(a, j), &x) == 0;
+        if (ok && as_mask) ok = x == 0 || x == 1;
+        if (ok && !as_mask) ok = x >= 0 && x < n_layers;
+        if (!ok) {
+            char q[300];
+            snprintf(q, sizeof q, "%s/%zu", ptr, j);
+            if (as_mask) hf_fail(c, q, "%s entries must be 0 or 1", key);
+            else hf_fail(c, q, "%s entries must be layer indices in [0, %lld)", key, n_layers);
+            return -1;
+        }
+        if (as_mask) out[j] = (unsigned char)x;
+        else out[x] = 1;
+    }
+    return 1;
+}
+
+/* Llama 4 (configuration_llama4.py Llama4TextConfig.__post_init__,
+ * modeling_llama4.py Llama4TextAttention / Llama4TextDecoderLayer), on the
+ * softmax-attention layers softmax_attention() built:
+ *   use_rope(i) = no_rope_layers[i], default int((i + 1) % interval != 0)
+ *     with no_rope_layer_interval 4; layer_types default "chunked_attention"
+ *     where RoPE is used, "full_attention" on the NoPE layers; chunked
+ *     layers attend within attention_chunk_size (default 8192) tokens;
+ *   the L2 qk norm (Llama4TextL2Norm, no weights) where use_qk_norm and RoPE;
+ *   MoE on moe_layers, default range(step - 1, L, step) with
+ *     interleave_moe_layer_step: num_local_experts experts of
+ *     intermediate_size, top num_experts_per_tok, plus one shared expert of
+ *     intermediate_size (Llama4TextMoe.shared_expert); the other layers a
+ *     dense MLP of intermediate_size_mlp. */
+static void llama4_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls)
+{
+    char ptr[256];
+    long long n = cm->n_layers, interval, chunk = 8192, step, e, k, moe_ffn, dense_ffn = 0;
+    int qkn;
+    unsigned char *rope = calloc((size_t)n, 1), *moe = calloc((size_t)n, 1);
+    unsigned char *chunked = calloc((size_t)n, 1);
+    if (!rope || !moe || !chunked) {
+        api_fail(c->st, 500, c->cfg_ptr, "out of memory");
+        c->failed++;
+        goto out;
+    }
+    int r = hf_layer_list(c, "no_rope_layers", n, 1, rope);
+    if (r < 0) goto out;
+    if (r == 0) {
+        if (hf_int(c, "no_rope_layer_interval", 0, 4, 1, API_MAX_LAYERS, &interval) < 0) goto out;
+        for (long long i = 0; i < n; i++) rope[i] = (i + 1) % interval != 0;
+    }
+    /* attention_chunk_size: null in the file means no chunking */
+    {
+        json_t *raw = json_object_get(c->cfg, "attention_chunk_size");
+        if (raw && json_is_null(raw)) chunk = 0;
+        else if (hf_int(c, "attention_chunk_size", 0, 8192, 0, API_MAX_SEQ, &chunk) < 0) goto out;
+    }
+    json_t *lt = hf_lookup(c, "layer_types", ptr, sizeof ptr);
+    if (lt) {
+        if (!json_is_array(lt) || (long long)json_array_size(lt) != n) {
+            hf_fail(c, ptr, "%s must be an array with num_hidden_layers (%lld) entries", "layer_types",
+                    n);
+            goto out;
+        }
+        for (long long i = 0; i < n; i++) {
+            const char *t = json_string_value(json_array_get(lt, (size_t)i));
+            if (t && !strcmp(t, "chunked_attention")) chunked[i] = 1;
+            else if (!t || strcmp(t, "full_attention")) {
+                char q[300];
+                snprintf(q, sizeof q, "%s/%lld", ptr, i);
+                hf_fail(c, q, "%s entries must be \"full_attention\" or \"chunked_attention\"",
+                        "layer_types");
+                goto out;
+            }
+        }
+    } else {
+        for (long long i = 0; i < n; i++) chunked[i] = rope[i];
+    }
+    if (hf_bool(c, "use_qk_norm", 1, &qkn) < 0) goto out;
+
+    if (moe_counts(c, "num_local_experts", &e, &k) < 0) goto out;
+    if (hf_int(c, "intermediate_size", 1, 0, 1, API_MAX_DIM, &moe_ffn) < 0) goto out;
+    r = hf_layer_list(c, "moe_layers", n, 0, moe);
+    if (r < 0) goto out;
+    if (r == 0) {
+        if (hf_int(c, "interleave_moe_layer_step", 0, 1, 1, API_MAX_LAYERS, &step) < 0) goto out;
+        for (long long i = step - 1; i < n; i += step) moe[i] = 1;
+    }
+    int any_dense = 0;
+    for (long long i = 0; i < n; i++) any_dense |= !moe[i];
+    if (any_dense && hf_int(c, "intermediate_size_mlp", 1, 0, 1, API_MAX_DIM, &dense_ffn) < 0)
+        goto out;
+    for (long long i = 0; i < n; i++) {
+        layer_spec *l = &ls[i];
+        l->nope = !rope[i];
+        l->chunk = chunked[i] ? chunk : 0;
+        l->qk_norm = (qkn && rope[i]) ? QKN_L2 : QKN_NONE;
+        if (moe[i]) {
+            l->mlp_kind = L_MOE;
+            l->n_experts = e;
+            l->top_k = k;
+            l->expert_ffn_dim = moe_ffn;
+            l->n_shared_experts = 1;
+            l->shared_ffn_dim = moe_ffn;
+        } else {
+            l->mlp_kind = L_DENSE;
+            l->ffn_dim = dense_ffn;
+        }
+    }
+    {
+        /* Llama4TextAttention: attn_temperature_tuning scales q on NoPE
+         * layers; Llama4TextMoe scales the routed inputs by the sigmoid
+         * router score before the experts */
+        int tt = 0;
+        for (long long i = 0; i < n; i++) tt |= !rope[i];
+        if (tt)
+            hf_approx(c, "llama4: the attention temperature tuning of the NoPE layers (a per-token "
+                         "scale of q) is not counted");
+        hf_approx(c, "llama4: routed inputs are scaled by the router score before the experts; "
+                     "memory counted as for scores applied in the experts' activation");
+        if (json_object_get(c->top, "vision_config"))
+            hf_approx(c, "llama4: the vision encoder and projector (vision_config) are not modelled: "
+                         "text model only");
+    }
+out:
+    free(rope);
+    free(moe);
+    free(chunked);
+}
+
+/* Qwen3-Next (configuration_qwen3_next.py, modular_qwen3_next.py
+ * Qwen3NextGatedDeltaNet): layer_types, default "linear_attention" if
+ * (i + 1) % full_attention_interval else "full_attention" (interval 4); a
+ * linear layer is Gated DeltaNet with linear_num_value_heads value heads of
+ * linear_value_head_dim, linear_num_key_heads q/k heads of
+ * linear_key_head_dim, a causal conv of linear_conv_kernel_dim over q, k, v,
+ * and the z-gated RMSNorm; chunk 64 (fla chunk_gated_delta_rule). The full
+ * layers were built by softmax_attention(). */
+static void qwen3_next_linear(hf_ctx *c, const hf_common *cm, layer_spec *ls)
+{
+    char ptr[256];
+    long long n = cm->n_layers, interval, vh, kh, kd, vd, conv;
+    unsigned char *lin = calloc((size_t)n, 1);
+    if (!lin) {
+        api_fail(c->st, 500, c->cfg_ptr, "out of memory");
+        c->failed++;
+        return;
+    }
+    json_t *lt = hf_lookup(c, "layer_types", ptr, sizeof ptr);
+    if (lt) {
+        if (!json_is_array(lt) || (long long)json_array_size(lt) != n) {
+            hf_fail(c, ptr, "%s must be an array with num_hidden_layers (%lld) entries", "layer_types",
+                    n);
+            goto out;
+        }
+        for (long long i = 0; i < n; i++) {
+            const char *t = json_string_value(json_array_get(lt, (size_t)i));
+            if (t && !strcmp(t, "linear_attention")) lin[i] = 1;
+            else if (!t || strcmp(t, "full_attention")) {
+                char q[300];
+                snprintf(q, sizeof q, "%s/%lld", ptr, i);
+                hf_fail(c, q, "%s entries must be \"full_attention\" or \"linear_attention\"",
+                        "layer_types");
+                goto out;
+            }
+        }
+    } else {
+        if (hf_int(c, "full_attention_interval", 0, 4, 1, API_MAX_LAYERS, &interval) < 0) goto out;
+        for (long long i = 0; i < n; i++) lin[i] = (i + 1) % interval != 0;
+    }
+    if (hf_int(c, "linear_num_value_heads", 0, 32, 1, API_MAX_DIM, &vh) < 0 ||
+        hf_int(c, "linear_num_key_heads", 0, 16, 1, API_MAX_DIM, &kh) < 0 ||
+        hf_int(c, "linear_key_head_dim", 0, 128, 1, API_MAX_DIM, &kd) < 0 ||
+        hf_int(c, "linear_value_head_dim", 0, 128, 1, API_MAX_DIM, &vd) < 0 ||
+        hf_int(c, "linear_conv_kernel_dim", 0, 4, 1, 64, &conv) < 0)
+        goto out;
+    if (vh % kh) {
+        hf_lookup(c, "linear_num_key_heads", ptr, sizeof ptr);
+        hf_fail(c, ptr, "%s (%lld) must divide linear_num_value_heads (%lld)",
+                "linear_num_key_heads", kh, vh);
+        goto out;
+    }
+    if (kh * kd > API_MAX_DIM || vh * vd > API_MAX_DIM) {
+        hf_lookup(c, "linear_num_value_heads", ptr, sizeof ptr);
+        hf_fail(c, ptr, "%s: the linear-attention widths exceed %lld", "linear_num_value_heads",
+                (long long)API_MAX_DIM);
+        goto out;
+    }
+    for (long long i = 0; i < n; i++) {
+        if (!lin[i]) continue;
+        layer_spec *l = &ls[i];
+        l->attn_kind = L_GDN;
+        l->n_heads = vh;
+        l->n_kv_heads = kh;
+        l->key_dim = kh * kd;
+        l->value_dim = vh * vd;
+        l->conv_size = conv;
+        l->chunk_size = GLA_CHUNK_SIZE;
+        l->output_gate = 1;
+        l->head_dim = l->window = l->qkv_bias = l->chunk = l->rotary_dim = 0;
+        l->nope = l->sinks = l->out_bias = l->qk_norm = 0;
+    }
+    hf_approx(c, "qwen3_next: the multi-token-prediction module (mtp.* weights) is not modelled");
+out:
+    free(lin);
 }
 
 /* DeepSeek-V2/V3 (hub modeling_deepseek.py DeepseekV2DecoderLayer): MLA in
@@ -838,8 +1190,12 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
         softmax_attention(&c, fam, &cm, ls);
         if (c.failed) break;
         if (fam == F_MIXTRAL) mixtral_mlp(&c, cm.n_layers, ls);
-        else if (fam == F_QWEN2_MOE || fam == F_QWEN3_MOE) qwen_moe_mlp(&c, fam, cm.n_layers, ls);
+        else if (fam == F_GPT_OSS) gpt_oss_mlp(&c, cm.n_layers, ls);
+        else if (fam == F_LLAMA4) llama4_layers(&c, &cm, ls);
+        else if (fam == F_QWEN2_MOE || fam == F_QWEN3_MOE || fam == F_QWEN3_NEXT)
+            qwen_moe_mlp(&c, fam, cm.n_layers, ls);
         else dense_mlp(&c, cm.n_layers, ls);
+        if (!c.failed && fam == F_QWEN3_NEXT) qwen3_next_linear(&c, &cm, ls);
         if (fam == F_GEMMA || fam == F_GEMMA2) {
             /* GemmaMLP: gate/up/down with hidden_activation, falling back
              * to hidden_act (configuration_gemma.py). GeGLU. */
@@ -854,11 +1210,15 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
     }
     if (c.failed) {
         free(ls);
+        json_decref(c.approx);
         return NULL;
     }
     json_t *layers = layers_json(&c, ls, cm.n_layers, act);
     free(ls);
-    if (!layers) return NULL;
+    if (!layers) {
+        json_decref(c.approx);
+        return NULL;
+    }
 
     /* Name: _name_or_path when the file carries one, else the model_type. */
     char name[MFU_NAME_LEN];
@@ -878,5 +1238,6 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
     json_object_set_new(ir, "bias", json_false());
     json_object_set_new(ir, "dropout", json_false());
     json_object_set_new(ir, "layers", layers);
+    if (c.approx) json_object_set_new(ir, "approximations", c.approx);
     return ir;
 }

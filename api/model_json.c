@@ -11,7 +11,8 @@
 #include "api.h"
 #include "jsonv.h"
 
-static const char *const ATTN_KINDS[] = {"mha", "mla", "gla", NULL};
+static const char *const ATTN_KINDS[] = {"mha", "mla", "gla", "gdn", NULL};
+static const char *const QK_NORMS[] = {"none", "rmsnorm", "l2", NULL};
 static const char *const MLP_KINDS[] = {"dense", "moe", NULL};
 static const char *const ACTS[] = {"silu", "gelu", "relu", NULL};
 static const char *const NORMS[] = {"rmsnorm", "layernorm", NULL};
@@ -46,6 +47,26 @@ static int parse_attention(json_t *a, const char *ptr, const mfu_model *m, mfu_a
         bad |= jv_int(a, "window", ptr, JV_OPTIONAL, 0, 0, API_MAX_SEQ, &out->window, st);
         bad |= jv_bool(a, "qkv_bias", ptr, JV_OPTIONAL, 0, &qb, st);
         out->qkv_bias = qb;
+        {
+            /* the newer families (docs/model-ir.md): chunked attention,
+             * NoPE layers, partial rotary, sinks, output bias and gate,
+             * q/k norms */
+            int nope = 0, sinks = 0, ob = 0, og = 0, qkn = 0;
+            bad |= jv_int(a, "chunk", ptr, JV_OPTIONAL, 0, 0, API_MAX_SEQ, &out->chunk, st);
+            bad |= jv_bool(a, "nope", ptr, JV_OPTIONAL, 0, &nope, st);
+            bad |= jv_bool(a, "sinks", ptr, JV_OPTIONAL, 0, &sinks, st);
+            bad |= jv_bool(a, "out_bias", ptr, JV_OPTIONAL, 0, &ob, st);
+            bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 0, &og, st);
+            bad |= jv_enum(a, "qk_norm", ptr, JV_OPTIONAL, 0, QK_NORMS, &qkn, st);
+            out->nope = nope;
+            out->sinks = sinks;
+            out->out_bias = ob;
+            out->output_gate = og;
+            out->qk_norm = (mfu_qk_norm)qkn;
+            if (!bad && out->head_dim > 0)
+                bad |= jv_int(a, "rotary_dim", ptr, JV_OPTIONAL, out->head_dim, 1, out->head_dim,
+                              &out->rotary_dim, st);
+        }
         if (!bad && out->n_heads % out->n_kv_heads != 0) {
             api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"),
                      "must divide n_heads (%lld), got %lld", (long long)out->n_heads,
@@ -93,6 +114,38 @@ static int parse_attention(json_t *a, const char *ptr, const mfu_model *m, mfu_a
         }
         break;
     }
+    case MFU_ATTN_GDN: {
+        /* Gated DeltaNet (Qwen3-Next linear_attention layers): n_heads value
+         * heads, n_kv_heads query/key heads, key_dim over the q/k heads,
+         * value_dim over the value heads; conv_size 4 and chunk 64 (HF
+         * Qwen3NextConfig linear_conv_kernel_dim, fla chunk_size) */
+        int og = 1;
+        bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
+                      &out->n_kv_heads, st);
+        bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
+        bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
+        bad |= jv_int(a, "conv_size", ptr, JV_OPTIONAL, 4, 0, 64, &out->conv_size, st);
+        bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
+        bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
+        out->output_gate = og;
+        if (!bad && out->n_heads % out->n_kv_heads != 0) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"),
+                     "must divide n_heads (%lld): value heads share a query/key head",
+                     (long long)out->n_heads);
+            bad = -1;
+        }
+        if (!bad && out->key_dim % out->n_kv_heads) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "key_dim"),
+                     "must be a multiple of n_kv_heads (%lld)", (long long)out->n_kv_heads);
+            bad = -1;
+        }
+        if (!bad && out->value_dim % out->n_heads) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "value_dim"),
+                     "must be a multiple of n_heads (%lld)", (long long)out->n_heads);
+            bad = -1;
+        }
+        break;
+    }
     }
     return bad ? -1 : 0;
 }
@@ -126,6 +179,11 @@ static int parse_mlp(json_t *o, const char *ptr, mfu_mlp *out, api_status *st)
         bad |= jv_num(o, "capacity_factor", ptr, JV_OPTIONAL, 1.0, 1.0, 64.0,
                       &out->capacity_factor, st);
         bad |= jv_int(o, "route_nodes", ptr, JV_OPTIONAL, 0, 0, API_MAX_EXPERTS, &out->route_nodes, st);
+        int mb = 0, sg = 0;
+        bad |= jv_bool(o, "bias", ptr, JV_OPTIONAL, 0, &mb, st);
+        bad |= jv_bool(o, "shared_gate", ptr, JV_OPTIONAL, 0, &sg, st);
+        out->bias = mb;
+        out->shared_gate = sg;
         char p[256];
         if (!bad && out->top_k > out->n_experts) {
             api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "top_k"),
@@ -134,6 +192,61 @@ static int parse_mlp(json_t *o, const char *ptr, mfu_mlp *out, api_status *st)
         }
     }
     return bad ? -1 : 0;
+}
+
+/* ---- approximations ----------------------------------------------------- */
+
+/* Add one note unless the model has it already (so that a parse of a
+ * rendered IR, which lists the derived notes too, gives the same list). */
+static void add_approx(mfu_model *m, const char *text)
+{
+    for (int i = 0; i < m->n_approx; i++)
+        if (strcmp(m->approx[i], text) == 0) return;
+    if (m->n_approx >= MFU_MAX_APPROX) return;
+    snprintf(m->approx[m->n_approx++], MFU_APPROX_LEN, "%s", text);
+}
+
+/* "approximations": what the description approximates, in words (the HF
+ * importer writes them; an IR may carry its own). At most MFU_MAX_APPROX
+ * strings of fewer than MFU_APPROX_LEN bytes. */
+static int parse_approximations(json_t *a, const char *ptr, mfu_model *m, api_status *st)
+{
+    char p[256], q[256];
+    if (!a) return 0;
+    jv_ptr(p, sizeof p, ptr, "approximations");
+    if (!json_is_array(a) || json_array_size(a) > MFU_MAX_APPROX) {
+        api_fail(st, 422, p, "must be an array of at most %d strings", MFU_MAX_APPROX);
+        return -1;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        if (!json_is_string(v) || strlen(json_string_value(v)) >= MFU_APPROX_LEN) {
+            api_fail(st, 422, jv_ptr_i(q, sizeof q, p, i), "must be a string of at most %d bytes",
+                     MFU_APPROX_LEN - 1);
+            return -1;
+        }
+        add_approx(m, json_string_value(v));
+    }
+    return 0;
+}
+
+/* What the core's operator inventory approximates for this model's
+ * features, whichever way the model was described (docs/model.md). */
+static void derived_approximations(mfu_model *m)
+{
+    int local = 0, gdn = 0;
+    for (int r = 0; r < m->n_runs; r++) {
+        const mfu_attention *a = &m->runs[r].attn;
+        if (a->kind == MFU_ATTN_MHA && (a->window > 0 || a->chunk > 0)) local = 1;
+        if (a->kind == MFU_ATTN_GDN) gdn = 1;
+    }
+    if (local)
+        add_approx(m, "sliding-window/chunked attention: context-parallel K/V exchange counted as "
+                      "for full attention (a ring over every cp rank)");
+    if (gdn)
+        add_approx(m, "gdn: chunk-kernel backward counted as twice the forward plus recomputed "
+                      "W, U and states (F-OP-GDN), not kernel by kernel");
 }
 
 int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *m, api_status *st)
@@ -209,6 +322,8 @@ int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *m, api_status *st)
         api_fail(st, 422, p, "at most %d layers in all, got %lld", API_MAX_LAYERS, (long long)total);
         bad = -1;
     }
+    if (!bad) bad = parse_approximations(json_object_get(ir, "approximations"), ptr, m, st);
+    if (!bad) derived_approximations(m);
     return bad ? -1 : 0;
 }
 
@@ -225,6 +340,21 @@ json_t *api_model_to_ir(const mfu_model *m)
             aj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:b}", "type", "mha", "n_heads", (json_int_t)a->n_heads,
                            "n_kv_heads", (json_int_t)a->n_kv_heads, "head_dim", (json_int_t)a->head_dim,
                            "window", (json_int_t)a->window, "qkv_bias", a->qkv_bias);
+            json_object_set_new(aj, "chunk", json_integer(a->chunk));
+            json_object_set_new(aj, "rotary_dim",
+                                json_integer(a->rotary_dim > 0 ? a->rotary_dim : a->head_dim));
+            json_object_set_new(aj, "nope", json_boolean(a->nope));
+            json_object_set_new(aj, "sinks", json_boolean(a->sinks));
+            json_object_set_new(aj, "out_bias", json_boolean(a->out_bias));
+            json_object_set_new(aj, "output_gate", json_boolean(a->output_gate));
+            json_object_set_new(aj, "qk_norm", json_string(QK_NORMS[a->qk_norm]));
+            break;
+        case MFU_ATTN_GDN:
+            aj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "type", "gdn", "n_heads",
+                           (json_int_t)a->n_heads, "n_kv_heads", (json_int_t)a->n_kv_heads, "key_dim",
+                           (json_int_t)a->key_dim, "value_dim", (json_int_t)a->value_dim, "conv_size",
+                           (json_int_t)a->conv_size, "chunk_size", (json_int_t)a->chunk_size,
+                           "output_gate", a->output_gate);
             break;
         case MFU_ATTN_MLA:
             aj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "type", "mla", "n_heads",
@@ -253,14 +383,23 @@ json_t *api_model_to_ir(const mfu_model *m)
                            (json_int_t)p->shared_ffn_dim, "gated", p->gated, "activation",
                            ACTS[p->act], "capacity_factor", p->capacity_factor, "route_nodes",
                            (json_int_t)p->route_nodes);
+        if (p->kind == MFU_MLP_MOE) {
+            json_object_set_new(mj, "bias", json_boolean(p->bias));
+            json_object_set_new(mj, "shared_gate", json_boolean(p->shared_gate));
+        }
         json_array_append_new(layers, json_pack("{s:I,s:o,s:o}", "count", (json_int_t)lr->count,
                                                 "attention", aj, "mlp", mj));
     }
-    return json_pack("{s:s,s:I,s:I,s:b,s:s,s:s,s:I,s:b,s:b,s:o}", "name", m->name, "d_model",
-                     (json_int_t)m->d_model, "vocab", (json_int_t)m->vocab, "tie_embeddings",
-                     m->tie_embeddings, "norm", NORMS[m->norm], "position", POS[m->position],
-                     "max_positions", (json_int_t)m->max_positions, "bias", m->bias, "dropout",
-                     m->dropout, "layers", layers);
+    json_t *out = json_pack("{s:s,s:I,s:I,s:b,s:s,s:s,s:I,s:b,s:b,s:o}", "name", m->name, "d_model",
+                            (json_int_t)m->d_model, "vocab", (json_int_t)m->vocab, "tie_embeddings",
+                            m->tie_embeddings, "norm", NORMS[m->norm], "position", POS[m->position],
+                            "max_positions", (json_int_t)m->max_positions, "bias", m->bias, "dropout",
+                            m->dropout, "layers", layers);
+    json_t *ap = json_array();
+    for (int i = 0; i < m->n_approx; i++) json_array_append_new(ap, json_string(m->approx[i]));
+    if (out) json_object_set_new(out, "approximations", ap);
+    else json_decref(ap);
+    return out;
 }
 
 /* ---- hardware ---------------------------------------------------------- */

@@ -197,6 +197,32 @@ static void layer_pattern(const mfu_model *m, int moe, char *out, size_t n)
     if (k + 2 < n) memcpy(out + k, ")", 2);
 }
 
+/* --no-rope-freq as a Python list expression, 1 = a NoPE layer
+ * (arguments.py no_rope_freq_type), run-length coded over the runs. */
+static void nope_pattern(const mfu_model *m, char *out, size_t n)
+{
+    size_t k = 0;
+    int prev = -1;
+    int64_t cnt = 0;
+    out[0] = 0;
+    for (int r = 0; r <= m->n_runs; r++) {
+        int f = r < m->n_runs ? m->runs[r].attn.nope != 0 : -1;
+        if (f == prev && r < m->n_runs) {
+            cnt += m->runs[r].count;
+            continue;
+        }
+        if (prev >= 0 && k < n) {
+            int w = snprintf(out + k, n - k, "%s[%d]*%lld", k ? "+" : "(", prev, (long long)cnt);
+            if (w > 0) k += (size_t)w;
+        }
+        if (r < m->n_runs) {
+            prev = f;
+            cnt = m->runs[r].count;
+        }
+    }
+    if (k + 2 < n) memcpy(out + k, ")", 2);
+}
+
 /* The period N of a window pattern that is N-1 windowed layers then one
  * full-attention layer, repeated (Megatron-LM --window-attn-skip-freq N);
  * 0 if it is not one. */
@@ -222,6 +248,44 @@ static const char *act_name(const model_view *v)
     const char *a = v->act == MFU_ACT_SILU ? "SiLU" : v->act == MFU_ACT_GELU ? "GeLU" : "ReLU";
     static const char *const gated[] = {"gated SiLU", "gated GeLU", "gated ReLU"};
     return v->gated ? gated[v->act] : a;
+}
+
+/* Features of the newer HF families (docs/model-ir.md) that mfud's recipe
+ * for a framework does not render: NULL if none. Megatron-LM renders sinks
+ * (--softmax-type learnable), NoPE layers (--no-rope-freq), q/k norms
+ * (--qk-layernorm, --qk-l2-norm) and partial rotary (--rotary-percent);
+ * torchtitan and MaxText their families' q/k norms. Everything else is
+ * refused with the feature named, not rendered wrong. */
+enum { FW_R_MEGATRON = 0, FW_R_TORCHTITAN, FW_R_MAXTEXT };
+static const char *feature_gap(const model_view *v, int fw)
+{
+    const mfu_model *m = v->m;
+    for (int r = 0; r < m->n_runs; r++) {
+        const mfu_attention *a = &m->runs[r].attn;
+        const mfu_mlp *p = &m->runs[r].mlp;
+        if (a->kind == MFU_ATTN_GDN) return "Gated DeltaNet linear attention";
+        if (a->kind != MFU_ATTN_MHA) continue;
+        if (a->chunk > 0) return "chunked attention";
+        if (a->output_gate) return "an attention output gate";
+        if (a->out_bias) return "a bias on the attention output projection";
+        if (p->kind == MFU_MLP_MOE && p->bias) return "router and expert biases";
+        if (p->kind == MFU_MLP_MOE && p->shared_gate && p->n_shared_experts > 0)
+            return "a shared-expert gate";
+        if (fw == FW_R_MEGATRON) continue;
+        if (a->sinks) return "attention sinks";
+        if (a->nope) return "NoPE layers";
+        if (a->rotary_dim > 0 && a->rotary_dim < a->head_dim) return "partial rotary embeddings";
+    }
+    return NULL;
+}
+
+static json_t *feature_refused(const model_view *v, int fw, const char *framework)
+{
+    const char *gap = feature_gap(v, fw);
+    if (!gap) return NULL;
+    char why[320];
+    snprintf(why, sizeof why, "mfud does not render a %s recipe for a model with %s", framework, gap);
+    return unavailable(why);
 }
 
 /* What no framework here builds, whichever the framework: NULL if fine. */
@@ -261,6 +325,7 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
 {
     json_t *no = refused(why_not, v, "Megatron-LM core_v0.15.0 has no flags for");
     if (no) return no;
+    if ((no = feature_refused(v, FW_R_MEGATRON, "Megatron-LM"))) return no;
     const mfu_model *m = v->m;
     const mfu_attention *at = v->at;
     char why[320];
@@ -319,6 +384,36 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
             if (N > 0) snprintf(pat, sizeof pat, "%lld", (long long)N);
             else layer_pattern(m, 0, pat, sizeof pat);
             opt_str(argv, "--window-attn-skip-freq", pat);
+        }
+    }
+    {
+        /* the newer families' attention (core_v0.15.0 arguments.py):
+         * --softmax-type learnable (a learnable softmax offset per head, the
+         * sink), --no-rope-freq (1 = no RoPE in that layer), --qk-layernorm
+         * (the --normalization norm on q and k) or --qk-l2-norm (Llama 4),
+         * --rotary-percent */
+        int sinks = 0, nope = 0, rms = 0, l2 = 0;
+        int64_t rot = 0;
+        for (int r = 0; r < m->n_runs; r++) {
+            const mfu_attention *a = &m->runs[r].attn;
+            sinks |= a->sinks;
+            nope |= a->nope;
+            rms |= a->qk_norm == MFU_QKN_RMS;
+            l2 |= a->qk_norm == MFU_QKN_L2;
+            if (a->rotary_dim > 0 && a->rotary_dim < a->head_dim) rot = a->rotary_dim;
+        }
+        if (sinks) opt_str(argv, "--softmax-type", "learnable");
+        if (nope) {
+            char pat[4096];
+            nope_pattern(m, pat, sizeof pat);
+            opt_str(argv, "--no-rope-freq", pat);
+        }
+        if (rms) word(argv, "--qk-layernorm");
+        if (l2) word(argv, "--qk-l2-norm");
+        if (rot > 0) {
+            char pc[32];
+            snprintf(pc, sizeof pc, "%g", (double)rot / (double)at->head_dim);
+            opt_str(argv, "--rotary-percent", pc);
         }
     }
     opt_int(argv, "--seq-length", sys->train.seq);
@@ -619,6 +714,7 @@ static json_t *torchtitan_recipe(const mfu_system *sys, const mfu_config *c, con
 {
     json_t *no = refused(why_not, v, "torchtitan v0.2.2 has no model family with");
     if (no) return no;
+    if ((no = feature_refused(v, FW_R_TORCHTITAN, "torchtitan"))) return no;
     const mfu_model *m = v->m;
     char why[320];
     if (m->norm != MFU_NORM_RMS || m->position != MFU_POS_ROPE || m->bias || v->window > 0 ||
@@ -830,6 +926,7 @@ static json_t *maxtext_recipe(const mfu_system *sys, const mfu_config *c, const 
 {
     json_t *no = refused(why_not, v, "MaxText has no decoder block for a model with");
     if (no) return no;
+    if ((no = feature_refused(v, FW_R_MAXTEXT, "MaxText"))) return no;
     const mfu_model *m = v->m;
     char why[320];
     int64_t D = sys->devices;

@@ -300,15 +300,23 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
 
 /* torchtitan builds its own model families only (v0.2.2 torchtitan/models:
  * llama3, llama4, qwen3, deepseek_v3): RMSNorm, RoPE, gated SiLU MLPs, no
- * linear or QKV biases, no sliding windows, GQA or MLA attention. */
+ * linear or QKV biases, no sliding windows, GQA or MLA attention. Not
+ * rendered by mfud's torchtitan recipe either (api/recipe.c): linear
+ * attention (GLA, Gated DeltaNet), attention sinks, output gates,
+ * attention-output or expert biases, shared-expert gates, and Llama 4's
+ * chunked attention and NoPE layers (llama4 args every_n_layers_nope /
+ * fixed_attn_block_size, which the recipe does not set). */
 static int torchtitan_family(const mfu_model *m)
 {
     if (m->norm != MFU_NORM_RMS || m->position != MFU_POS_ROPE || m->bias) return 0;
     for (int r = 0; r < m->n_runs; r++) {
         const mfu_attention *at = &m->runs[r].attn;
         const mfu_mlp *mp = &m->runs[r].mlp;
-        if (at->kind == MFU_ATTN_GLA || at->window > 0 || at->qkv_bias) return 0;
+        if (at->kind == MFU_ATTN_GLA || at->kind == MFU_ATTN_GDN || at->window > 0 || at->qkv_bias)
+            return 0;
+        if (at->chunk > 0 || at->nope || at->sinks || at->out_bias || at->output_gate) return 0;
         if (!mp->gated || mp->act != MFU_ACT_SILU) return 0;
+        if (mp->bias || mp->shared_gate) return 0;
     }
     return 1;
 }
@@ -333,7 +341,7 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
         if (pp > 1 && sys->model->tie_embeddings)
             return "FW-T9: pipeline parallelism with tied embeddings is rejected";
         if (!torchtitan_family(sys->model))
-            return "FW-T12: torchtitan builds its model families only (RMSNorm, RoPE, SwiGLU, no biases or sliding windows)";
+            return "FW-T12: torchtitan builds its model families only (RMSNorm, RoPE, SwiGLU, no biases, sliding windows, linear attention, sinks or gates)";
         if (c->ax[MFU_AX_DP] > 1 && fsdp == 1 && cp == 1 && (tp > 1 || pp > 1))
             return "FW-T11: a replica axis without FSDP is DDP, which torchtitan runs only alone (\"DDP has not supported > 1D parallelism\")";
     }

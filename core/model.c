@@ -31,9 +31,11 @@ static double attn_matrix_params(const mfu_model *m, const mfu_attention *a)
     double h = (double)m->d_model;
     switch (a->kind) {
     case MFU_ATTN_MHA: {
+        /* q_proj doubles with an output gate (Qwen3-Next Qwen3NextAttention:
+         * q_proj hidden -> heads x head_dim x 2, half of it the gate) */
         double q = (double)(a->n_heads * a->head_dim);
         double kv = (double)(a->n_kv_heads * a->head_dim);
-        return h * (q + 2.0 * kv) + q * h;
+        return h * ((a->output_gate ? 2.0 : 1.0) * q + 2.0 * kv) + q * h;
     }
     case MFU_ATTN_MLA: {
         /* DeepSeek-V2 paper sec. 2.1.2 / HF modeling_deepseek: q_a, q_b (or q),
@@ -58,6 +60,20 @@ static double attn_matrix_params(const mfu_model *m, const mfu_attention *a)
         p += h * (double)a->gate_rank + (double)a->gate_rank * kd / g;
         return p;
     }
+    case MFU_ATTN_GDN: {
+        /* Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464 sec. 3; HF
+         * modeling_qwen3_next.py Qwen3NextGatedDeltaNet): in_proj_qkvz
+         * h x (2 key_dim + 2 value_dim) (z only with the output gate),
+         * in_proj_ba h x 2 n_heads (beta and the decay input a), the
+         * depthwise causal conv over q, k, v (conv_size weights per channel,
+         * no bias: one multiply-add per weight per token, like a matrix
+         * weight), out_proj value_dim x h. */
+        double kd = (double)a->key_dim, vd = (double)a->value_dim, H = (double)a->n_heads;
+        double p = h * (2.0 * kd + vd) + h * 2.0 * H + vd * h;
+        if (a->output_gate) p += h * vd;
+        p += (2.0 * kd + vd) * (double)a->conv_size;
+        return p;
+    }
     }
     return 0.0;
 }
@@ -70,8 +86,13 @@ double mfu_attn_params(const mfu_model *m, const mfu_attention *a)
     case MFU_ATTN_MHA: {
         double q = (double)(a->n_heads * a->head_dim);
         double kv = (double)(a->n_kv_heads * a->head_dim);
-        if (a->qkv_bias || m->bias) p += q + 2.0 * kv;
-        if (m->bias) p += h; /* output projection bias */
+        if (a->qkv_bias || m->bias) p += (a->output_gate ? 2.0 : 1.0) * q + 2.0 * kv;
+        if (m->bias || a->out_bias) p += h; /* output projection bias */
+        /* gpt-oss GptOssAttention.sinks: one learned logit per head */
+        if (a->sinks) p += (double)a->n_heads;
+        /* Qwen3 q_norm / k_norm: RMSNorm weights over head_dim each; the
+         * Llama 4 L2 norm has none */
+        if (a->qk_norm == MFU_QKN_RMS) p += 2.0 * (double)a->head_dim;
         break;
     }
     case MFU_ATTN_MLA:
@@ -83,16 +104,32 @@ double mfu_attn_params(const mfu_model *m, const mfu_attention *a)
         /* fla FusedRMSNormGated over head_v_dim. */
         p += (double)(a->value_dim / (a->n_heads > 0 ? a->n_heads : 1));
         break;
+    case MFU_ATTN_GDN:
+        /* A_log and dt_bias per value head; the gated RMSNorm over
+         * head_v_dim (Qwen3NextGatedDeltaNet) */
+        p += 2.0 * (double)a->n_heads;
+        if (a->output_gate) p += (double)(a->value_dim / (a->n_heads > 0 ? a->n_heads : 1));
+        break;
     }
     return p;
 }
 
 static double mlp_mats(const mfu_mlp *p) { return p->gated ? 3.0 : 2.0; }
 
+/* One routed expert: its matrices and, with biases (gpt-oss GptOssExperts:
+ * gate_up_proj_bias 2I, down_proj_bias h), its bias vectors. */
+static double expert_params(const mfu_model *m, const mfu_mlp *p)
+{
+    double h = (double)m->d_model, I = (double)p->expert_ffn_dim;
+    double w = mlp_mats(p) * h * I;
+    if (p->bias) w += (p->gated ? 2.0 : 1.0) * I + h;
+    return w;
+}
+
 double mfu_expert_params(const mfu_model *m, const mfu_mlp *p)
 {
     if (p->kind != MFU_MLP_MOE) return 0.0;
-    return (double)p->n_experts * mlp_mats(p) * (double)m->d_model * (double)p->expert_ffn_dim;
+    return (double)p->n_experts * expert_params(m, p);
 }
 
 double mfu_mlp_params(const mfu_model *m, const mfu_mlp *p, int active_only)
@@ -103,11 +140,11 @@ double mfu_mlp_params(const mfu_model *m, const mfu_mlp *p, int active_only)
         if (m->bias) w += (p->gated ? 2.0 : 1.0) * (double)p->ffn_dim + h;
         return w;
     }
-    double router = h * (double)p->n_experts;
-    double experts = active_only
-                         ? (double)p->top_k * mlp_mats(p) * h * (double)p->expert_ffn_dim
-                         : mfu_expert_params(m, p);
+    double router = h * (double)p->n_experts + (p->bias ? (double)p->n_experts : 0.0);
+    double experts = active_only ? (double)p->top_k * expert_params(m, p) : mfu_expert_params(m, p);
     double shared = (double)p->n_shared_experts * mlp_mats(p) * h * (double)p->shared_ffn_dim;
+    /* Qwen2MoeSparseMoeBlock.shared_expert_gate: Linear(h, 1, bias=False) */
+    if (p->shared_gate && p->n_shared_experts > 0) shared += h;
     return router + experts + shared;
 }
 
@@ -147,13 +184,51 @@ double mfu_attn_pairs(int64_t s, int64_t window, mfu_convention conv)
     return w * (w + 1.0) / 2.0 + (S - w) * w;
 }
 
+/* F-OP-CHUNK: chunked attention (Llama 4 attention_chunk_size; transformers
+ * masking_utils chunked_overlay: query i sees key j iff j <= i and
+ * j // chunk == i // chunk) is block-diagonal: floor(s / c) whole chunks of
+ * c tokens and a remainder of s mod c, each attended on its own. */
+double mfu_attn_pairs_chunked(int64_t s, int64_t window, int64_t chunk, mfu_convention conv)
+{
+    if (chunk <= 0 || chunk >= s) return mfu_attn_pairs(s, window, conv);
+    int64_t n = s / chunk, r = s % chunk;
+    double p = (double)n * mfu_attn_pairs(chunk, window, conv);
+    if (r > 0) p += mfu_attn_pairs(r, window, conv);
+    return p;
+}
+
+double mfu_attn_layer_pairs(const mfu_attention *a, int64_t s, mfu_convention conv)
+{
+    if (a->kind != MFU_ATTN_MHA) return mfu_attn_pairs(s, 0, conv);
+    return mfu_attn_pairs_chunked(s, a->window, a->chunk, conv);
+}
+
+/* F-OP-GDN: FLOPs per token per head of the chunked gated delta rule (fla
+ * chunk_gated_delta_rule_fwd: chunk_scaled_dot_kkt A = beta K K^T, solve_tril
+ * (I + A)^-1, recompute_w_u W = A beta K, U = A beta V, chunk_fwd_h
+ * V' = U - W S and S += K^T V', chunk_fwd_o O = Q S + (Q K^T) V'; Yang et al.
+ * 2024 "Gated Delta Networks", arXiv:2412.06464 sec. 3.3, with the WY form
+ * of "Parallelizing Linear Transformers with the Delta Rule", arXiv:2406.06484
+ * sec. 3). Per chunk of C tokens: the four C x C x d_k / d_v block products
+ * (K K^T, W, Q K^T: 2C^2 d_k each; U, (QK^T)V': 2C^2 d_v each), the
+ * triangular inverse (C^3/3, Golub & Van Loan sec. 3.1), and the state
+ * products V' and O (2C d_k d_v each) and the update (2C d_k d_v). `useful`
+ * keeps only the lower triangles of the block products (the causal pairs,
+ * as for GLA). */
+double mfu_gdn_flops_per_token_head(double C, double dk, double dv, int useful)
+{
+    double intra = 6.0 * C * dk + 4.0 * C * dv;
+    if (useful) intra *= 0.5;
+    return intra + C * C / 3.0 + 6.0 * dk * dv;
+}
+
 /* Attention-core forward FLOPs per token (model FLOPs under conv). */
 static double attn_core_flops_per_token(const mfu_attention *a, int64_t s, mfu_convention conv)
 {
     if (conv == MFU_CONV_NONE || s <= 0) return 0.0;
     switch (a->kind) {
     case MFU_ATTN_MHA: {
-        double ctx = mfu_attn_pairs(s, a->window, conv) / (double)s;
+        double ctx = mfu_attn_layer_pairs(a, s, conv) / (double)s;
         return 2.0 * (double)a->n_heads * (2.0 * (double)a->head_dim) * ctx;
     }
     case MFU_ATTN_MLA: {
@@ -175,6 +250,15 @@ static double attn_core_flops_per_token(const mfu_attention *a, int64_t s, mfu_c
         if (conv == MFU_CONV_CAUSAL) intra *= 0.5;
         return H * (intra + 4.0 * dk * dv);
     }
+    case MFU_ATTN_GDN: {
+        /* F-OP-GDN with the kernel's heads (n_heads value heads; q and k
+         * repeated to them, modeling_qwen3_next.py repeat_interleave) */
+        double H = (double)a->n_heads;
+        double kvh = (double)(a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads);
+        double dk = (double)a->key_dim / kvh, dv = (double)a->value_dim / H;
+        double C = (double)(a->chunk_size < s ? a->chunk_size : s);
+        return H * mfu_gdn_flops_per_token_head(C, dk, dv, conv == MFU_CONV_CAUSAL);
+    }
     }
     return 0.0;
 }
@@ -192,6 +276,7 @@ double mfu_run_flops_per_token_fwd(const mfu_model *m, int r, int64_t seq_len, m
         f += 2.0 * h * (double)p->n_experts; /* router */
         f += 2.0 * (double)p->top_k * mlp_mats(p) * h * (double)p->expert_ffn_dim;
         f += 2.0 * (double)p->n_shared_experts * mlp_mats(p) * h * (double)p->shared_ffn_dim;
+        if (p->shared_gate && p->n_shared_experts > 0) f += 2.0 * h; /* shared_expert_gate */
     }
     return f;
 }

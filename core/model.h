@@ -13,8 +13,13 @@
 
 #define MFU_MAX_RUNS 128
 #define MFU_NAME_LEN 64
+#define MFU_MAX_APPROX 16  /* approximation notes a model carries */
+#define MFU_APPROX_LEN 192
 
-typedef enum { MFU_ATTN_MHA = 0, MFU_ATTN_MLA, MFU_ATTN_GLA } mfu_attn_kind;
+typedef enum { MFU_ATTN_MHA = 0, MFU_ATTN_MLA, MFU_ATTN_GLA, MFU_ATTN_GDN } mfu_attn_kind;
+/* Per-head normalisation of q and k before the scores (Qwen3: RMSNorm with a
+ * weight over head_dim; Llama 4: an L2 norm without weights). */
+typedef enum { MFU_QKN_NONE = 0, MFU_QKN_RMS, MFU_QKN_L2 } mfu_qk_norm;
 typedef enum { MFU_MLP_DENSE = 0, MFU_MLP_MOE } mfu_mlp_kind;
 typedef enum { MFU_ACT_SILU = 0, MFU_ACT_GELU, MFU_ACT_RELU } mfu_act;
 typedef enum { MFU_NORM_RMS = 0, MFU_NORM_LAYER } mfu_norm;
@@ -26,18 +31,37 @@ typedef struct mfu_attention {
     int64_t n_kv_heads;    /* mha: KV heads (GQA/MQA); gla: K/V/gate groups */
     int64_t head_dim;      /* mha: per-head q/k/v width */
     int64_t window;        /* mha: sliding window in tokens, 0 = none */
+    int64_t chunk;         /* mha: chunked attention (Llama 4 attention_chunk_size):
+                            * queries attend causally within blocks of `chunk`
+                            * tokens only; 0 = none */
+    int64_t rotary_dim;    /* mha: dims of each head RoPE rotates (partial
+                            * rotary); 0 = head_dim */
+    int nope;              /* mha: no positional encoding in this layer (Llama 4
+                            * NoPE layers): the RoPE op is absent */
+    int sinks;             /* mha: a learned sink logit per head in the softmax
+                            * denominator (gpt-oss) */
+    int out_bias;          /* mha: bias on the output projection */
+    mfu_qk_norm qk_norm;   /* mha: norm of q and k per head */
     /* mla (DeepSeek-V2/V3) */
     int64_t q_lora_rank;   /* 0 = no low-rank q path */
     int64_t kv_lora_rank;
     int64_t qk_nope_head_dim;
     int64_t qk_rope_head_dim;
     int64_t v_head_dim;
-    /* gla (gated linear attention, chunked kernel) */
-    int64_t key_dim;       /* total key width over heads */
-    int64_t value_dim;     /* total value width over heads */
+    /* gla (gated linear attention, chunked kernel) and gdn (Gated DeltaNet):
+     * gla: key_dim / value_dim are totals over n_heads;
+     * gdn: n_heads value heads (the recurrent states), n_kv_heads query/key
+     *      heads (repeated to n_heads for the kernel), key_dim the total over
+     *      the n_kv_heads q/k heads, value_dim the total over n_heads */
+    int64_t key_dim;       /* total key width */
+    int64_t value_dim;     /* total value width */
+    int64_t conv_size;     /* gdn: depthwise causal conv kernel over q, k, v (0 = none) */
     int64_t gate_rank;     /* low-rank forget-gate projection (fla: 16) */
     int64_t chunk_size;    /* chunk length C of the chunk kernel (fla: 64) */
-    int output_gate;       /* gla: g_proj h x value_dim + swish gate */
+    int output_gate;       /* gla: g_proj h x value_dim + swish gate;
+                            * gdn: z_proj h x value_dim + gated RMSNorm;
+                            * mha: q_proj doubled, o = attn * sigmoid(gate)
+                            *      (Qwen3-Next gated attention) */
     int qkv_bias;          /* bias on q/k/v projections */
 } mfu_attention;
 
@@ -56,6 +80,11 @@ typedef struct mfu_mlp {
                              * most this many nodes and cross the network once
                              * per node (DeepSeek-V3 sec. 2.1.2, topk_group);
                              * 0 = unlimited, one transfer per expert copy */
+    int bias;               /* moe: biases on the router and on every expert's
+                             * projections (gpt-oss) */
+    int shared_gate;        /* moe: a sigmoid gate (h x 1) scales the shared
+                             * experts' output (Qwen2-MoE / Qwen3-Next
+                             * shared_expert_gate) */
 } mfu_mlp;
 
 typedef struct mfu_layer_run {
@@ -76,6 +105,11 @@ typedef struct mfu_model {
     int dropout;           /* dropout layers (Korthikanti's GPT block); masks cost memory */
     int n_runs;
     mfu_layer_run runs[MFU_MAX_RUNS];
+    /* What the description approximates, in words (the importer's and the
+     * operator inventory's): echoed in results as model.approximations.
+     * Informational: nothing in the core reads them. */
+    int n_approx;
+    char approx[MFU_MAX_APPROX][MFU_APPROX_LEN];
 } mfu_model;
 
 /* MFU conventions for attention FLOPs (design.md "Roofline Bound"). */
@@ -111,5 +145,14 @@ double mfu_run_flops_per_token_fwd(const mfu_model *m, int r, int64_t seq_len, m
 /* Number of (query, key) pairs one sequence of length s attends to, per head,
  * with a sliding window w (0 = none): causal counts i<=j pairs, full s*min(s,w). */
 double mfu_attn_pairs(int64_t s, int64_t window, mfu_convention conv);
+/* The same with chunked attention: the sequence cut into blocks of `chunk`
+ * tokens (0 = one block), each attended as above on its own (docs/model.md
+ * F-OP-CHUNK). */
+double mfu_attn_pairs_chunked(int64_t s, int64_t window, int64_t chunk, mfu_convention conv);
+/* F-OP-GDN: chunked gated-delta-rule FLOPs per token per head, chunk C, head
+ * widths dk, dv; useful = 1 keeps the causal (lower-triangle) halves only. */
+double mfu_gdn_flops_per_token_head(double C, double dk, double dv, int useful);
+/* Pairs of one attention layer (window and chunk of a). */
+double mfu_attn_layer_pairs(const mfu_attention *a, int64_t s, mfu_convention conv);
 
 #endif

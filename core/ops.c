@@ -183,6 +183,35 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
      * they are outputs of the up-projections, freed by mla_up_proj */
     unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
     rc(b, qkv_free, MFU_RCM_CORE_ATTN);
+    if (a->kind == MFU_ATTN_GDN) {
+        /* F-OP-GDN: the chunked gated delta rule (fla chunk_gated_delta_rule,
+         * docs/model.md), Hq value heads with q and k repeated to them.
+         * Forward: the block products, the triangular inverse and the state
+         * passing (mfu_gdn_flops_per_token_head, all of each C x C block
+         * executed) plus the L2 norms of q and k inside the kernel
+         * (use_qk_l2norm_in_kernel: ~4 FLOPs per element). Bytes: q, k, v in
+         * and o out, g and beta in fp32, A = (I + beta K K^T)^-1 written
+         * (C per token per head), W and U written and read back, the chunk
+         * states [T/C, H, dk, dv] written and read. It saves q, k, v, g,
+         * beta and A (ChunkGatedDeltaRuleFunction.forward save_for_backward);
+         * the backward (chunk_gated_delta_rule_bwd) recomputes W, U and the
+         * states (2C(dk + dv) + 4 dk dv per token per head) and runs the
+         * transposed products, counted as twice the forward, as for GLA. */
+        double C = (double)(a->chunk_size < s->seq ? a->chunk_size : s->seq);
+        double f_tok = mfu_gdn_flops_per_token_head(C, dqk, dv, 0) + 8.0 * dqk;
+        double qkvo = ab * T * Hq * (2.0 * dqk + 2.0 * dv);
+        double gb = 8.0 * T * Hq; /* g and beta, fp32 */
+        double A = ab * T * Hq * C;
+        double wu = 2.0 * ab * T * Hq * (dqk + dv);
+        double states = 2.0 * ab * (T / C) * Hq * dqk * dv;
+        double saved = ab * T * Hq * (2.0 * dqk + dv) + gb + A;
+        t |= MFU_TAG_FUSED_ATTN;
+        push(b, "gdn_chunk", MFU_FWD, t, Hq * T * f_tok, qkvo + gb + A + wu + states, saved);
+        push(b, "gdn_chunk.bwd", MFU_BWD, t,
+             Hq * T * (2.0 * f_tok + 2.0 * C * (dqk + dv) + 4.0 * dqk * dv),
+             2.0 * (qkvo + gb + A + wu + states), 0);
+        return;
+    }
     if (a->kind == MFU_ATTN_GLA) {
         /* Chunked GLA kernel (Yang et al. 2024 sec. 4; fla chunk_gla): per token
          * per head 2C(dk+dv) intra-chunk + 4 dk dv inter-chunk FLOPs (see
@@ -201,21 +230,30 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
              2.0 * io + 2.0 * states, 0);
         return;
     }
-    int64_t window = a->kind == MFU_ATTN_MHA ? a->window : 0;
     double mbs = s->mbs;
+    /* attention sinks (gpt-oss): one more logit per query row and head in
+     * the softmax denominator (GptOssAttention eager_attention_forward:
+     * cat([scores, sinks]) then softmax, the sink column dropped); the
+     * backward adds dsink = -sum_rows P_sink * rowsum(dO o O), which flash
+     * attention already has (Dao 2023 alg. 2 D_i) */
+    double sink_rows = (a->kind == MFU_ATTN_MHA && a->sinks) ? T * Hq : 0.0;
     if (s->attn_impl == MFU_ATTN_FLASH) {
-        /* Flash: executes the causal (window-limited) blocks only; per device
-         * 1/cp of the pairs (causal load balancing, Llama 3 sec. 3.3.2). */
-        double pairs = mbs * mfu_attn_pairs(s->seq, window, MFU_CONV_CAUSAL) / cp;
+        /* Flash: executes the causal blocks only, limited to the window and
+         * to the chunks (F-OP-CHUNK: block-diagonal, so per chunk); per
+         * device 1/cp of the pairs (causal load balancing, Llama 3
+         * sec. 3.3.2). */
+        double pairs = mbs * mfu_attn_layer_pairs(a, s->seq, MFU_CONV_CAUSAL) / cp;
         double q = T * Hq * dqk, k = Tkv * Hkv * dqk, v = Tkv * Hkv * dv, o = T * Hq * dv;
         double lse = 4.0 * T * Hq; /* fp32 log-sum-exp per query row */
         /* saves Q, K, V (the local shard with cp) and the LSE; O is saved by out_proj */
         double saved = ab * (q + (T * Hkv * dqk) + (T * Hkv * dv)) + lse;
-        push(b, "attn_core", MFU_FWD, t | MFU_TAG_FUSED_ATTN, 2.0 * pairs * Hq * (dqk + dv),
-             ab * (q + k + v + o) + lse, saved);
+        /* a sink: exp and add per row forward, the dsink product backward
+         * (~3 FLOPs per row each) and its H logits read */
+        push(b, "attn_core", MFU_FWD, t | MFU_TAG_FUSED_ATTN,
+             2.0 * pairs * Hq * (dqk + dv) + 3.0 * sink_rows, ab * (q + k + v + o) + lse, saved);
         push(b, "attn_core.bwd", MFU_BWD, t | MFU_TAG_FUSED_ATTN,
-             2.0 * pairs * Hq * (3.0 * dqk + 2.0 * dv), ab * (2.0 * q + 2.0 * k + 2.0 * v + 2.0 * o) + lse,
-             0);
+             2.0 * pairs * Hq * (3.0 * dqk + 2.0 * dv) + 3.0 * sink_rows,
+             ab * (2.0 * q + 2.0 * k + 2.0 * v + 2.0 * o) + lse, 0);
         return;
     }
     /* Unfused (Korthikanti sec. 4.1): S = QK^T [b, a, s, s] materialised; the
@@ -229,8 +267,11 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
     push(b, "attn_scores.bwd", MFU_BWD, tm, 2.0 * fs, ab * (2.0 * q + 2.0 * k + S), 0);
     /* softmax: saves its output (2as^2b) -- what core_attn recompute frees */
     rc(b, MFU_RCM_CORE_ATTN, MFU_RCM_CORE_ATTN);
-    push(b, "attn_softmax", MFU_FWD, t | MFU_TAG_SCORES, 5.0 * S, ab * 2.0 * S, ab * S);
-    push(b, "attn_softmax.bwd", MFU_BWD, t | MFU_TAG_SCORES, 4.0 * S, ab * 3.0 * S, 0);
+    /* with sinks the softmax runs over one more column per row; the sink
+     * column's probabilities are kept for dsink */
+    double Ss = S + sink_rows;
+    push(b, "attn_softmax", MFU_FWD, t | MFU_TAG_SCORES, 5.0 * Ss, ab * 2.0 * Ss, ab * Ss);
+    push(b, "attn_softmax.bwd", MFU_BWD, t | MFU_TAG_SCORES, 4.0 * Ss, ab * 3.0 * Ss, 0);
     if (m->dropout) {
         /* attention dropout: mask (as^2b, 1 byte) + its output (2as^2b, kept by PV) */
         push(b, "attn_dropout", MFU_FWD, t | MFU_TAG_SCORES, S, ab * 2.0 * S + S, S + ab * S);
@@ -273,12 +314,24 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         double kvh = (double)a->n_kv_heads;
         Hkv = kvh >= tp ? kvh / tp : 1.0; /* MQA/GQA with kv heads < tp: replicated */
         dqk = dv = (double)a->head_dim;
-        matmul3(&b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L, T, h,
-                (Hq + 2.0 * Hkv) * dqk, 1.0, Te * h);
+        /* with an output gate q_proj also produces the gate, Hq x head_dim
+         * (Qwen3NextAttention) */
+        double qw = (a->output_gate ? 2.0 : 1.0) * Hq;
+        matmul3(&b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L, T, h, (qw + 2.0 * Hkv) * dqk,
+                1.0, Te * h);
         rc(&b, 0, 0);
-        if (m->position == MFU_POS_ROPE)
-            elementwise(&b, "rope", "rope.bwd", L, T * (Hq + Hkv) * dqk, T * (Hq + Hkv) * dqk, 3.0,
-                        0);
+        double nqk = T * (Hq + Hkv) * dqk;
+        if (a->qk_norm != MFU_QKN_NONE)
+            /* F-OP-QKNORM: a norm per head over q and k (Qwen3 q_norm/k_norm
+             * RMSNorm, Llama 4 L2Norm); keeps its input for the backward */
+            elementwise(&b, "qk_norm", "qk_norm.bwd", L, nqk, nqk, nf, ab * nqk);
+        if (m->position == MFU_POS_ROPE && !a->nope) {
+            /* partial rotary: only rotary_dim of each head rotates
+             * (Phi3/Qwen3-Next apply_rotary_pos_emb, q_rot / q_pass) */
+            double rot = a->rotary_dim > 0 && (double)a->rotary_dim < dqk ? (double)a->rotary_dim : dqk;
+            double nr = T * (Hq + Hkv) * rot;
+            elementwise(&b, "rope", "rope.bwd", L, nr, nr, 3.0, 0);
+        }
         break;
     }
     case MFU_ATTN_MLA: {
@@ -308,6 +361,33 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         elementwise(&b, "rope", "rope.bwd", L, T * (Hq + 1.0) * dr, T * (Hq + 1.0) * dr, 3.0, 0);
         break;
     }
+    case MFU_ATTN_GDN: {
+        /* Gated DeltaNet (Qwen3NextGatedDeltaNet): Hq value heads on this
+         * device, the q/k heads split too (replicated when fewer than tp) */
+        double H = (double)a->n_heads;
+        double qkh = (double)(a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads);
+        Hkv = qkh >= tp ? qkh / tp : 1.0;
+        dqk = (double)a->key_dim / qkh;
+        dv = (double)a->value_dim / H;
+        double zq = a->output_gate ? 2.0 : 1.0;
+        matmul3(&b, "qkvz_proj", "qkvz_proj.dgrad", "qkvz_proj.wgrad", L, T, h,
+                2.0 * Hkv * dqk + zq * Hq * dv, 1.0, Te * h);
+        rc(&b, 0, 0);
+        /* in_proj_ba reads the same norm output: nothing new saved */
+        matmul3(&b, "ba_proj", "ba_proj.dgrad", "ba_proj.wgrad", L, T, h, 2.0 * Hq, 1.0, 0.0);
+        double nc = T * (2.0 * Hkv * dqk + Hq * dv);
+        if (a->conv_size > 0)
+            /* F-OP-CONV: depthwise causal conv1d (conv_size taps: a
+             * multiply-add each) + SiLU (~4) per channel and token
+             * (causal_conv1d_fn); keeps its input */
+            elementwise(&b, "gdn_conv", "gdn_conv.bwd", L, nc, nc, 2.0 * (double)a->conv_size + 4.0,
+                        ab * nc);
+        /* the gates: beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
+         * per value head and token (~10 FLOPs each), written in fp32 */
+        elementwise(&b, "gdn_gates", "gdn_gates.bwd", L, 2.0 * T * Hq, 2.0 * T * Hq, 10.0,
+                    ab * 2.0 * T * Hq);
+        break;
+    }
     case MFU_ATTN_GLA:
     default: {
         double H = (double)a->n_heads;
@@ -332,6 +412,20 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         /* fused RMSNorm * swish(g) on the output */
         double n = T * Hq * dv;
         elementwise(&b, "gla_out_gate", "gla_out_gate.bwd", L, 2.0 * n, n, 8.0, ab * 2.0 * n);
+    }
+    if (a->kind == MFU_ATTN_GDN && a->output_gate) {
+        /* the gated RMSNorm: RMSNorm(o) * silu(z) over head_v_dim
+         * (Qwen3NextRMSNormGated / fla FusedRMSNormGated), as GLA's */
+        double n = T * Hq * dv;
+        elementwise(&b, "gdn_out_norm", "gdn_out_norm.bwd", L, 2.0 * n, n, 8.0, ab * 2.0 * n);
+    }
+    if (a->kind == MFU_ATTN_MHA && a->output_gate) {
+        /* F-OP-OUTGATE: o * sigmoid(gate) (Qwen3NextAttention, "Gated
+         * Attention", Qiu et al. 2025, arXiv:2505.06708): sigmoid ~4 and a
+         * multiply per element; keeps o (the kernel's output, needed by
+         * its backward too) and the gate */
+        double n = T * Hq * dv;
+        elementwise(&b, "attn_out_gate", "attn_out_gate.bwd", L, 2.0 * n, n, 5.0, ab * 2.0 * n);
     }
     matmul3(&b, "out_proj", "out_proj.dgrad", "out_proj.wgrad", L, T, Hq * dv, h, 1.0, T * Hq * dv);
     residual(&b, m, "attn_residual", "attn_residual.bwd", Te, h);
@@ -392,6 +486,20 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         if (p->n_shared_experts > 0) {
             double Is = (double)(p->n_shared_experts * p->shared_ffn_dim);
             dense_mlp(&b, p, T, Te, h, Is, tp, 0, MFU_TAG_SHARED, SHARED_NAMES);
+            if (p->shared_gate) {
+                /* F-OP-SHGATE: shared_expert_gate, Linear(h, 1) on the norm
+                 * output (kept already), then sigmoid(g) * shared output on
+                 * the reduced h-wide result (Qwen2MoeSparseMoeBlock.forward);
+                 * the multiply keeps both inputs. Part of the shared-expert
+                 * recompute unit. */
+                unsigned sh = MFU_RCM_SHARED | MFU_RCM_MOE;
+                rc(&b, 0, sh);
+                matmul3(&b, "shared_gate", "shared_gate.dgrad", "shared_gate.wgrad",
+                        t | MFU_TAG_SHARED, Te, h, 1.0, 1.0, 0.0);
+                rc(&b, sh, sh);
+                elementwise(&b, "shared_gate_mul", "shared_gate_mul.bwd", t | MFU_TAG_SHARED,
+                            Te * h + Te, Te * h, 1.0 + 4.0 / h, ab * (Te * h + Te));
+            }
         }
     }
     rc(&b, 0, 0);

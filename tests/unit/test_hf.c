@@ -229,13 +229,15 @@ static void test_trap_explicit_head_dim(void)
     mfu_model_params(&m, &with);
     json_decref(ir);
     /* The field is what counts: head_dim 64 (= hidden / heads) gives
-     * 48 x (q + o: 2 x 2048 x 2048 + k, v: 2 x 2048 x 256) fewer params. */
+     * 48 x (q + o: 2 x 2048 x 2048 + k, v: 2 x 2048 x 256 + the q_norm and
+     * k_norm weights, 2 x (128 - 64)) fewer params. */
     json_object_set_new(hf, "head_dim", json_integer(64));
     ir = resolve(hf, &m);
     CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 64);
     mfu_params narrow;
     mfu_model_params(&m, &narrow);
-    CHECK_NEAR(with.total - narrow.total, 48.0 * (2.0 * 2048 * 2048 + 2.0 * 2048 * 256), 1e-9);
+    CHECK_NEAR(with.total - narrow.total,
+               48.0 * (2.0 * 2048 * 2048 + 2.0 * 2048 * 256 + 2.0 * (128 - 64)), 1e-9);
     json_decref(ir);
     /* Absent: Qwen3MoeConfig's default, 128 (not hidden / heads). */
     json_object_del(hf, "head_dim");
@@ -589,7 +591,7 @@ static void test_text_config(void)
     /* Errors point inside text_config. */
     json_object_set_new(inner, "hidden_size", json_integer(-4096));
     EXPECT_422(hf, PTR "/text_config/hidden_size");
-    json_object_set_new(inner, "model_type", json_string("llama4_text"));
+    json_object_set_new(inner, "model_type", json_string("mllama_text_model"));
     EXPECT_422(hf, PTR "/text_config/model_type");
     json_object_set_new(hf, "text_config", json_string("x"));
     EXPECT_422(hf, PTR "/text_config");
@@ -613,7 +615,7 @@ static void test_bad_configs(void)
     CHECK_STR(st.errors[0].pointer, PTR "/model_type");
     CHECK(strstr(st.errors[0].detail, "supported: llama, mistral, mixtral, qwen2, qwen2_moe, "
                                       "qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gla, gemma, "
-                                      "gemma2") != NULL);
+                                      "gemma2, phi3, gpt_oss, llama4, qwen3_next") != NULL);
     json_object_del(hf, "model_type");
     EXPECT_422(hf, PTR "/model_type");
     json_object_set_new(hf, "model_type", json_integer(7));
@@ -696,7 +698,9 @@ static void test_junk_never_crashes(void)
 {
     static const char *files[] = {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b",
                                   "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "deepseek-v3",
-                                  "gla-1.3b", "gemma-2-9b", "mistral-7b-v0.1", "qwen2.5-7b"};
+                                  "gla-1.3b", "gemma-2-9b", "mistral-7b-v0.1", "qwen2.5-7b",
+                                  "phi-3-mini-4k-instruct", "gpt-oss-20b", "llama4-scout-17b-16e",
+                                  "qwen3-next-80b-a3b"};
     int bad = 0, n = 0;
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         json_t *base = load(files[f]);
@@ -814,6 +818,401 @@ static void test_route_nodes(void)
     }
 }
 
+
+/* ---- the newer families (issue 16 item 4): phi3, gpt_oss, llama4, qwen3_next */
+
+static json_t *attn_of(json_t *ir, size_t i) { return json_object_get(run(ir, i), "attention"); }
+static json_t *mlp_of(json_t *ir, size_t i) { return json_object_get(run(ir, i), "mlp"); }
+static int abool(json_t *ir, size_t i, const char *key)
+{
+    return json_is_true(json_object_get(attn_of(ir, i), key));
+}
+
+/* Published parameter counts. */
+static void test_new_families_published(void)
+{
+    /* Phi-3-mini: "3.8B parameters" (Microsoft model card,
+     * huggingface.co/microsoft/Phi-3-mini-4k-instruct; Abdin et al. 2024,
+     * arXiv:2404.14219 sec. 2: "phi-3-mini, a 3.8B parameter language
+     * model"). Dense: total = active. */
+    roundtrip("phi-3-mini-4k-instruct", 3.8e9, 3.8e9, 0.01);
+
+    /* gpt-oss model card (OpenAI 2025, arXiv:2508.10925, Table 1):
+     * gpt-oss-120b 116.83B total, 5.13B active; gpt-oss-20b 20.91B total,
+     * 3.61B active. Its active count takes the unembedding but not the
+     * embedding (the table's "Embed + Unembed" row is 1.16B = 2 x 201088 x
+     * 2880 in the total); ours is active - embedding. */
+    const struct {
+        const char *file;
+        double total, active_wo_embedding;
+    } oss[] = {{"gpt-oss-120b", 116.83e9, 5.13e9}, {"gpt-oss-20b", 20.91e9, 3.61e9}};
+    for (size_t i = 0; i < sizeof oss / sizeof oss[0]; i++) {
+        json_t *hf = load(oss[i].file);
+        mfu_model m;
+        json_t *ir = resolve(hf, &m);
+        CHECK(ir != NULL);
+        if (ir) {
+            mfu_params p;
+            mfu_model_params(&m, &p);
+            fprintf(stderr, "  %-20s total %.5g active-embedding %.4g\n", oss[i].file, p.total,
+                    p.active - p.embedding);
+            CHECK_NEAR(p.total, oss[i].total, 0.01);
+            CHECK_NEAR(p.active - p.embedding, oss[i].active_wo_embedding, 0.01);
+            /* and closer than the card's rounding: 0.1 % */
+            CHECK_NEAR(p.total, oss[i].total, 0.001);
+            CHECK_NEAR(p.active - p.embedding, oss[i].active_wo_embedding, 0.002);
+        }
+        json_decref(ir);
+        json_decref(hf);
+    }
+
+    /* Llama 4 (Meta model cards huggingface.co/meta-llama/Llama-4-Scout-17B-16E
+     * and -Maverick-17B-128E, and the Llama 4 announcement): Scout 109B total,
+     * Maverick 400B total, both 17B active. The totals are the checkpoint's,
+     * vision encoder included; mfud models the language model only (said in
+     * its approximations), so the vision tower is added here by hand from
+     * the file's vision_config (modeling_llama4.py Llama4VisionModel module
+     * shapes; h_v = 1408, I_v = 5632, 34 layers, patch 14, image 336,
+     * projector 4096 -> text hidden 5120):
+     *   per layer: q, k, v, o 4 h_v^2 + 4 h_v (biases), fc1 h_v I_v + I_v,
+     *     fc2 I_v h_v + h_v, two LayerNorms 4 h_v;
+     *   class_embedding h_v; positional_embedding_vlm ((336/14)^2 + 1) h_v;
+     *   patch_embedding 3 x 14^2 x h_v; layernorm_pre/post 4 h_v;
+     *   vision_adapter fc1 (h_v / 0.5^2 = 5632) x 4096, fc2 4096 x 4096;
+     *   multi_modal_projector 4096 x 5120. */
+    const double hv = 1408, Iv = 5632;
+    double vlayer = 4 * hv * hv + 4 * hv + hv * Iv + Iv + Iv * hv + hv + 4 * hv;
+    double vision = 34 * vlayer + hv + (24.0 * 24 + 1) * hv + 3 * 14 * 14 * hv + 4 * hv +
+                    5632.0 * 4096 + 4096.0 * 4096 + 4096.0 * 5120;
+    CHECK_NEAR(vision, 871932416.0, 1e-12); /* the sum above, evaluated by hand */
+    /* "17B active" has two significant digits; the module shapes give
+     * 17.17B (embedding and head 2 x 202048 x 5120 = 2.07B, 48 x (attention
+     * 62.9M + one routed expert 125.8M + the shared expert 125.8M), Maverick's
+     * dense layers a 16384-wide MLP instead of the two experts): 1.5 %. */
+    const struct {
+        const char *file;
+        double total, active;
+    } l4[] = {{"llama4-scout-17b-16e", 109e9, 17e9}, {"llama4-maverick-17b-128e", 400e9, 17e9}};
+    for (size_t i = 0; i < sizeof l4 / sizeof l4[0]; i++) {
+        json_t *hf = load(l4[i].file);
+        mfu_model m;
+        json_t *ir = resolve(hf, &m);
+        CHECK(ir != NULL);
+        if (ir) {
+            mfu_params p;
+            mfu_model_params(&m, &p);
+            fprintf(stderr, "  %-24s text %.5g + vision %.4g = %.5g, active %.4g\n", l4[i].file,
+                    p.total, vision, p.total + vision, p.active);
+            CHECK_NEAR(p.total + vision, l4[i].total, 0.01);
+            CHECK_NEAR(p.active, l4[i].active, 0.015);
+        }
+        json_decref(ir);
+        json_decref(hf);
+    }
+
+    /* Qwen3-Next-80B-A3B (Qwen model card huggingface.co/Qwen/Qwen3-Next-80B-A3B-
+     * Instruct: "80B in total and 3B activated"): the total within 1 %. The
+     * "3B" has one significant digit; the activated count is checked exactly
+     * against the module shapes of modular_qwen3_next.py, written out here
+     * (h 2048, vocab 151936, 48 layers of which 12 full attention):
+     *   Gated DeltaNet layer: in_proj_qkvz h (2 x 16 x 128 + 2 x 32 x 128),
+     *     in_proj_ba h x 64, conv1d (2 x 2048 + 4096) x 4, A_log + dt_bias
+     *     2 x 32, norm 128, out_proj 4096 h;
+     *   gated attention layer: q_proj h x 16 x 256 x 2, k/v_proj 2 h x 2 x 256,
+     *     o_proj 4096 h, q_norm + k_norm 2 x 256;
+     *   MoE: router h x 512, shared expert 3 h 512 + its gate h, routed
+     *     experts 3 h 512 each (10 active of 512);
+     *   two RMSNorms h per layer, final norm h, embedding and head V h. */
+    {
+        const double h = 2048, V = 151936;
+        double gdn = h * (2 * 16 * 128 + 2 * 32 * 128) + h * 64 + (2 * 2048 + 4096) * 4.0 + 2 * 32 +
+                     128 + 4096 * h;
+        double att = h * 16 * 256 * 2 + 2 * h * 2 * 256 + 4096 * h + 2 * 256;
+        double moe_common = h * 512 + 3 * h * 512 + h + 2 * h;
+        double expert = 3 * h * 512;
+        double edge = 2 * V * h + h;
+        double total = 36 * gdn + 12 * att + 48 * (moe_common + 512 * expert) + edge;
+        double active = 36 * gdn + 12 * att + 48 * (moe_common + 10 * expert) + edge;
+        json_t *hf = load("qwen3-next-80b-a3b");
+        mfu_model m;
+        json_t *ir = resolve(hf, &m);
+        CHECK(ir != NULL);
+        if (ir) {
+            mfu_params p;
+            mfu_model_params(&m, &p);
+            fprintf(stderr, "  %-20s total %.5g active %.4g (hand %.5g / %.4g)\n", "qwen3-next-80b-a3b",
+                    p.total, p.active, total, active);
+            CHECK_NEAR(p.total, 80e9, 0.01);
+            CHECK_NEAR(p.total, total, 1e-12);
+            CHECK_NEAR(p.active, active, 1e-12);
+            /* without the embedding and the head: 3.25B, the "3B" */
+            CHECK_NEAR(p.active - p.embedding - p.head, 3e9, 0.1);
+        }
+        json_decref(ir);
+        json_decref(hf);
+    }
+}
+
+/* The layer patterns: which layers are windowed, chunked, NoPE, MoE, linear. */
+static void test_new_families_layers(void)
+{
+    /* Phi-3-mini-4k: one run of 32; sliding_window 2047 on every layer
+     * (Phi3Attention passes it to every layer); fused projections, no
+     * biases; the display name from _name_or_path. */
+    json_t *hf = load("phi-3-mini-4k-instruct");
+    json_t *ir = resolve(hf, NULL);
+    CHECK(ir != NULL);
+    CHECK_STR(json_string_value(json_object_get(ir, "name")), "Phi-3-mini-4k-instruct");
+    CHECK_EQ_I(n_runs(ir), 1);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 32);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 2047);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 96); /* 3072 / 32 */
+    CHECK(!abool(ir, 0, "qkv_bias") && !abool(ir, 0, "out_bias"));
+    CHECK(json_object_get(attn_of(ir, 0), "rotary_dim") == NULL); /* all of head_dim */
+    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 8192);
+    json_decref(ir);
+    /* Phi-4-mini style partial rotary: int(96 x 0.75) = 72 dims rotate */
+    json_object_set_new(hf, "partial_rotary_factor", json_real(0.75));
+    mfu_model m;
+    ir = resolve(hf, &m);
+    CHECK_EQ_I(rget(ir, 0, "attention", "rotary_dim"), 72);
+    CHECK_EQ_I(m.runs[0].attn.rotary_dim, 72);
+    json_decref(ir);
+    json_object_set_new(hf, "sliding_window", json_null());
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
+    json_decref(ir);
+    json_decref(hf);
+
+    /* gpt-oss-20b: 24 layers alternating sliding (128) / full, from
+     * layer_types; sinks, q/k/v/o biases and expert biases everywhere; 32
+     * experts top-4 of 2880. */
+    hf = load("gpt-oss-20b");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 24);
+    for (size_t i = 0; i < 24; i++) {
+        CHECK_EQ_I(rget(ir, i, "attention", "window"), i % 2 == 0 ? 128 : 0);
+        CHECK(abool(ir, i, "sinks") && abool(ir, i, "qkv_bias") && abool(ir, i, "out_bias"));
+        CHECK(json_is_true(json_object_get(mlp_of(ir, i), "bias")));
+    }
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 32);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "top_k"), 4);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "expert_ffn_dim"), 2880);
+    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 64);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 8);
+    CHECK(json_array_size(json_object_get(ir, "approximations")) == 1);
+    json_decref(ir);
+    /* without layer_types: GptOssConfig's default, even layers slide */
+    json_object_del(hf, "layer_types");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 24);
+    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 128);
+    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 0);
+    json_decref(ir);
+    json_decref(hf);
+    hf = load("gpt-oss-120b");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 36);
+    CHECK_EQ_I(rget(ir, 35, "attention", "window"), 0);
+    CHECK_EQ_I(rget(ir, 34, "attention", "window"), 128);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 128);
+    json_decref(ir);
+    json_decref(hf);
+
+    /* Llama-4-Scout (text_config in the multimodal wrapper): no
+     * no_rope_layers in the file, so NoPE every 4th layer (3, 7, ...);
+     * the RoPE layers chunked (8192) with the L2 qk norm, the NoPE layers
+     * full attention without it; every layer MoE (step 1): 16 experts top-1
+     * of 8192 and a shared expert of 8192. 12 x (3 + 1) = 24 runs. */
+    hf = load("llama4-scout-17b-16e");
+    ir = resolve(hf, NULL);
+    CHECK(ir != NULL);
+    CHECK_EQ_I(n_runs(ir), 24);
+    for (size_t i = 0; i < 24; i++) {
+        int nope = i % 2 == 1;
+        CHECK_EQ_I(rget(ir, i, NULL, "count"), nope ? 1 : 3);
+        CHECK(abool(ir, i, "nope") == nope);
+        CHECK_EQ_I(rget(ir, i, "attention", "chunk"), nope ? 0 : 8192);
+        CHECK_STR(json_string_value(json_object_get(attn_of(ir, i), "qk_norm")), nope ? "none" : "l2");
+        CHECK_STR(rstr(ir, i, "mlp", "type"), "moe");
+    }
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 16);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "top_k"), 1);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_shared_experts"), 1);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "shared_ffn_dim"), 8192);
+    CHECK(json_is_false(json_object_get(mlp_of(ir, 0), "shared_gate")));
+    json_decref(ir);
+    /* no_rope_layers given: 0 = NoPE (here layer 0 only); layer_types given
+     * wins for the chunking; attention_chunk_size null = no chunking */
+    json_t *tc = json_object_get(hf, "text_config");
+    json_t *nr = json_array();
+    for (int i = 0; i < 48; i++) json_array_append_new(nr, json_integer(i == 0 ? 0 : 1));
+    json_object_set_new(tc, "no_rope_layers", nr);
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 2);
+    CHECK(abool(ir, 0, "nope") && !abool(ir, 1, "nope"));
+    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 47);
+    json_decref(ir);
+    json_object_set_new(tc, "attention_chunk_size", json_null());
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(rget(ir, 1, "attention", "chunk"), 0);
+    json_decref(ir);
+    json_decref(hf);
+
+    /* Llama-4-Maverick: interleave_moe_layer_step 2, so MoE on layers 1, 3,
+     * ... (range(step - 1, 48, step)) with 128 experts, dense 16384 on the
+     * even layers; NoPE on 3, 7, ...; use_qk_norm false: no qk norm. */
+    hf = load("llama4-maverick-17b-128e");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 48);
+    for (size_t i = 0; i < 48; i++) {
+        CHECK_STR(rstr(ir, i, "mlp", "type"), i % 2 ? "moe" : "dense");
+        CHECK(abool(ir, i, "nope") == ((i + 1) % 4 == 0));
+        CHECK_STR(json_string_value(json_object_get(attn_of(ir, i), "qk_norm")), "none");
+    }
+    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 16384);
+    CHECK_EQ_I(rget(ir, 1, "mlp", "n_experts"), 128);
+    json_decref(ir);
+    json_decref(hf);
+
+    /* Qwen3-Next-80B-A3B: full_attention_interval 4, so (3 Gated DeltaNet +
+     * 1 gated attention) x 12 = 24 runs; GDN 32 value heads of 128, 16 q/k
+     * heads of 128, conv 4; attention 16/2 heads of 256, output gate, q/k
+     * RMSNorm, RoPE on 0.25 x 256 = 64 dims; MoE 512 experts top-10 of 512
+     * with a gated shared expert of 512 on every layer. */
+    hf = load("qwen3-next-80b-a3b");
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 24);
+    for (size_t i = 0; i < 24; i++) {
+        CHECK_STR(rstr(ir, i, "attention", "type"), i % 2 ? "mha" : "gdn");
+        CHECK_EQ_I(rget(ir, i, NULL, "count"), i % 2 ? 1 : 3);
+        CHECK(json_is_true(json_object_get(mlp_of(ir, i), "shared_gate")));
+    }
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_heads"), 32);
+    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 16);
+    CHECK_EQ_I(rget(ir, 0, "attention", "key_dim"), 2048);
+    CHECK_EQ_I(rget(ir, 0, "attention", "value_dim"), 4096);
+    CHECK_EQ_I(rget(ir, 0, "attention", "conv_size"), 4);
+    CHECK(abool(ir, 0, "output_gate"));
+    CHECK_EQ_I(rget(ir, 1, "attention", "head_dim"), 256);
+    CHECK_EQ_I(rget(ir, 1, "attention", "rotary_dim"), 64);
+    CHECK(abool(ir, 1, "output_gate"));
+    CHECK_STR(json_string_value(json_object_get(attn_of(ir, 1), "qk_norm")), "rmsnorm");
+    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 512);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "top_k"), 10);
+    CHECK_EQ_I(rget(ir, 0, "mlp", "shared_ffn_dim"), 512);
+    json_decref(ir);
+    /* layer_types, when given, is what counts */
+    json_t *lt = json_array();
+    for (int i = 0; i < 48; i++)
+        json_array_append_new(lt, json_string(i < 46 ? "linear_attention" : "full_attention"));
+    json_object_set_new(hf, "layer_types", lt);
+    ir = resolve(hf, NULL);
+    CHECK_EQ_I(n_runs(ir), 2);
+    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 46);
+    CHECK_STR(rstr(ir, 1, "attention", "type"), "mha");
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* Forward FLOPs per token of Phi-3-mini-4k at 4096 tokens, causal, by hand:
+ *   matrices per layer 4 x 3072^2 (q, k, v, o; 32 heads of 96 = 3072) +
+ *   3 x 3072 x 8192 = 113,246,208 parameters: 226,492,416 FLOPs;
+ *   attention: query i sees min(i, 2047) keys: 2047 x 2048 / 2 + (4096 -
+ *   2047) x 2047 = 6,290,431 pairs per head, 2 x (96 + 96) FLOPs each over
+ *   32 heads, per token: 12288 x 6,290,431 / 4096 = 18,871,293;
+ *   32 layers: 32 x 245,363,709 = 7,851,638,688; LM head 2 x 3072 x 32064 =
+ *   197,001,216. Total 8,048,639,904. */
+static void test_phi3_flops(void)
+{
+    json_t *hf = load("phi-3-mini-4k-instruct");
+    mfu_model m;
+    json_t *ir = resolve(hf, &m);
+    CHECK(ir != NULL);
+    if (ir) {
+        CHECK_NEAR(mfu_model_flops_per_token_fwd(&m, 4096, MFU_CONV_CAUSAL), 8048639904.0, 1e-12);
+        /* without the window: 4096 x 4097 / 2 pairs: 12288 x 8,390,656 /
+         * 4096 = 25,171,968 per layer */
+        m.runs[0].attn.window = 0;
+        CHECK_NEAR(mfu_model_flops_per_token_fwd(&m, 4096, MFU_CONV_CAUSAL),
+                   32.0 * (226492416.0 + 25171968.0) + 197001216.0, 1e-12);
+    }
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* Bad values in the new families: 422 with the pointer of the field. */
+static void test_new_families_bad(void)
+{
+    json_t *hf = load("llama4-scout-17b-16e");
+    json_t *tc = json_object_get(hf, "text_config");
+    json_object_set_new(tc, "no_rope_layers", json_pack("[i,i]", 1, 0));
+    EXPECT_422(hf, PTR "/text_config/no_rope_layers");
+    json_t *nr = json_array();
+    for (int i = 0; i < 48; i++) json_array_append_new(nr, json_integer(i == 5 ? 2 : 1));
+    json_object_set_new(tc, "no_rope_layers", nr);
+    EXPECT_422(hf, PTR "/text_config/no_rope_layers/5");
+    json_object_del(tc, "no_rope_layers");
+    json_object_set_new(tc, "moe_layers", json_pack("[i,i]", 1, 48));
+    EXPECT_422(hf, PTR "/text_config/moe_layers/1");
+    json_object_del(tc, "moe_layers");
+    json_object_set_new(tc, "interleave_moe_layer_step", json_integer(0));
+    EXPECT_422(hf, PTR "/text_config/interleave_moe_layer_step");
+    json_object_set_new(tc, "interleave_moe_layer_step", json_integer(2));
+    json_object_del(tc, "intermediate_size_mlp"); /* dense layers need it */
+    EXPECT_422(hf, PTR "/text_config/intermediate_size_mlp");
+    json_decref(hf);
+
+    BAD("qwen3-next-80b-a3b", "linear_num_key_heads", json_integer(5), PTR "/linear_num_key_heads");
+    BAD("qwen3-next-80b-a3b", "linear_conv_kernel_dim", json_integer(-1), PTR "/linear_conv_kernel_dim");
+    BAD("qwen3-next-80b-a3b", "full_attention_interval", json_integer(0), PTR "/full_attention_interval");
+    BAD("qwen3-next-80b-a3b", "partial_rotary_factor", json_real(1.5), PTR "/partial_rotary_factor");
+    hf = load("qwen3-next-80b-a3b");
+    json_t *lt = json_array();
+    for (int i = 0; i < 48; i++) json_array_append_new(lt, json_string(i == 7 ? "mamba" : "full_attention"));
+    json_object_set_new(hf, "layer_types", lt);
+    EXPECT_422(hf, PTR "/layer_types/7");
+    json_decref(hf);
+    BAD("gpt-oss-20b", "num_experts_per_tok", json_integer(33), PTR "/num_experts_per_tok");
+    BAD("gpt-oss-20b", "sliding_window", json_string("128"), PTR "/sliding_window");
+    BAD("phi-3-mini-4k-instruct", "sliding_window", json_integer(-1), PTR "/sliding_window");
+}
+
+/* A search over a new family runs end to end (HF config -> IR -> every
+ * engine): gpt-oss-20b and Qwen3-Next on 64 H100, with finite answers and
+ * the approximations echoed in the resolved model. */
+static void test_new_families_search(void)
+{
+    const char *files[] = {"gpt-oss-20b", "qwen3-next-80b-a3b"};
+    for (size_t f = 0; f < 2; f++) {
+        json_t *hf = load(files[f]);
+        json_t *req = json_pack("{s:{s:O},s:{s:s},s:i,s:{s:i,s:i},s:{s:i}}", "model", "hf_config", hf,
+                                "hardware", "preset", "h100-sxm", "devices", 64, "training", "seq_len",
+                                4096, "global_batch_tokens", 4194304, "search", "top_k", 3);
+        api_status st;
+        api_status_init(&st);
+        json_t *res = api_search(req, &st, NULL, NULL);
+        CHECK(res != NULL);
+        if (!res) {
+            fprintf(stderr, "  search %s: %d %s %s\n", files[f], st.status,
+                    st.n_errors ? st.errors[0].pointer : "", st.n_errors ? st.errors[0].detail : "");
+        } else {
+            json_t *cfgs = json_object_get(res, "configs");
+            CHECK(json_array_size(cfgs) >= 1);
+            double mfu = json_number_value(
+                json_object_get(json_object_get(json_array_get(cfgs, 0), "bound"), "mfu"));
+            CHECK(mfu > 0.05 && mfu < 1.0);
+            json_t *ap = json_object_get(
+                json_object_get(json_object_get(json_object_get(res, "model"), "resolved"), "ir"),
+                "approximations");
+            CHECK(json_array_size(ap) >= 1);
+        }
+        json_decref(res);
+        json_decref(req);
+        json_decref(hf);
+    }
+}
+
 int main(void)
 {
     test_roundtrips();
@@ -832,5 +1231,10 @@ int main(void)
     test_junk_never_crashes();
     test_presets();
     test_route_nodes();
+    test_new_families_published();
+    test_new_families_layers();
+    test_phi3_flops();
+    test_new_families_bad();
+    test_new_families_search();
     return check_done();
 }

@@ -74,6 +74,20 @@ int main(void)
     CHECK_NEAR(mfu_attn_pairs(8, 3, MFU_CONV_CAUSAL), 6 + 5 * 3, 1e-12);
     CHECK_NEAR(mfu_attn_pairs(8, 3, MFU_CONV_FULL), 24, 1e-12);
     CHECK(mfu_attn_pairs(8, 0, MFU_CONV_NONE) == 0);
+    /* chunked attention (Llama 4): 10 tokens in chunks of 4 = blocks of 4,
+     * 4, 2, each causal on its own: 10 + 10 + 3 = 23 pairs; full: 16 + 16 +
+     * 4 = 36; a window of 2 inside the chunks: (1 + 2 + 2 + 2) x 2 + (1 + 2)
+     * = 17; chunk >= s is no chunking */
+    CHECK_NEAR(mfu_attn_pairs_chunked(10, 0, 4, MFU_CONV_CAUSAL), 23, 1e-12);
+    CHECK_NEAR(mfu_attn_pairs_chunked(10, 0, 4, MFU_CONV_FULL), 36, 1e-12);
+    CHECK_NEAR(mfu_attn_pairs_chunked(10, 2, 4, MFU_CONV_CAUSAL), 17, 1e-12);
+    CHECK_NEAR(mfu_attn_pairs_chunked(8, 0, 8, MFU_CONV_CAUSAL), 36, 1e-12);
+    CHECK_NEAR(mfu_attn_pairs_chunked(8, 0, 0, MFU_CONV_CAUSAL), 36, 1e-12);
+    /* Gated DeltaNet per token per head (F-OP-GDN), C = 64, dk = dv = 128:
+     * executed 6 C dk + 4 C dv + C^2/3 + 6 dk dv = 49152 + 32768 + 1365.33 +
+     * 98304 = 181589.33; useful halves the two block terms: 142629.33 */
+    CHECK_NEAR(mfu_gdn_flops_per_token_head(64, 128, 128, 0), 49152 + 32768 + 4096.0 / 3 + 98304, 1e-12);
+    CHECK_NEAR(mfu_gdn_flops_per_token_head(64, 128, 128, 1), 40960 + 4096.0 / 3 + 98304, 1e-12);
 
     /* GLA is linear in s: doubling s doubles nothing per token beyond the chunk */
     {

@@ -79,6 +79,157 @@ static int mla_moe(mfu_model *m, int n, int as_runs, const char *attn_impl_unuse
     return rc;
 }
 
+
+/* A model from an IR text (one run), or -1. */
+static int ir_model(const char *text, mfu_model *m)
+{
+    json_error_t err;
+    json_t *ir = json_loads(text, 0, &err);
+    if (!ir) {
+        fprintf(stderr, "bad test IR: %s\n", err.text);
+        return -1;
+    }
+    api_status st;
+    api_status_init(&st);
+    int rc = api_model_from_ir(ir, "/model", m, &st);
+    if (rc) fprintf(stderr, "ir_model: %s %s\n", st.n_errors ? st.errors[0].pointer : "",
+                    st.n_errors ? st.errors[0].detail : "");
+    json_decref(ir);
+    return rc;
+}
+
+static const mfu_op *op_named(const mfu_op *o, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(o[i].name, name) == 0) return &o[i];
+    return NULL;
+}
+
+/* The newer families' operators (docs/model.md F-OP-*), by hand. */
+static void test_new_ops(void)
+{
+    static mfu_model m, m2;
+    /* Gated DeltaNet: d 256, 4 value heads of 32 (value_dim 128), 2 q/k heads
+     * of 32 (key_dim 64), conv 4, chunk 16; 64 tokens, bf16, no parallelism. */
+    CHECK(ir_model("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
+                   "{\"type\": \"gdn\", \"n_heads\": 4, \"n_kv_heads\": 2, \"key_dim\": 64, "
+                   "\"value_dim\": 128, \"conv_size\": 4, \"chunk_size\": 16}, \"mlp\": {\"ffn_dim\": 512}}]}",
+                   &m) == 0);
+    mfu_shape sh = {1, 64, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    const double T = 64, C = 16, dk = 32, dv = 32, H = 4;
+    /* in_proj_qkvz: 256 -> 2 x 64 (q, k) + 2 x 128 (v, z) = 384 */
+    CHECK_NEAR(flops_of(ops, n, "qkvz_proj"), 2 * T * 256 * 384, 1e-12);
+    /* in_proj_ba: 256 -> 2 x 4 */
+    CHECK_NEAR(flops_of(ops, n, "ba_proj"), 2 * T * 256 * 8, 1e-12);
+    /* conv over 2 x 64 + 128 = 256 channels: (2 x 4 + 4 SiLU) per channel-token */
+    CHECK_NEAR(flops_of(ops, n, "gdn_conv"), 12 * T * 256, 1e-12);
+    /* the kernel: H T (6 C dk + 4 C dv + C^2 / 3 + 6 dk dv + 8 dk (L2 norms)) */
+    double f_tok = 6 * C * dk + 4 * C * dv + C * C / 3 + 6 * dk * dv + 8 * dk;
+    CHECK_NEAR(flops_of(ops, n, "gdn_chunk"), H * T * f_tok, 1e-12);
+    /* backward: twice, plus W, U (2 C (dk + dv)) and states (4 dk dv) again */
+    CHECK_NEAR(flops_of(ops, n, "gdn_chunk.bwd"), H * T * (2 * f_tok + 2 * C * (dk + dv) + 4 * dk * dv),
+               1e-12);
+    /* it keeps q, k, v (2 bytes x T H (2 dk + dv)), g and beta (fp32: 8 T H)
+     * and A (2 bytes x T H C) */
+    const mfu_op *g = op_named(ops, n, "gdn_chunk");
+    CHECK(g != NULL);
+    if (g) CHECK_NEAR(g->saved_bytes, 2 * T * H * (2 * dk + dv) + 8 * T * H + 2 * T * H * C, 1e-12);
+    /* gated output norm over T x 128, out_proj 128 -> 256 */
+    CHECK(op_named(ops, n, "gdn_out_norm") != NULL);
+    CHECK_NEAR(flops_of(ops, n, "out_proj"), 2 * T * 128 * 256, 1e-12);
+    /* no softmax-attention op in a linear-attention layer */
+    CHECK(op_named(ops, n, "attn_core") == NULL && op_named(ops, n, "rope") == NULL);
+    /* model FLOPs: 2 x matrices (qkvz 256 x 384, ba 256 x 8, out 128 x 256,
+     * conv 256 x 4) + the kernel's useful part + the MLP 3 x 256 x 512 */
+    double mats = 256.0 * 384 + 256.0 * 8 + 128.0 * 256 + 256.0 * 4;
+    CHECK_NEAR(mfu_run_flops_per_token_fwd(&m, 0, 64, MFU_CONV_CAUSAL),
+               2 * mats + H * (3 * C * dk + 2 * C * dv + C * C / 3 + 6 * dk * dv) + 2 * 3 * 256.0 * 512,
+               1e-12);
+
+    /* softmax attention with every new switch: sinks add 3 FLOPs per query
+     * row and head each way; the output gate doubles q in qkv_proj and adds
+     * o * sigmoid(g), keeping o and g; the q/k norm keeps its input; NoPE
+     * drops RoPE; chunked attention counts pairs per chunk. 8 heads of 32,
+     * 2 KV heads, d 256, 64 tokens. */
+    const char *head = "{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
+                       "{\"n_heads\": 8, \"n_kv_heads\": 2, \"head_dim\": 32";
+    const char *tail = "}, \"mlp\": {\"ffn_dim\": 512}}]}";
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s%s", head, "", tail);
+    CHECK(ir_model(text, &m) == 0);
+    snprintf(text, sizeof text, "%s%s%s", head, ", \"sinks\": true, \"output_gate\": true, \"qk_norm\": \"rmsnorm\", \"chunk\": 16", tail);
+    CHECK(ir_model(text, &m2) == 0);
+    static mfu_op o2[MFU_MAX_OPS];
+    n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    int n2 = mfu_ops_layer(&m2, 0, &sh, o2, MFU_MAX_OPS);
+    /* qkv_proj: 256 -> (8 + 2 x 2) x 32 = 384; with the gate (16 + 4) x 32 = 640 */
+    CHECK_NEAR(flops_of(ops, n, "qkv_proj"), 2 * T * 256 * 384, 1e-12);
+    CHECK_NEAR(flops_of(o2, n2, "qkv_proj"), 2 * T * 256 * 640, 1e-12);
+    /* flash attn_core: causal 64 x 65 / 2 = 2080 pairs; chunks of 16: 4 x
+     * 136 = 544; 2 x pairs x 8 heads x (32 + 32), plus 3 x 64 x 8 for sinks */
+    CHECK_NEAR(flops_of(ops, n, "attn_core"), 2 * 2080 * 8 * 64.0, 1e-12);
+    CHECK_NEAR(flops_of(o2, n2, "attn_core"), 2 * 544 * 8 * 64.0 + 3 * T * 8, 1e-12);
+    CHECK_NEAR(flops_of(o2, n2, "attn_core.bwd"), 2 * 544 * 8 * (3 * 32 + 2 * 32.0) + 3 * T * 8, 1e-12);
+    const mfu_op *og = op_named(o2, n2, "attn_out_gate");
+    CHECK(og != NULL && op_named(ops, n, "attn_out_gate") == NULL);
+    if (og) {
+        CHECK_NEAR(og->flops, 5 * T * 8 * 32, 1e-12);
+        CHECK_NEAR(og->saved_bytes, 2 * 2 * T * 8 * 32, 1e-12);
+    }
+    const mfu_op *qn = op_named(o2, n2, "qk_norm");
+    CHECK(qn != NULL && op_named(ops, n, "qk_norm") == NULL);
+    if (qn) CHECK_NEAR(qn->saved_bytes, 2 * T * (8 + 2) * 32, 1e-12);
+    /* RoPE over q and k: 3 FLOPs x T x 10 heads x 32; half with rotary_dim 16;
+     * none on a NoPE layer */
+    CHECK_NEAR(flops_of(ops, n, "rope"), 3 * T * 10 * 32, 1e-12);
+    snprintf(text, sizeof text, "%s%s%s", head, ", \"rotary_dim\": 16", tail);
+    CHECK(ir_model(text, &m2) == 0);
+    n2 = mfu_ops_layer(&m2, 0, &sh, o2, MFU_MAX_OPS);
+    CHECK_NEAR(flops_of(o2, n2, "rope"), 3 * T * 10 * 16, 1e-12);
+    snprintf(text, sizeof text, "%s%s%s", head, ", \"nope\": true", tail);
+    CHECK(ir_model(text, &m2) == 0);
+    n2 = mfu_ops_layer(&m2, 0, &sh, o2, MFU_MAX_OPS);
+    CHECK(op_named(o2, n2, "rope") == NULL && op_named(o2, n2, "attn_core") != NULL);
+    /* unfused: sinks widen the softmax by one column per row */
+    mfu_shape su = sh;
+    su.attn_impl = MFU_ATTN_UNFUSED;
+    snprintf(text, sizeof text, "%s%s%s", head, ", \"sinks\": true", tail);
+    CHECK(ir_model(text, &m2) == 0);
+    n = mfu_ops_layer(&m, 0, &su, ops, MFU_MAX_OPS);
+    n2 = mfu_ops_layer(&m2, 0, &su, o2, MFU_MAX_OPS);
+    CHECK_NEAR(flops_of(o2, n2, "attn_softmax") - flops_of(ops, n, "attn_softmax"), 5 * T * 8, 1e-12);
+
+    /* a gated shared expert: Linear(h, 1) and sigmoid(g) x shared output */
+    CHECK(ir_model("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
+                   "{\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 8, \"top_k\": 2, "
+                   "\"expert_ffn_dim\": 128, \"n_shared_experts\": 1, \"shared_gate\": true, "
+                   "\"bias\": true}}]}", &m2) == 0);
+    n2 = mfu_ops_layer(&m2, 0, &sh, o2, MFU_MAX_OPS);
+    CHECK_NEAR(flops_of(o2, n2, "shared_gate"), 2 * T * 256, 1e-12);
+    const mfu_op *sm = op_named(o2, n2, "shared_gate_mul");
+    CHECK(sm != NULL);
+    if (sm) CHECK_NEAR(sm->saved_bytes, 2 * (T * 256 + T), 1e-12);
+    /* parameters: the gate h; router bias 8; expert biases 8 x (2 x 128 + 256) */
+    mfu_params p;
+    mfu_model_params(&m2, &p);
+    double attn = 4.0 * 256 * 256, norms = 2 * 256.0 + 256;
+    double moe = 256.0 * 8 + 8 + 8 * (3 * 256.0 * 128 + 2 * 128 + 256) + 3 * 256.0 * 128 + 256;
+    CHECK_NEAR(p.total, attn + norms + moe + 2 * 1000.0 * 256, 1e-12);
+
+    /* the worst layer of the new switches fits the op budget: unfused
+     * attention with dropout, every attention switch, MoE with a gated
+     * shared expert, FP8 casts */
+    CHECK(ir_model("{\"d_model\": 256, \"vocab\": 1000, \"dropout\": true, \"layers\": [{\"count\": 1, "
+                   "\"attention\": {\"n_heads\": 8, \"sinks\": true, \"output_gate\": true, \"qk_norm\": "
+                   "\"l2\", \"chunk\": 16, \"out_bias\": true}, \"mlp\": {\"type\": \"moe\", \"n_experts\": "
+                   "8, \"top_k\": 2, \"expert_ffn_dim\": 128, \"n_shared_experts\": 1, \"shared_gate\": "
+                   "true}}]}", &m2) == 0);
+    mfu_shape s8 = {1, 64, 1, 1, 1, 1, 0, MFU_DT_FP8, MFU_ATTN_UNFUSED};
+    n2 = mfu_ops_layer(&m2, 0, &s8, o2, MFU_MAX_OPS);
+    CHECK(n2 > 60 && n2 <= MFU_MAX_LAYER_OPS);
+}
+
 int main(void)
 {
     /* No inventory is cut short (issue 9: a 128-run MoE/MLA model kept 40
@@ -208,5 +359,6 @@ int main(void)
         /* F_useful = 3 x forward */
         CHECK_NEAR(r.f_useful_flops, 3 * 2097152.0 * mfu_model_flops_per_token_fwd(&m, 8192, MFU_CONV_CAUSAL), 1e-12);
     }
+    test_new_ops();
     return check_done();
 }
