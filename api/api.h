@@ -123,6 +123,28 @@ char *api_compare_table(json_t *result);
 #define API_MAX_COMPARE_LIST 32
 #define API_MAX_COMPARE_VARIANTS 256
 
+/* Profiler traces (api/trace.c, docs/traces.md): Chrome trace-event JSON,
+ * plain or gzipped, streamed. Per step (ProfilerStep#N, or the steps whose
+ * annotation name starts with `marker`): step time, GPU span, busy, idle,
+ * kernel time per category and per collective kind with the part not
+ * overlapped by compute. NULL with st filled (422 with the byte position
+ * for a malformed or truncated trace). */
+enum { TR_GEMM = 0, TR_ATTENTION, TR_OTHER_COMPUTE, TR_ALLREDUCE, TR_REDUCESCATTER, TR_ALLGATHER,
+       TR_SENDRECV, TR_ALLTOALL, TR_BROADCAST, TR_OTHER_COMM, TR_MEMCPY, TR_MEMSET, TR_CAT_COUNT };
+extern const char *const api_trace_cat_names[TR_CAT_COUNT];
+int api_trace_classify(const char *kernel_name);
+json_t *api_trace_file(const char *path, const char *marker, api_status *st);
+json_t *api_trace_text(const char *text, size_t len, const char *marker, api_status *st);
+/* Measured minus predicted per component (seconds per step, means over the
+ * steps each summary averages): step time, GEMM, attention, other compute,
+ * memcpy, idle, and exposed communication per collective kind; `largest`
+ * names the component that moved most. NULL without steps. */
+json_t *api_trace_compare(json_t *predicted, json_t *measured);
+/* The predicted step of configuration `rank` (1-based) of a search result
+ * as Chrome trace JSON (api/trace_export.c, docs/traces.md); NULL when the
+ * rank is out of range. */
+json_t *api_trace_export_result(json_t *search_result, int rank);
+
 /* Fit the hardware's efficiency profile to measured runs (docs/calibration.md):
  * {"runs": [{"id": ..., "request": <a request with "measured">} | <request>],
  *  "parameters": [names] (default all), "cross_validate": true}. Every run
@@ -141,6 +163,37 @@ char *api_result_csv(json_t *result);
 /* Human tables (malloc'd): roofline ops table / ranked config table. */
 char *api_roofline_table(json_t *result);
 char *api_search_table(json_t *result);
+
+/* Charts as SVG (api/svg.c, docs/charts.md; issue 13 item 2): pure
+ * renderers from a result JSON (borrowed) to one standalone SVG document,
+ * a malloc'd string the caller frees. 800 wide (viewBox 0 0 800 450, taller
+ * when many pipeline stages or variants need it), a <title> and <desc>
+ * (alt text with the key numbers), axis labels with units, the Okabe-Ito
+ * colour-blind-safe palette, no external resources, and the same bytes for
+ * the same input. NULL on bad input: a missing or mistyped field, a rank
+ * out of range (callers answer 404 for the rank, 422 otherwise).
+ *
+ * `rank` is 1-based into the search result's `configs`; 0 means the
+ * measured configuration (`measured.config`) when the request gave a
+ * measured run (the gap waterfall then continues to the measured MFU).
+ *
+ * api_svg_gap:      roofline MFU -> each gap_expected component (mfu_points,
+ *                   in the model's order) -> expected MFU; bound MFU marked.
+ * api_svg_memory:   stacked bars per pipeline stage (memory_stages, else the
+ *                   binding stage's `memory`) against the capacity, in GB.
+ * api_svg_roofline: a roofline result (with roofline.ops): operators on
+ *                   log-log FLOP/byte vs achieved FLOP/s, the compute and
+ *                   HBM roofs, the ridge point.
+ * api_svg_timeline: one step per pipeline stage from time_expected (the
+ *                   busiest stage's figures on every lane, the bubble
+ *                   shifted as 1F1B does); NULL beyond 1,024 stages.
+ * api_svg_compare:  a compare result: tokens/s per variant, and cost to
+ *                   train per variant when priced. */
+char *api_svg_gap(json_t *search_result, int rank);
+char *api_svg_memory(json_t *search_result, int rank);
+char *api_svg_roofline(json_t *roofline_result);
+char *api_svg_timeline(json_t *search_result, int rank);
+char *api_svg_compare(json_t *compare_result);
 
 /* ---- limits (explicit, documented in openapi.yaml) ---------------------- */
 #define API_MAX_DEVICES   (1 << 20)
