@@ -50,7 +50,14 @@ json_t *api_plan_cost(const api_request *r, const mfu_eval *ev, double u);
 json_t *api_plan_no_fit(const api_request *r, const mfu_system *sys, const mfu_search_opts *o,
                         const mfu_search_stats *stats, mfu_op *ops, double budget_s);
 
+/* The predicted step of c as Chrome trace JSON (api/trace_export.c); ops:
+ * scratch of MFU_SCRATCH_OPS. otherData.figures holds the times it drew. */
+json_t *api_trace_export(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev, mfu_op *ops);
+
 /* rendering (api/render.c) */
+/* A whole-valued quantity held in a double (parameter counts, tokens per
+ * batch, steps) for json_integer: rounded, clamped to json_int_t */
+json_int_t api_json_count(double x);
 json_t *api_render_model(const api_request *r);
 json_t *api_render_hardware(const api_request *r);
 /* ops NULL: summary only */

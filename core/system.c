@@ -390,6 +390,9 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
                  : rp->kind == MFU_RCK_SELECTIVE ? L : 0.0;
     double t_rc = nrc * a->rc_s[c->recompute];
     tm->compute_s = mb * (t_f + t_b);
+    tm->compute_fwd_s = mb * t_f;
+    tm->compute_gemm_s = fmin(mb * L * a->gemm_s, tm->compute_s);
+    tm->compute_attention_s = fmin(mb * L * a->attn_core_s, tm->compute_s - tm->compute_gemm_s);
     tm->recompute_s = mb * t_rc;
 
     /* placement: tp, cp, fsdp, dp, pp innermost first; experts etp, ep */
@@ -439,6 +442,12 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
                 w = hkv * 2.0 * (double)at->head_dim;
             } else if (at->kind == MFU_ATTN_MLA) {
                 w = (double)at->n_heads / tp * (double)(at->qk_nope_head_dim + at->qk_rope_head_dim + at->v_head_dim);
+            } else if (at->kind == MFU_ATTN_GDN) {
+                /* Gated DeltaNet passes its states too: d_k x d_v per value
+                 * head, d_k = key_dim / q-k heads (fla cp/chunk_delta_h) */
+                double qkh = (double)(at->n_kv_heads > 0 ? at->n_kv_heads : at->n_heads);
+                w = (double)at->n_heads / tp * ((double)at->key_dim / qkh) *
+                    ((double)at->value_dim / (double)at->n_heads) / T;
             } else {
                 /* GLA passes chunk states (d_k x d_v per head) between ranks */
                 w = (double)at->n_heads / tp * ((double)at->key_dim / (double)at->n_heads) *

@@ -135,6 +135,10 @@ typedef struct mfu_memory {
 /* Time of one step on the busiest device, one set per profile (bound/expected). */
 typedef struct mfu_times {
     double compute_s;     /* fwd + bwd ops, no recompute */
+    /* its parts on the busiest stage: the forward, and the GEMM and
+     * attention-kernel time of its layers (the rest is memory-bound ops,
+     * embedding, head and loss) */
+    double compute_fwd_s, compute_gemm_s, compute_attention_s;
     double recompute_s;   /* recomputed forward ops */
     double comm_total_s[MFU_COMM_COUNT];   /* link time per axis */
     double comm_exposed_s[MFU_COMM_COUNT]; /* part not hidden under compute */

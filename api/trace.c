@@ -1,0 +1,828 @@
+/* api/trace.c -- read a profiler trace (Chrome trace-event JSON, plain or
+ * gzipped, as PyTorch's profiler (Kineto) and JAX/XProf for Perfetto write
+ * it) and measure each step (issue 12, docs/traces.md).
+ *
+ * Streamed: the file goes through zlib (gzread reads plain files as they
+ * are) into a pull tokenizer that keeps one string at a time, and only the
+ * events the measurement needs are kept, compactly (GPU kernels, copies,
+ * sets; kernel launches by correlation id; step annotations). Memory grows
+ * with the number of GPU events (40 bytes each), never with the file's
+ * text: no document tree.
+ *
+ * Steps: `ProfilerStep#N` CPU annotations (or the caller's marker prefix).
+ * A GPU event belongs to the step whose CPU window holds the runtime call
+ * that launched it (the `correlation` id Kineto gives both); an event whose
+ * launch is unknown belongs to the step whose window holds its own start.
+ * Per step: the CPU step time, the GPU span (first start to last end of its
+ * events), GPU busy time (the union of its intervals over every stream),
+ * idle = span - busy, kernel time per category, and for each collective
+ * kind the time not overlapped by any compute kernel (exposed) and the
+ * overlapped share.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+
+#include "internal.h"
+
+/* ---- categories ----------------------------------------------------------- */
+
+const char *const api_trace_cat_names[TR_CAT_COUNT] = {
+    "gemm", "attention", "other_compute", "allreduce", "reducescatter", "allgather",
+    "sendrecv", "alltoall", "broadcast", "other_comm", "memcpy", "memset"};
+
+static int has(const char *s, const char *needle)
+{
+    /* case-insensitive substring */
+    size_t n = strlen(needle);
+    for (; *s; s++)
+        if (strncasecmp(s, needle, n) == 0) return 1;
+    return 0;
+}
+
+/* A GPU kernel's category from its name (docs/traces.md lists the patterns:
+ * NCCL/RCCL collectives by kind, cuBLAS/cuBLASLt/CUTLASS/hipBLASLt/Tensile
+ * and XLA dot fusions for GEMMs, flash/cuDNN/fmha for attention). Matched
+ * in the name before its parameter list (a kernel's arguments name types
+ * from any library); FBGEMM's GPU kernels (fbgemm_gpu::, embedding and
+ * sparse-feature ops) are not matrix products. */
+int api_trace_classify(const char *full)
+{
+    char name[1024];
+    size_t n = strcspn(full, "(");
+    if (n >= sizeof name) n = sizeof name - 1;
+    memcpy(name, full, n);
+    name[n] = 0;
+    if (has(name, "nccl") || has(name, "rccl")) {
+        if (has(name, "allreduce") || has(name, "all_reduce")) return TR_ALLREDUCE;
+        if (has(name, "reducescatter") || has(name, "reduce_scatter")) return TR_REDUCESCATTER;
+        if (has(name, "allgather") || has(name, "all_gather")) return TR_ALLGATHER;
+        if (has(name, "alltoall") || has(name, "all_to_all")) return TR_ALLTOALL;
+        if (has(name, "sendrecv") || has(name, "send") || has(name, "recv")) return TR_SENDRECV;
+        if (has(name, "broadcast")) return TR_BROADCAST;
+        return TR_OTHER_COMM;
+    }
+    /* XLA on GPU/TPU: collectives are HLO op names */
+    if (has(name, "all-reduce")) return TR_ALLREDUCE;
+    if (has(name, "reduce-scatter")) return TR_REDUCESCATTER;
+    if (has(name, "all-gather")) return TR_ALLGATHER;
+    if (has(name, "all-to-all")) return TR_ALLTOALL;
+    if (has(name, "collective-permute")) return TR_SENDRECV;
+    if (has(name, "flash") || has(name, "fmha") || has(name, "attention") || has(name, "sdpa"))
+        return TR_ATTENTION;
+    if (has(name, "fbgemm_gpu")) return TR_OTHER_COMPUTE;
+    if (has(name, "gemm") || has(name, "gemv") || has(name, "cutlass") || has(name, "cublas") ||
+        has(name, "Cijk_") || has(name, "matmul") || has(name, "xmma") || has(name, "splitKreduce") ||
+        has(name, "dot_general") || has(name, "dot."))
+        return TR_GEMM;
+    return TR_OTHER_COMPUTE;
+}
+
+/* ---- the byte source and the tokenizer ------------------------------------ */
+
+enum { T_EOF = 0, T_ERR, T_LBRACE, T_RBRACE, T_LBRACK, T_RBRACK, T_COLON, T_COMMA, T_STR, T_NUM,
+       T_TRUE, T_FALSE, T_NULL };
+
+#define TR_MAX_STRING (1u << 20) /* longer strings are cut (kernel names run to a few KB) */
+#define TR_MAX_DEPTH 256
+
+typedef struct lexer {
+    gzFile gz;
+    const unsigned char *mem;   /* or an in-memory text */
+    size_t mem_len, mem_pos;
+    unsigned char buf[1 << 16];
+    size_t len, pos;
+    uint64_t offset;            /* bytes of text consumed */
+    int eof;
+    char *s;                    /* the last string token */
+    size_t slen, scap;
+    double num;
+    uint64_t tok_off;           /* where the last token started */
+    char err[200];
+} lexer;
+
+static int fill(lexer *lx)
+{
+    if (lx->eof) return 0;
+    if (lx->mem) {
+        size_t n = lx->mem_len - lx->mem_pos;
+        if (n > sizeof lx->buf) n = sizeof lx->buf;
+        memcpy(lx->buf, lx->mem + lx->mem_pos, n);
+        lx->mem_pos += n;
+        lx->len = n;
+    } else {
+        int n = gzread(lx->gz, lx->buf, sizeof lx->buf);
+        if (n < 0) {
+            int e;
+            snprintf(lx->err, sizeof lx->err, "the file cannot be decompressed after byte %llu: %s",
+                     (unsigned long long)lx->offset, gzerror(lx->gz, &e));
+            lx->eof = 1;
+            return -1;
+        }
+        lx->len = (size_t)n;
+    }
+    lx->pos = 0;
+    if (lx->len == 0) lx->eof = 1;
+    return (int)lx->len;
+}
+
+static int peekc(lexer *lx)
+{
+    if (lx->pos == lx->len && fill(lx) <= 0) return -1;
+    return lx->buf[lx->pos];
+}
+
+static int getc_(lexer *lx)
+{
+    int c = peekc(lx);
+    if (c >= 0) {
+        lx->pos++;
+        lx->offset++;
+    }
+    return c;
+}
+
+static int fail(lexer *lx, const char *what)
+{
+    if (!lx->err[0])
+        snprintf(lx->err, sizeof lx->err, "%s at byte %llu of the trace text", what,
+                 (unsigned long long)lx->tok_off);
+    return T_ERR;
+}
+
+static void sput(lexer *lx, char c)
+{
+    if (lx->slen + 1 >= lx->scap) {
+        if (lx->scap >= TR_MAX_STRING) return; /* cut */
+        size_t cap = lx->scap ? lx->scap * 2 : 256;
+        char *p = realloc(lx->s, cap);
+        if (!p) return;
+        lx->s = p;
+        lx->scap = cap;
+    }
+    lx->s[lx->slen++] = c;
+    lx->s[lx->slen] = 0;
+}
+
+static int hexv(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static void put_utf8(lexer *lx, unsigned cp)
+{
+    if (cp < 0x80) sput(lx, (char)cp);
+    else if (cp < 0x800) {
+        sput(lx, (char)(0xC0 | (cp >> 6)));
+        sput(lx, (char)(0x80 | (cp & 0x3F)));
+    } else {
+        sput(lx, (char)(0xE0 | (cp >> 12)));
+        sput(lx, (char)(0x80 | ((cp >> 6) & 0x3F)));
+        sput(lx, (char)(0x80 | (cp & 0x3F)));
+    }
+}
+
+static int lex_string(lexer *lx)
+{
+    lx->slen = 0;
+    if (lx->s) lx->s[0] = 0;
+    else sput(lx, 0), lx->slen = 0;
+    for (;;) {
+        int c = getc_(lx);
+        if (c < 0) return fail(lx, "the trace ends inside a string");
+        if (c == '"') return T_STR;
+        if (c == '\\') {
+            int e = getc_(lx);
+            switch (e) {
+            case '"': sput(lx, '"'); break;
+            case '\\': sput(lx, '\\'); break;
+            case '/': sput(lx, '/'); break;
+            case 'b': sput(lx, '\b'); break;
+            case 'f': sput(lx, '\f'); break;
+            case 'n': sput(lx, '\n'); break;
+            case 'r': sput(lx, '\r'); break;
+            case 't': sput(lx, '\t'); break;
+            case 'u': {
+                unsigned cp = 0;
+                for (int i = 0; i < 4; i++) {
+                    int h = hexv(getc_(lx));
+                    if (h < 0) return fail(lx, "a bad \\u escape");
+                    cp = cp * 16 + (unsigned)h;
+                }
+                /* surrogates are kept as U+FFFD: names only need to be compared */
+                put_utf8(lx, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : cp);
+                break;
+            }
+            default: return fail(lx, "a bad escape in a string");
+            }
+        } else if (c < 0x20) {
+            return fail(lx, "a control character in a string");
+        } else {
+            sput(lx, (char)c);
+        }
+    }
+}
+
+static int lex_number(lexer *lx, int first)
+{
+    char b[64];
+    size_t n = 0;
+    b[n++] = (char)first;
+    for (;;) {
+        int c = peekc(lx);
+        if (c < 0 || !(isdigit(c) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) break;
+        if (n + 1 >= sizeof b) return fail(lx, "a number too long");
+        b[n++] = (char)getc_(lx);
+    }
+    b[n] = 0;
+    char *end;
+    lx->num = strtod(b, &end);
+    if (*end || !isfinite(lx->num)) return fail(lx, "a malformed number");
+    return T_NUM;
+}
+
+static int lex_word(lexer *lx, const char *rest, int tok)
+{
+    for (const char *p = rest; *p; p++)
+        if (getc_(lx) != *p) return fail(lx, "an unknown word (not true, false or null)");
+    return tok;
+}
+
+static int next(lexer *lx)
+{
+    int c;
+    do c = getc_(lx);
+    while (c == ' ' || c == '\n' || c == '\r' || c == '\t');
+    lx->tok_off = lx->offset ? lx->offset - 1 : 0;
+    if (c < 0) return lx->err[0] ? T_ERR : T_EOF;
+    switch (c) {
+    case '{': return T_LBRACE;
+    case '}': return T_RBRACE;
+    case '[': return T_LBRACK;
+    case ']': return T_RBRACK;
+    case ':': return T_COLON;
+    case ',': return T_COMMA;
+    case '"': return lex_string(lx);
+    case 't': return lex_word(lx, "rue", T_TRUE);
+    case 'f': return lex_word(lx, "alse", T_FALSE);
+    case 'n': return lex_word(lx, "ull", T_NULL);
+    default:
+        if (c == '-' || isdigit(c)) return lex_number(lx, c);
+        return fail(lx, "not JSON (an unexpected character)");
+    }
+}
+
+/* Skip one value whose first token is t (containers iteratively). */
+static int skip_value(lexer *lx, int t)
+{
+    int depth = 0;
+    for (;;) {
+        if (t == T_ERR) return -1;
+        if (t == T_EOF) return fail(lx, "the trace ends inside a value"), -1;
+        if (t == T_LBRACE || t == T_LBRACK) {
+            if (++depth > TR_MAX_DEPTH) return fail(lx, "nesting deeper than 256"), -1;
+        } else if (t == T_RBRACE || t == T_RBRACK) {
+            if (--depth < 0) return fail(lx, "an unexpected closing bracket"), -1;
+        } else if (t == T_COLON || t == T_COMMA) {
+            if (depth == 0) return fail(lx, "an unexpected separator"), -1;
+        }
+        if (depth == 0) return 0;
+        t = next(lx);
+    }
+}
+
+/* ---- the events kept ------------------------------------------------------ */
+
+typedef struct gpu_ev {
+    double ts, dur;             /* microseconds */
+    int64_t corr;               /* launch correlation id, -1 unknown */
+    int32_t stream;
+    int16_t device;
+    int16_t cat;
+} gpu_ev;
+
+typedef struct launch { int64_t corr; double ts; } launch;
+typedef struct step { int64_t num; double ts, dur; } step;
+
+typedef struct store {
+    gpu_ev *ev; size_t n_ev, cap_ev;
+    launch *la; size_t n_la, cap_la;
+    step *st; size_t n_st, cap_st;
+    step *gst; size_t n_gst, cap_gst;   /* GPU-side step annotations */
+    int64_t events;                     /* trace events read */
+    int rank, world_size;
+    char backend[32];
+    json_t *devices;
+} store;
+
+#define GROW(arr, n, cap) do { if ((n) == (cap)) { size_t c_ = (cap) ? (cap) * 2 : 1024; \
+    void *p_ = realloc((arr), c_ * sizeof *(arr)); if (!p_) return -1; (arr) = p_; (cap) = c_; } } while (0)
+
+/* One event object (its '{' read). */
+static int read_event(lexer *lx, store *sto, const char *marker)
+{
+    char name[512] = "", cat[48] = "", ph[8] = "";
+    double ts = NAN, dur = 0;
+    int64_t corr = -1, stream = -1, device = -1, tid = -1, pid = -1;
+    int klass = TR_OTHER_COMPUTE;
+    int t = next(lx);
+    if (t == T_RBRACE) return 0;
+    for (;;) {
+        if (t != T_STR) return fail(lx, "an event's key is not a string"), -1;
+        char key[32];
+        snprintf(key, sizeof key, "%s", lx->s);
+        if (next(lx) != T_COLON) return fail(lx, "a missing ':' in an event"), -1;
+        t = next(lx);
+        if (!strcmp(key, "name") && t == T_STR) {
+            snprintf(name, sizeof name, "%s", lx->s);
+            klass = api_trace_classify(lx->s); /* the whole name, not the copy */
+        }
+        else if (!strcmp(key, "cat") && t == T_STR) snprintf(cat, sizeof cat, "%s", lx->s);
+        else if (!strcmp(key, "ph") && t == T_STR) snprintf(ph, sizeof ph, "%s", lx->s);
+        else if (!strcmp(key, "ts") && t == T_NUM) ts = lx->num;
+        else if (!strcmp(key, "dur") && t == T_NUM) dur = lx->num;
+        else if (!strcmp(key, "tid") && t == T_NUM) tid = (int64_t)lx->num;
+        else if (!strcmp(key, "pid") && t == T_NUM) pid = (int64_t)lx->num;
+        else if (!strcmp(key, "args") && t == T_LBRACE) {
+            int u = next(lx);
+            while (u != T_RBRACE) {
+                if (u != T_STR) return fail(lx, "an args key is not a string"), -1;
+                char ak[32];
+                snprintf(ak, sizeof ak, "%s", lx->s);
+                if (next(lx) != T_COLON) return fail(lx, "a missing ':' in args"), -1;
+                u = next(lx);
+                if (u == T_NUM && !strcmp(ak, "correlation")) corr = (int64_t)lx->num;
+                else if (u == T_NUM && !strcmp(ak, "stream")) stream = (int64_t)lx->num;
+                else if (u == T_NUM && !strcmp(ak, "device")) device = (int64_t)lx->num;
+                else if (skip_value(lx, u)) return -1;
+                u = next(lx);
+                if (u == T_COMMA) u = next(lx);
+                else if (u != T_RBRACE) return fail(lx, "a missing ',' in args"), -1;
+            }
+        } else if (skip_value(lx, t)) {
+            return -1;
+        }
+        t = next(lx);
+        if (t == T_RBRACE) break;
+        if (t != T_COMMA) return fail(lx, "a missing ',' between an event's fields"), -1;
+        t = next(lx);
+    }
+    sto->events++;
+    if (strcmp(ph, "X") != 0) return 0; /* only complete events carry durations */
+    if (!isfinite(ts) || ts < 0 || ts > 1e17 || !isfinite(dur) || dur < 0 || dur > 1e12) {
+        snprintf(lx->err, sizeof lx->err,
+                 "an absurd timestamp (ts %g us, dur %g us) in the event ending at byte %llu",
+                 ts, dur, (unsigned long long)lx->offset);
+        return -1;
+    }
+    int gpu = !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
+    if (gpu) {
+        GROW(sto->ev, sto->n_ev, sto->cap_ev);
+        gpu_ev *e = &sto->ev[sto->n_ev++];
+        e->ts = ts;
+        e->dur = dur;
+        e->corr = corr;
+        e->stream = (int32_t)(stream >= 0 ? stream : tid);
+        e->device = (int16_t)(device >= 0 ? device : pid);
+        e->cat = (int16_t)(!strcmp(cat, "gpu_memcpy") ? TR_MEMCPY
+                           : !strcmp(cat, "gpu_memset") ? TR_MEMSET : klass);
+        return 0;
+    }
+    if ((!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver")) && corr >= 0) {
+        GROW(sto->la, sto->n_la, sto->cap_la);
+        sto->la[sto->n_la++] = (launch){corr, ts};
+        return 0;
+    }
+    size_t ml = strlen(marker);
+    if (!strncmp(name, marker, ml)) {
+        const char *p = name + ml;
+        int64_t num = isdigit((unsigned char)*p) ? strtoll(p, NULL, 10) : (int64_t)sto->n_st;
+        if (!strcmp(cat, "gpu_user_annotation")) {
+            GROW(sto->gst, sto->n_gst, sto->cap_gst);
+            sto->gst[sto->n_gst++] = (step){num, ts, dur};
+        } else {
+            GROW(sto->st, sto->n_st, sto->cap_st);
+            sto->st[sto->n_st++] = (step){num, ts, dur};
+        }
+    }
+    return 0;
+}
+
+static int read_events(lexer *lx, store *sto, const char *marker)
+{
+    int t = next(lx);
+    if (t == T_RBRACK) return 0;
+    for (;;) {
+        if (t == T_EOF) return fail(lx, "the trace ends inside traceEvents (a truncated trace?)"), -1;
+        if (t != T_LBRACE) return fail(lx, "traceEvents holds something that is not an event object"), -1;
+        if (read_event(lx, sto, marker)) return -1;
+        t = next(lx);
+        if (t == T_RBRACK) return 0;
+        if (t != T_COMMA) return fail(lx, "a missing ',' between events (a truncated trace?)"), -1;
+        t = next(lx);
+    }
+}
+
+static int read_dist(lexer *lx, store *sto)
+{
+    int t = next(lx);
+    while (t != T_RBRACE) {
+        if (t != T_STR) return fail(lx, "distributedInfo's key is not a string"), -1;
+        char k[32];
+        snprintf(k, sizeof k, "%s", lx->s);
+        if (next(lx) != T_COLON) return fail(lx, "a missing ':'"), -1;
+        t = next(lx);
+        if (!strcmp(k, "rank") && t == T_NUM) sto->rank = (int)lx->num;
+        else if (!strcmp(k, "world_size") && t == T_NUM) sto->world_size = (int)lx->num;
+        else if (!strcmp(k, "backend") && t == T_STR) snprintf(sto->backend, sizeof sto->backend, "%s", lx->s);
+        else if (skip_value(lx, t)) return -1;
+        t = next(lx);
+        if (t == T_COMMA) t = next(lx);
+        else if (t != T_RBRACE) return fail(lx, "a missing ','"), -1;
+    }
+    return 0;
+}
+
+static int read_devices(lexer *lx, store *sto)
+{
+    int t = next(lx);
+    while (t != T_RBRACK) {
+        if (t != T_LBRACE) return fail(lx, "deviceProperties holds a non-object"), -1;
+        int u = next(lx);
+        while (u != T_RBRACE) {
+            if (u != T_STR) return fail(lx, "a device key is not a string"), -1;
+            int is_name = !strcmp(lx->s, "name");
+            if (next(lx) != T_COLON) return fail(lx, "a missing ':'"), -1;
+            u = next(lx);
+            if (is_name && u == T_STR) json_array_append_new(sto->devices, json_string(lx->s));
+            else if (skip_value(lx, u)) return -1;
+            u = next(lx);
+            if (u == T_COMMA) u = next(lx);
+            else if (u != T_RBRACE) return fail(lx, "a missing ','"), -1;
+        }
+        t = next(lx);
+        if (t == T_COMMA) t = next(lx);
+        else if (t != T_RBRACK) return fail(lx, "a missing ','"), -1;
+    }
+    return 0;
+}
+
+static int read_top(lexer *lx, store *sto, const char *marker, int *saw_events)
+{
+    int t = next(lx);
+    if (t == T_LBRACK) { /* the JSON Array Format: events alone */
+        *saw_events = 1;
+        return read_events(lx, sto, marker);
+    }
+    if (t != T_LBRACE) return fail(lx, "not a trace: expected a JSON object with traceEvents"), -1;
+    t = next(lx);
+    while (t != T_RBRACE) {
+        if (t != T_STR) return fail(lx, "a top-level key is not a string"), -1;
+        char k[64];
+        snprintf(k, sizeof k, "%s", lx->s);
+        if (next(lx) != T_COLON) return fail(lx, "a missing ':' at the top level"), -1;
+        t = next(lx);
+        int r = 0;
+        if (!strcmp(k, "traceEvents") && t == T_LBRACK) {
+            *saw_events = 1;
+            r = read_events(lx, sto, marker);
+        } else if (!strcmp(k, "distributedInfo") && t == T_LBRACE) r = read_dist(lx, sto);
+        else if (!strcmp(k, "deviceProperties") && t == T_LBRACK) r = read_devices(lx, sto);
+        else r = skip_value(lx, t);
+        if (r) return -1;
+        t = next(lx);
+        if (t == T_COMMA) t = next(lx);
+        else if (t != T_RBRACE) return fail(lx, "a missing ',' at the top level (a truncated trace?)"), -1;
+    }
+    return 0;
+}
+
+/* ---- measurement ---------------------------------------------------------- */
+
+static int cmp_launch(const void *a, const void *b)
+{
+    const launch *x = a, *y = b;
+    return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    const step *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+typedef struct iv { double a, b; } iv;
+
+static int cmp_iv(const void *x, const void *y)
+{
+    const iv *p = x, *q = y;
+    return p->a < q->a ? -1 : p->a > q->a ? 1 : (p->b < q->b ? -1 : p->b > q->b);
+}
+
+/* Merge sorted intervals in place; returns the count. */
+static size_t merge(iv *v, size_t n)
+{
+    if (!n) return 0;
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (v[i].a <= v[k].b) {
+            if (v[i].b > v[k].b) v[k].b = v[i].b;
+        } else {
+            v[++k] = v[i];
+        }
+    }
+    return k + 1;
+}
+
+static double total(const iv *v, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += v[i].b - v[i].a;
+    return s;
+}
+
+/* Length of [a, b) covered by the merged set m. */
+static double covered(const iv *m, size_t n, double a, double b)
+{
+    /* first interval ending after a */
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m[mid].b <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    double s = 0;
+    for (size_t i = lo; i < n && m[i].a < b; i++) {
+        double x = m[i].a > a ? m[i].a : a, y = m[i].b < b ? m[i].b : b;
+        if (y > x) s += y - x;
+    }
+    return s;
+}
+
+static int is_comm(int c) { return c >= TR_ALLREDUCE && c <= TR_OTHER_COMM; }
+static int is_compute(int c) { return c <= TR_OTHER_COMPUTE; }
+
+static json_t *measure_step(const store *sto, const step *s, const size_t *idx, size_t n, iv *scratch,
+                            iv *comp)
+{
+    double t0 = INFINITY, t1 = -INFINITY;
+    double cat_t[TR_CAT_COUNT] = {0}, exposed[TR_CAT_COUNT] = {0};
+    long cat_n[TR_CAT_COUNT] = {0};
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const gpu_ev *e = &sto->ev[idx[i]];
+        if (e->ts < t0) t0 = e->ts;
+        if (e->ts + e->dur > t1) t1 = e->ts + e->dur;
+        cat_t[e->cat] += e->dur;
+        cat_n[e->cat]++;
+        scratch[i] = (iv){e->ts, e->ts + e->dur};
+        if (is_compute(e->cat)) comp[nc++] = (iv){e->ts, e->ts + e->dur};
+    }
+    qsort(scratch, n, sizeof *scratch, cmp_iv);
+    double busy = total(scratch, merge(scratch, n));
+    qsort(comp, nc, sizeof *comp, cmp_iv);
+    nc = merge(comp, nc);
+    /* communication not under any compute kernel (on any stream) */
+    for (size_t i = 0; i < n; i++) {
+        const gpu_ev *e = &sto->ev[idx[i]];
+        if (is_comm(e->cat)) exposed[e->cat] += e->dur - covered(comp, nc, e->ts, e->ts + e->dur);
+    }
+    double span = n ? t1 - t0 : 0.0;
+    json_t *kern = json_object();
+    double comm_t = 0, comm_exp = 0;
+    for (int c = 0; c < TR_CAT_COUNT; c++) {
+        json_t *o = json_pack("{s:I,s:f}", "count", (json_int_t)cat_n[c], "time_s", cat_t[c] * 1e-6);
+        if (is_comm(c)) {
+            json_object_set_new(o, "exposed_s", json_real(exposed[c] * 1e-6));
+            json_object_set_new(o, "overlap", cat_t[c] > 0 ? json_real(1.0 - exposed[c] / cat_t[c]) : json_null());
+            comm_t += cat_t[c];
+            comm_exp += exposed[c];
+        }
+        json_object_set_new(kern, api_trace_cat_names[c], o);
+    }
+    json_t *o = json_pack("{s:I,s:f,s:f,s:f,s:f,s:I,s:o}", "step", (json_int_t)s->num, "step_time_s",
+                          s->dur * 1e-6, "gpu_span_s", span * 1e-6, "gpu_busy_s", busy * 1e-6,
+                          "idle_s", (span - busy) * 1e-6, "gpu_events", (json_int_t)n, "kernels", kern);
+    json_object_set_new(o, "communication", json_pack("{s:f,s:f,s:o}", "time_s", comm_t * 1e-6,
+                                                      "exposed_s", comm_exp * 1e-6, "overlap",
+                                                      comm_t > 0 ? json_real(1.0 - comm_exp / comm_t) : json_null()));
+    return o;
+}
+
+static json_t *measure(store *sto, api_status *st)
+{
+    if (sto->n_st == 0) {
+        api_fail(st, 422, "", "no step markers in the trace (ProfilerStep#N annotations, or the given marker)");
+        return NULL;
+    }
+    qsort(sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
+    qsort(sto->st, sto->n_st, sizeof *sto->st, cmp_step);
+    /* each GPU event's step */
+    size_t *owner = malloc(sizeof *owner * (sto->n_ev ? sto->n_ev : 1));
+    size_t *count = calloc(sto->n_st + 1, sizeof *count);
+    if (!owner || !count) {
+        free(owner);
+        free(count);
+        api_fail(st, 503, "", "out of memory measuring the trace");
+        return NULL;
+    }
+    for (size_t i = 0; i < sto->n_ev; i++) {
+        const gpu_ev *e = &sto->ev[i];
+        double at = e->ts;
+        if (e->corr >= 0) {
+            launch key = {e->corr, 0};
+            const launch *l = bsearch(&key, sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
+            if (l) at = l->ts;
+        }
+        /* the last step starting at or before `at` whose window holds it */
+        size_t lo = 0, hi = sto->n_st;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (sto->st[mid].ts <= at) lo = mid + 1;
+            else hi = mid;
+        }
+        size_t s = sto->n_st; /* none */
+        if (lo > 0 && at <= sto->st[lo - 1].ts + sto->st[lo - 1].dur) s = lo - 1;
+        owner[i] = s;
+        count[s]++;
+    }
+    /* bucket the events by step */
+    size_t *start = calloc(sto->n_st + 2, sizeof *start);
+    size_t *order = malloc(sizeof *order * (sto->n_ev ? sto->n_ev : 1));
+    iv *scratch = malloc(sizeof *scratch * (sto->n_ev ? sto->n_ev : 1));
+    iv *comp = malloc(sizeof *comp * (sto->n_ev ? sto->n_ev : 1));
+    json_t *steps = NULL;
+    if (!start || !order || !scratch || !comp) {
+        api_fail(st, 503, "", "out of memory measuring the trace");
+        goto done;
+    }
+    for (size_t s = 0; s <= sto->n_st; s++) start[s + 1] = start[s] + count[s];
+    for (size_t i = 0; i < sto->n_ev; i++) order[start[owner[i]]++] = i;
+    for (size_t s = sto->n_st + 1; s > 0; s--) start[s] = start[s - 1];
+    start[0] = 0;
+    steps = json_array();
+    for (size_t s = 0; s < sto->n_st; s++)
+        json_array_append_new(steps, measure_step(sto, &sto->st[s], order + start[s], count[s], scratch, comp));
+done:
+    free(owner);
+    free(count);
+    free(start);
+    free(order);
+    free(scratch);
+    free(comp);
+    return steps;
+}
+
+/* ---- entry points --------------------------------------------------------- */
+
+static json_t *read_trace(lexer *lx, const char *marker, api_status *st)
+{
+    store sto;
+    memset(&sto, 0, sizeof sto);
+    sto.rank = -1;
+    sto.devices = json_array();
+    int saw = 0;
+    json_t *out = NULL;
+    if (read_top(lx, &sto, marker, &saw)) {
+        api_fail(st, 422, "", "%s", lx->err[0] ? lx->err : "the trace cannot be read");
+        goto done;
+    }
+    if (next(lx) != T_EOF) {
+        api_fail(st, 422, "", "%s", lx->err[0] ? lx->err : "text after the trace's closing bracket");
+        goto done;
+    }
+    if (!saw) {
+        api_fail(st, 422, "", "unknown schema: no traceEvents array (Chrome trace-event JSON is expected)");
+        goto done;
+    }
+    json_t *steps = measure(&sto, st);
+    if (!steps) goto done;
+    /* the mean over steps, the first one left out when there are several
+     * (it carries warm-up) */
+    size_t n = json_array_size(steps), from = n > 2 ? 1 : 0;
+    double mt = 0, mb = 0, mi = 0, mc = 0, me = 0;
+    for (size_t i = from; i < n; i++) {
+        json_t *s = json_array_get(steps, i);
+        mt += json_number_value(json_object_get(s, "step_time_s"));
+        mb += json_number_value(json_object_get(s, "gpu_busy_s"));
+        mi += json_number_value(json_object_get(s, "idle_s"));
+        json_t *c = json_object_get(s, "communication");
+        mc += json_number_value(json_object_get(c, "time_s"));
+        me += json_number_value(json_object_get(c, "exposed_s"));
+    }
+    double k = n > from ? 1.0 / (double)(n - from) : 0.0;
+    out = json_pack("{s:s,s:I,s:I,s:O,s:o,s:{s:I,s:I,s:f,s:f,s:f,s:f,s:f}}", "format", "chrome-trace",
+                    "events", (json_int_t)sto.events, "gpu_events", (json_int_t)sto.n_ev, "devices",
+                    sto.devices, "steps", steps, "summary", "steps", (json_int_t)n, "steps_averaged",
+                    (json_int_t)(n - from), "step_time_s", mt * k, "gpu_busy_s", mb * k, "idle_s", mi * k,
+                    "communication_s", mc * k, "communication_exposed_s", me * k);
+    if (sto.world_size > 0)
+        json_object_set_new(out, "distributed", json_pack("{s:i,s:i,s:s}", "rank", sto.rank, "world_size",
+                                                          sto.world_size, "backend", sto.backend));
+done:
+    free(sto.ev);
+    free(sto.la);
+    free(sto.st);
+    free(sto.gst);
+    json_decref(sto.devices);
+    return out;
+}
+
+json_t *api_trace_file(const char *path, const char *marker, api_status *st)
+{
+    lexer *lx = calloc(1, sizeof *lx);
+    if (!lx) {
+        api_fail(st, 503, "", "out of memory");
+        return NULL;
+    }
+    lx->gz = gzopen(path, "rb");
+    if (!lx->gz) {
+        free(lx);
+        api_fail(st, 400, "", "cannot open the trace file");
+        return NULL;
+    }
+    gzbuffer(lx->gz, 1 << 17);
+    json_t *out = read_trace(lx, marker && *marker ? marker : "ProfilerStep#", st);
+    gzclose(lx->gz);
+    free(lx->s);
+    free(lx);
+    return out;
+}
+
+json_t *api_trace_text(const char *text, size_t len, const char *marker, api_status *st)
+{
+    lexer *lx = calloc(1, sizeof *lx);
+    if (!lx) {
+        api_fail(st, 503, "", "out of memory");
+        return NULL;
+    }
+    lx->mem = (const unsigned char *)text;
+    lx->mem_len = len;
+    json_t *out = read_trace(lx, marker && *marker ? marker : "ProfilerStep#", st);
+    free(lx->s);
+    free(lx);
+    return out;
+}
+
+/* ---- predicted against measured ------------------------------------------- */
+
+/* The mean of a step field over the steps the summary averages. */
+static double step_mean(json_t *m, const char *a, const char *b, const char *c)
+{
+    json_t *steps = json_object_get(m, "steps");
+    size_t n = json_array_size(steps), from = n > 2 ? 1 : 0;
+    double s = 0;
+    for (size_t i = from; i < n; i++) {
+        json_t *v = json_object_get(json_array_get(steps, i), a);
+        if (b) v = json_object_get(v, b);
+        if (c) v = json_object_get(v, c);
+        s += json_number_value(v);
+    }
+    return n > from ? s / (double)(n - from) : 0.0;
+}
+
+json_t *api_trace_compare(json_t *predicted, json_t *measured)
+{
+    if (!json_array_size(json_object_get(predicted, "steps")) ||
+        !json_array_size(json_object_get(measured, "steps")))
+        return NULL;
+    /* measured minus predicted, per component (seconds per step) */
+    struct { const char *name, *a, *b, *c; } comp[] = {
+        {"step_time_s", "step_time_s", NULL, NULL},
+        {"gemm_s", "kernels", "gemm", "time_s"},
+        {"attention_s", "kernels", "attention", "time_s"},
+        {"other_compute_s", "kernels", "other_compute", "time_s"},
+        {"memcpy_s", "kernels", "memcpy", "time_s"},
+        {"idle_s", "idle_s", NULL, NULL},
+    };
+    json_t *o = json_object();
+    const char *largest = NULL;
+    double big = 0;
+    for (size_t i = 0; i < sizeof comp / sizeof comp[0]; i++) {
+        double d = step_mean(measured, comp[i].a, comp[i].b, comp[i].c) -
+                   step_mean(predicted, comp[i].a, comp[i].b, comp[i].c);
+        json_object_set_new(o, comp[i].name, json_real(d));
+        if (i > 0 && fabs(d) > big) {
+            big = fabs(d);
+            largest = comp[i].b ? comp[i].b : "idle";
+        }
+    }
+    json_t *exp_ = json_object();
+    for (int c = TR_ALLREDUCE; c <= TR_OTHER_COMM; c++) {
+        double d = step_mean(measured, "kernels", api_trace_cat_names[c], "exposed_s") -
+                   step_mean(predicted, "kernels", api_trace_cat_names[c], "exposed_s");
+        json_object_set_new(exp_, api_trace_cat_names[c], json_real(d));
+        if (fabs(d) > big) {
+            big = fabs(d);
+            largest = api_trace_cat_names[c];
+        }
+    }
+    json_object_set_new(o, "exposed_s", exp_);
+    json_object_set_new(o, "largest", largest ? json_string(largest) : json_null());
+    return o;
+}
