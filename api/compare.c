@@ -194,8 +194,16 @@ static json_t *row(const variant *v, json_t *lists[V_COUNT])
                           "global_batch_tokens", json_integer((json_int_t)json_number_value(
                               json_object_get(json_object_get(res, "roofline"), "global_batch_tokens"))));
     json_t *vary = json_object();
-    for (int a = 0; a < V_COUNT; a++)
-        if (lists[a]) json_object_set(vary, VARY_KEYS[a], json_array_get(lists[a], v->idx[a]));
+    for (int a = 0; a < V_COUNT; a++) {
+        if (!lists[a]) continue;
+        json_t *val = json_array_get(lists[a], v->idx[a]);
+        /* devices, seq_len, global_batch_tokens: validated whole numbers,
+         * echoed as JSON integers even when the request wrote 512.0 */
+        if ((a == V_DEV || a == V_SEQ || a == V_GBT) && json_is_number(val))
+            json_object_set_new(vary, VARY_KEYS[a], json_integer(api_json_count(json_number_value(val))));
+        else
+            json_object_set(vary, VARY_KEYS[a], val);
+    }
     json_object_set_new(o, "vary", vary);
     /* answered from a stored search (the caller's `known`) */
     json_object_set_new(o, "cached", json_boolean(!v->computed));

@@ -76,7 +76,8 @@ json_t *api_plan_cost(const api_request *r, const mfu_eval *ev, double u)
     double wall_s = steps * ev->expected.step_time_s;
     double hours = wall_s / 3600.0;
     double dev_h = N * hours;
-    json_t *o = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "tokens", r->train_tokens, "steps", steps,
+    json_t *o = json_pack("{s:f,s:I,s:f,s:f,s:f,s:f,s:f}", "tokens", r->train_tokens, "steps",
+                          api_json_count(steps),
                           "wall_clock_s", wall_s, "wall_clock_days", wall_s / 86400.0,
                           "wall_clock_days_low", wall_s / (1.0 + u) / 86400.0,
                           "wall_clock_days_high", wall_s * (1.0 + u) / 86400.0, "device_hours", dev_h);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "internal.h"
 
 struct mfu_embedded_file { const char *path; const char *data; size_t len; };
 extern const struct mfu_embedded_file mfu_embedded_files[];
@@ -109,8 +110,8 @@ json_t *api_presets_models(void)
         if (ir && api_model_from_ir(ir, "/model", &m, &st) == 0) {
             mfu_params p;
             mfu_model_params(&m, &p);
-            json_object_set_new(item, "params_total", json_real(p.total));
-            json_object_set_new(item, "params_active", json_real(p.active));
+            json_object_set_new(item, "params_total", json_integer(api_json_count(p.total)));
+            json_object_set_new(item, "params_active", json_integer(api_json_count(p.active)));
             json_object_set_new(item, "layers", json_integer(mfu_model_layers(&m)));
             json_object_set_new(item, "d_model", json_integer(m.d_model));
             json_object_set_new(item, "format", json_string(json_object_get(v, "hf_config") ? "hf_config" : "ir"));

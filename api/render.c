@@ -10,6 +10,13 @@
 
 static const char *const CONV_NAMES[] = {"causal", "full", "none"};
 
+json_int_t api_json_count(double x)
+{
+    if (!(x > -9.2e18)) return x != x ? 0 : (json_int_t)-9.2e18; /* NaN -> 0 */
+    if (x >= 9.2e18) return (json_int_t)9.2e18;
+    return (json_int_t)llround(x);
+}
+
 json_t *api_render_model(const api_request *r)
 {
     mfu_params p;
@@ -17,15 +24,22 @@ json_t *api_render_model(const api_request *r)
     json_t *ir = api_model_to_ir(&r->model);
     json_t *layers = json_incref(json_object_get(ir, "layers"));
     double fpt = mfu_model_flops_per_token_fwd(&r->model, r->train.seq, r->train.conv);
-    json_t *resolved = json_pack("{s:o,s:f,s:f,s:f,s:I}", "ir", ir, "params_total", p.total,
-                                 "params_active", p.active, "flops_per_token_fwd", fpt,
+    /* parameter counts are whole numbers: JSON integers (strictly typed
+     * clients reject 8030261248.0 for an int64) */
+    json_t *resolved = json_pack("{s:o,s:I,s:I,s:f,s:I}", "ir", ir, "params_total", api_json_count(p.total),
+                                 "params_active", api_json_count(p.active), "flops_per_token_fwd", fpt,
                                  "layers_total", (json_int_t)mfu_model_layers(&r->model));
-    json_t *o = json_pack("{s:s,s:O,s:f,s:f,s:f,s:f,s:o,s:o}", "name", r->model.name, "source",
-                          r->model_source ? r->model_source : json_null(), "params_total", p.total,
-                          "params_active", p.active, "params_embedding", p.embedding,
+    json_t *o = json_pack("{s:s,s:O,s:I,s:I,s:I,s:f,s:o,s:o}", "name", r->model.name, "source",
+                          r->model_source ? r->model_source : json_null(), "params_total",
+                          api_json_count(p.total), "params_active", api_json_count(p.active),
+                          "params_embedding", api_json_count(p.embedding),
                           "flops_per_token_fwd", fpt, "layers", layers, "resolved", resolved);
     if (r->model_overridden && json_array_size(r->model_overridden))
         json_object_set(o, "overridden", r->model_overridden);
+    /* what the model description could not express exactly (issue 16: an
+     * approximation is said, never silent) */
+    json_t *ap = json_object_get(ir, "approximations");
+    json_object_set_new(o, "approximations", json_is_array(ap) ? json_incref(ap) : json_array());
     return o;
 }
 
@@ -40,22 +54,22 @@ json_t *api_render_hardware(const api_request *r)
 json_t *api_render_roofline(const api_request *r, const mfu_roofline *roof, const mfu_op *ops)
 {
     const mfu_hardware *hw = &r->hw;
-    json_t *o = json_pack("{s:f,s:f,s:f,s:f,s:s,s:f,s:f,s:f,s:f,s:I,s:I}", "mfu", roof->mfu,
+    json_t *o = json_pack("{s:f,s:f,s:f,s:f,s:s,s:f,s:f,s:f,s:I,s:I,s:I}", "mfu", roof->mfu,
                           "step_time_s", roof->step_time_s, "f_useful_flops", roof->f_useful_flops,
                           "f_executed_flops", roof->f_exec_flops, "convention",
                           CONV_NAMES[r->train.conv], "ridge_point_flops_per_byte",
                           mfu_ridge_point(hw, r->train.dtype), "compute_bound_s",
                           roof->compute_bound_s, "memory_bound_s", roof->memory_bound_s,
-                          "global_batch_tokens", r->train.global_batch_tokens, "seq_len",
-                          (json_int_t)r->train.seq, "devices", (json_int_t)1);
+                          "global_batch_tokens", api_json_count(r->train.global_batch_tokens),
+                          "seq_len", (json_int_t)r->train.seq, "devices", (json_int_t)1);
     if (!ops) return o;
     json_t *arr = json_array();
     for (int i = 0; i < roof->n_ops; i++) {
         const mfu_op *op = &ops[i];
         double t = mfu_op_time(op, hw, r->train.dtype, NULL);
-        json_t *e = json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:s,s:s,s:f}", "name", op->name, "phase",
+        json_t *e = json_pack("{s:s,s:s,s:i,s:I,s:f,s:f,s:f,s:s,s:s,s:f}", "name", op->name, "phase",
                               op->phase == MFU_FWD ? "fwd" : "bwd", "run", op->run, "count",
-                              op->count, "flops", op->flops, "bytes", op->bytes, "intensity",
+                              api_json_count(op->count), "flops", op->flops, "bytes", op->bytes, "intensity",
                               op->bytes > 0 ? op->flops / op->bytes : 0.0, "unit",
                               op->tags & (MFU_TAG_MATMUL | MFU_TAG_FUSED_ATTN) ? "matrix" : "vector",
                               "bound",
@@ -74,9 +88,13 @@ static json_t *times_json(const mfu_times *t)
         json_object_set_new(comm, mfu_comm_names[i],
                             json_pack("{s:f,s:f}", "total_s", t->comm_total_s[i], "exposed_s",
                                       t->comm_exposed_s[i]));
-    return json_pack("{s:f,s:f,s:o,s:f,s:f,s:f,s:f}", "compute_s", t->compute_s, "recompute_s",
-                     t->recompute_s, "comm", comm, "bubble_s", t->bubble_s, "optimizer_s",
-                     t->optimizer_s, "overhead_s", t->overhead_s, "step_time_s", t->step_time_s);
+    json_t *o = json_pack("{s:f,s:f,s:o,s:f,s:f,s:f,s:f}", "compute_s", t->compute_s, "recompute_s",
+                          t->recompute_s, "comm", comm, "bubble_s", t->bubble_s, "optimizer_s",
+                          t->optimizer_s, "overhead_s", t->overhead_s, "step_time_s", t->step_time_s);
+    json_object_set_new(o, "compute_fwd_s", json_real(t->compute_fwd_s));
+    json_object_set_new(o, "compute_gemm_s", json_real(t->compute_gemm_s));
+    json_object_set_new(o, "compute_attention_s", json_real(t->compute_attention_s));
+    return o;
 }
 
 /* Gap components in seconds and MFU points: point_i = mfu_roof * s_i / T_step,

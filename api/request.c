@@ -693,10 +693,10 @@ json_t *api_normalize(json_t *request, api_status *st)
                                (json_int_t)o.batch_min_seqs, (json_int_t)o.batch_max_seqs,
                                "frameworks", fws);
     json_t *model = api_model_to_ir(&r.model);
-    out = json_pack("{s:o,s:o,s:I,s:{s:I,s:f,s:s,s:s,s:b,s:b,s:s,s:s,s:b},s:s,s:o}", "model", model,
+    out = json_pack("{s:o,s:o,s:I,s:{s:I,s:I,s:s,s:s,s:b,s:b,s:s,s:s,s:b},s:s,s:o}", "model", model,
                     "hardware", api_hardware_to_json(&r.hw), "devices", (json_int_t)r.devices,
                     "training", "seq_len", (json_int_t)r.train.seq, "global_batch_tokens",
-                    r.train.global_batch_tokens, "dtype", DTYPES[r.train.dtype], "attention_impl",
+                    api_json_count(r.train.global_batch_tokens), "dtype", DTYPES[r.train.dtype], "attention_impl",
                     IMPLS[r.train.attn_impl], "tp_overlap", r.tp_overlap, "ep_overlap",
                     r.ep_overlap, "grad_dtype", GRAD_DTYPES[r.train.grad_bf16],
                     "adam_moments_dtype", GRAD_DTYPES[r.train.moments_bf16], "overlap_grad_reduce",

@@ -57,8 +57,9 @@ void srv_answer_json(struct srv_req *r, int code, json_t *body)
         r->answer = ANS_RAW;
         r->out_code = 500;
         r->out_ctype = "application/problem+json";
-        r->out_body = strdup("{\"type\":\"about:blank\",\"title\":\"Internal Server Error\","
-                             "\"status\":500,\"errors\":[]}");
+        r->out_body = strdup("{\"type\":\"/problems/internal\",\"title\":\"Internal Server Error\","
+                             "\"status\":500,\"detail\":\"the answer could not be rendered\","
+                             "\"errors\":[]}");
         r->out_len = r->out_body ? strlen(r->out_body) : 0;
         return;
     }
@@ -173,8 +174,9 @@ static char *render_head(const struct srv_view *v, int done, int failed)
     bad |= set_time(doc, "finished_at", v->finished_ms);
     if (failed) {
         json_t *err = v->error ? json_loads(v->error, 0, NULL) : NULL;
-        if (!err) err = json_pack("{s:s,s:s,s:i,s:[]}", "type", "about:blank", "title",
-                                  "Search failed", "status", 500, "errors");
+        if (!err) err = json_pack("{s:s,s:s,s:i,s:s,s:[]}", "type", "/problems/internal", "title",
+                                  "Search failed", "status", 500, "detail", "the search failed",
+                                  "errors");
         bad |= json_object_set_new(doc, "error", err);
     }
     char *head = bad ? NULL : json_dumps(doc, JSON_COMPACT);
@@ -265,7 +267,10 @@ static void view_etag(const struct srv_req *r, int done, int failed, char *etag,
 {
     const struct srv_view *v = &r->view;
     int sliced = done && (r->top_k >= 0 || r->res_offset > 0);
-    if (done)
+    static const char *const ART[] = {"", "-gap", "-memory", "-timeline", "-compare", "-trace"};
+    if (done && r->artifact)
+        snprintf(etag, etaglen, "\"%s%s-%d\"", v->id, ART[r->artifact], r->rank);
+    else if (done)
         snprintf(etag, etaglen, "\"%s%s%s\"", v->id, r->want_csv ? "-csv" : "",
                  sliced ? "-s" : "");
     else if (failed)
@@ -309,6 +314,36 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
     else if (done && v->result) {
         result = v->result;
         result_len = strlen(result);
+    }
+
+    if (done && r->artifact) {
+        /* a chart or the predicted trace, drawn from the stored result */
+        json_t *doc = result ? json_loadb(result, result_len, 0, NULL) : NULL;
+        char *body = NULL;
+        const char *type = "image/svg+xml";
+        switch (r->artifact) {
+        case SRV_ART_GAP: body = doc ? api_svg_gap(doc, r->rank) : NULL; break;
+        case SRV_ART_MEMORY: body = doc ? api_svg_memory(doc, r->rank) : NULL; break;
+        case SRV_ART_TIMELINE: body = doc ? api_svg_timeline(doc, r->rank) : NULL; break;
+        case SRV_ART_COMPARE: body = doc ? api_svg_compare(doc) : NULL; break;
+        default: {
+            json_t *t = doc ? api_trace_export_result(doc, r->rank) : NULL;
+            body = t ? json_dumps(t, JSON_COMPACT) : NULL;
+            json_decref(t);
+            type = "application/json";
+        }
+        }
+        json_decref(doc);
+        if (!body) {
+            /* the result has no such configuration (or is not that kind) */
+            *code = 404;
+            return NULL;
+        }
+        *code = 200;
+        struct MHD_Response *resp = owned_response(body, strlen(body));
+        if (resp) MHD_add_response_header(resp, "Content-Type", type);
+        else *code = 500;
+        return resp;
     }
 
     if (done && r->want_csv) {
@@ -397,7 +432,7 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     char etag[160] = "";
     int retry_after = r->out_retry_after;
 
-    if (r->answer == ANS_VIEW && r->entry && r->route == ROUTE_RESULT && !r->want_csv &&
+    if (r->answer == ANS_VIEW && r->entry && r->route == ROUTE_RESULT && !r->want_csv && !r->artifact &&
         r->top_k < 0 && r->res_offset <= 0 && strcmp(r->view.status, "done") == 0) {
         /* A cached result, as a whole: queue the entry's prebuilt response
          * (shared by every connection; not ours to destroy). */
@@ -413,7 +448,12 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     }
     if (r->answer == ANS_VIEW) {
         resp = render_view(r, &code, etag, sizeof etag, &retry_after);
-        if (!resp) {
+        if (!resp && code == 404) {
+            srv_answer_problem(r, 404, "Not Found",
+                               "this result has no configuration of that rank to draw (or is not a search/comparison)");
+            etag[0] = '\0';
+            retry_after = 0;
+        } else if (!resp) {
             srv_answer_problem(r, 500, "Internal Server Error", "could not render the result");
             code = 500;
             etag[0] = '\0';
@@ -501,8 +541,9 @@ static int is_hex64(const char *s)
     return s[64] == '\0';
 }
 
-static enum srv_route match_route(const char *url, char *id_out)
+static enum srv_route match_route(const char *url, char *id_out, int *artifact)
 {
+    *artifact = SRV_ART_NONE;
     static const struct {
         const char *path;
         enum srv_route route;
@@ -525,6 +566,35 @@ static enum srv_route match_route(const char *url, char *id_out)
     if (strncmp(url, "/results/", 9) == 0 && strlen(url + 9) == 64 && is_hex64(url + 9)) {
         memcpy(id_out, url + 9, 65);
         return ROUTE_RESULT;
+    }
+    /* /results/{id}/charts/{gap,memory,timeline,compare}.svg, /results/{id}/trace */
+    if (strncmp(url, "/results/", 9) == 0 && strlen(url + 9) > 65 && url[9 + 64] == '/') {
+        char id[65];
+        memcpy(id, url + 9, 64);
+        id[64] = '\0';
+        const char *rest = url + 9 + 65;
+        static const struct { const char *path; int art; } arts[] = {
+            {"charts/gap.svg", SRV_ART_GAP}, {"charts/memory.svg", SRV_ART_MEMORY},
+            {"charts/timeline.svg", SRV_ART_TIMELINE}, {"charts/compare.svg", SRV_ART_COMPARE},
+            {"trace", SRV_ART_TRACE}};
+        if (is_hex64(id))
+            for (size_t i = 0; i < sizeof arts / sizeof arts[0]; i++)
+                if (!strcmp(rest, arts[i].path)) {
+                    memcpy(id_out, id, 65);
+                    *artifact = arts[i].art;
+                    return ROUTE_RESULT;
+                }
+    }
+    /* /problems/{type}: a name of lowercase letters and '-' (a name that is
+     * no problem type answers 404 in handle_problem) */
+    if (strncmp(url, "/problems/", 10) == 0) {
+        size_t n = strlen(url + 10);
+        int ok = n >= 1 && n <= 64;
+        for (size_t i = 0; ok && i < n; i++) ok = (url[10 + i] >= 'a' && url[10 + i] <= 'z') || url[10 + i] == '-';
+        if (ok) {
+            memcpy(id_out, url + 10, n + 1);
+            return ROUTE_PROBLEM;
+        }
     }
     return ROUTE_OTHER;
 }
@@ -593,6 +663,8 @@ static enum MHD_Result bad_query(struct srv_req *r, const char *name, const char
     api_status_init(&st);
     api_fail(&st, 400, "", "query parameter %s: %s", name, detail);
     snprintf(st.title, sizeof st.title, "Invalid query parameter");
+    /* its own type: 400 otherwise means a malformed body */
+    snprintf(st.type, sizeof st.type, "/problems/invalid-query-parameter");
     answer_status(r, &st);
     return queue_answer(r);
 }
@@ -750,6 +822,15 @@ static enum MHD_Result handle_result(struct srv_req *r)
         return bad_query(r, "format", "must be json or csv");
     r->want_csv = (s && strcmp(s, "csv") == 0) ||
                   (!s && accepts_csv(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept")));
+    r->rank = 1;
+    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank")) &&
+        parse_int(s, 0, 1000, &r->rank) != 0)
+        return bad_query(r, "rank", "must be an integer in 0..1000 (0: the measured configuration)");
+    if (r->artifact) {
+        r->want_csv = 0;
+        r->top_k = -1;
+        r->res_offset = 0;
+    }
     /* A finished result in the memory cache: answer here, no loop hop. */
     if ((r->entry = srv_rcache_get(r->id, 0))) {
         memcpy(r->view.id, r->id, 65);
@@ -768,6 +849,29 @@ static enum MHD_Result handle_roofline(struct srv_req *r)
     if (!req) return queue_answer(r);
     r->roofline_req = req;
     return suspend_and_submit(r);
+}
+
+/* GET /problems/{type}: the type's page, Markdown unless the client
+ * accepts text/html (a browser following the type URI). */
+static enum MHD_Result handle_problem(struct srv_req *r)
+{
+    size_t len = 0;
+    const char *md = srv_problem_page(r->id, &len);
+    if (!md) return queue_problem(r, 404, "Not Found", "no such problem type");
+    const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Accept");
+    if (accept && strstr(accept, "text/html")) {
+        size_t n = 0;
+        char *html = srv_problem_html(r->id, md, len, &n);
+        if (!html) return queue_problem(r, 503, "Service Unavailable", "out of memory");
+        answer_reset(r);
+        r->answer = ANS_RAW;
+        r->out_code = 200;
+        r->out_body = html;
+        r->out_len = n;
+        r->out_ctype = "text/html; charset=utf-8";
+        return queue_answer(r);
+    }
+    return queue_static(r, 200, "text/markdown; charset=utf-8", md, len);
 }
 
 static enum MHD_Result handle_readyz(struct srv_req *r)
@@ -823,6 +927,7 @@ static enum MHD_Result dispatch(struct srv_req *r)
     case ROUTE_OPENAPI:
         return queue_static(r, 200, "application/yaml", mfud_openapi_yaml,
                             (size_t)(mfud_openapi_yaml_end - mfud_openapi_yaml));
+    case ROUTE_PROBLEM: return handle_problem(r);
     default: break;
     }
     return queue_problem(r, 404, "Not Found", "no such route");
@@ -956,7 +1061,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->conn = c;
         r->t_start = srv_now_mono();
         r->method = parse_method(method);
-        r->route = match_route(url, r->id);
+        r->route = match_route(url, r->id, &r->artifact);
         r->top_k = -1;
         const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
         if (inm) r->if_none_match = strdup(inm);

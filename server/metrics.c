@@ -5,11 +5,14 @@
  */
 #include "srv.h"
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api.h"
 
@@ -26,6 +29,7 @@ const char *const srv_route_names[ROUTE_COUNT] = {
     [ROUTE_READYZ] = "/readyz",
     [ROUTE_METRICS] = "/metrics",
     [ROUTE_OPENAPI] = "/openapi.yaml",
+    [ROUTE_PROBLEM] = "/problems/{type}",
     [ROUTE_OTHER] = "other",
 };
 
@@ -49,12 +53,84 @@ static struct {
     double start_time;
 } m;
 
+/* ---- process metrics ----------------------------------------------------
+ * The standard process_* exports of the Prometheus client libraries
+ * (prometheus.io/docs/instrumenting/writing_clientlibs/, "Process metrics":
+ * names, help strings and units as listed there), read from /proc on Linux
+ * as client_golang's process collector does: /proc/self/stat (utime,
+ * stime, starttime, vsize, rss), /proc/stat (btime), /proc/self/fd, and the
+ * RLIMIT_NOFILE / RLIMIT_AS soft limits. Where /proc cannot be read the
+ * metric is left out ("If a language or runtime doesn't expose one of the
+ * variables it'd just not export it"), except the start time, which falls
+ * back to the time srv_metrics_init ran. */
+
+struct proc_stat {
+    double cpu_s, start_s, vsize, rss;
+    int ok;
+};
+
+/* Fields 14, 15 (utime, stime: clock ticks), 22 (starttime: ticks after
+ * boot), 23 (vsize: bytes), 24 (rss: pages) of /proc/self/stat (proc(5)). */
+static void read_proc_stat(struct proc_stat *p)
+{
+    memset(p, 0, sizeof *p);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (!f) return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* the command name (field 2) is in parentheses and may hold spaces */
+    char *s = strrchr(buf, ')');
+    if (!s) return;
+    unsigned long utime, stime, vsize;
+    unsigned long long starttime;
+    long rss;
+    if (sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %llu %lu %ld",
+               &utime, &stime, &starttime, &vsize, &rss) != 5)
+        return;
+    double tick = (double)sysconf(_SC_CLK_TCK);
+    if (!(tick > 0)) return;
+    long page = sysconf(_SC_PAGESIZE);
+    p->cpu_s = (double)(utime + stime) / tick;
+    p->vsize = (double)vsize;
+    p->rss = (double)rss * (double)(page > 0 ? page : 4096);
+    p->ok = 1;
+    /* boot time: the btime line of /proc/stat (seconds since the epoch) */
+    f = fopen("/proc/stat", "r");
+    if (!f) return;
+    char line[256];
+    long long btime = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "btime %lld", &btime) == 1) break;
+    fclose(f);
+    if (btime >= 0) p->start_s = (double)btime + (double)starttime / tick;
+}
+
+static long count_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n - 1; /* the descriptor of the listing itself */
+}
+
 void srv_metrics_init(int workers)
 {
     m.workers = workers;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    m.start_time = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    struct proc_stat p;
+    read_proc_stat(&p);
+    if (p.start_s > 0) {
+        m.start_time = p.start_s;
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        m.start_time = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    }
 }
 
 void srv_metrics_request(enum srv_route route, int code, double seconds)
@@ -160,8 +236,35 @@ char *srv_metrics_render(size_t *out_len)
     if (!b.p) return NULL;
     put(&b, "# HELP mfud_build_info Build metadata.\n# TYPE mfud_build_info gauge\n"
             "mfud_build_info{engine_version=\"%s\"} 1\n", MFU_ENGINE_VERSION);
-    put(&b, "# HELP process_start_time_seconds Start time of the process since the Unix epoch.\n"
-            "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+    struct proc_stat ps;
+    read_proc_stat(&ps);
+    if (ps.ok) {
+        put(&b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+                "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n",
+            ps.cpu_s);
+        put(&b, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+                "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %.0f\n",
+            ps.vsize);
+        put(&b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %.0f\n",
+            ps.rss);
+    }
+    long fds = count_open_fds();
+    if (fds >= 0)
+        put(&b, "# HELP process_open_fds Number of open file descriptors.\n"
+                "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds);
+    struct rlimit rl;
+    /* an unlimited soft limit is reported as 2^64 - 1, as client_golang does */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        put(&b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+                "# TYPE process_max_fds gauge\nprocess_max_fds %.17g\n",
+            rl.rlim_cur == RLIM_INFINITY ? 18446744073709551615.0 : (double)rl.rlim_cur);
+    if (getrlimit(RLIMIT_AS, &rl) == 0)
+        put(&b, "# HELP process_virtual_memory_max_bytes Maximum amount of virtual memory available in bytes.\n"
+                "# TYPE process_virtual_memory_max_bytes gauge\nprocess_virtual_memory_max_bytes %.17g\n",
+            rl.rlim_cur == RLIM_INFINITY ? 18446744073709551615.0 : (double)rl.rlim_cur);
+    put(&b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+            "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n",
         m.start_time);
     put(&b, "# HELP mfud_http_requests_total HTTP requests answered, by route and status code.\n"
             "# TYPE mfud_http_requests_total counter\n");

@@ -70,6 +70,7 @@ enum srv_route {
     ROUTE_READYZ,
     ROUTE_METRICS,
     ROUTE_OPENAPI,
+    ROUTE_PROBLEM,   /* /problems/{type}: the page of a problem type */
     ROUTE_OTHER,     /* unknown paths */
     ROUTE_COUNT
 };
@@ -89,6 +90,9 @@ struct srv_view {
 };
 
 enum srv_answer { ANS_NONE = 0, ANS_RAW, ANS_VIEW };
+/* What GET /results/{id}/... renders from a done result instead of the
+ * status document (docs/charts.md, docs/traces.md). */
+enum { SRV_ART_NONE = 0, SRV_ART_GAP, SRV_ART_MEMORY, SRV_ART_TIMELINE, SRV_ART_COMPARE, SRV_ART_TRACE };
 struct srv_rentry;
 
 struct srv_req {
@@ -120,6 +124,8 @@ struct srv_req {
 
     /* rendering options (HTTP thread) */
     int want_csv;
+    int artifact;              /* SRV_ART_*: a chart or the predicted trace of a done result */
+    int rank;                  /* its configuration (1-based; 0 = measured) */
     int top_k, res_offset;     /* -1 = not given */
     char *if_none_match;       /* owned */
 
@@ -234,5 +240,12 @@ char *srv_metrics_render(size_t *out_len);
 
 extern const char mfud_openapi_yaml[];
 extern const char mfud_openapi_yaml_end[];
+
+/* ---- problem type pages (server/problems.c) ------------------------------ */
+
+/* The Markdown page of problem type name ("invalid-request"), or NULL. */
+const char *srv_problem_page(const char *name, size_t *len);
+/* The page as HTML (malloc'd). */
+char *srv_problem_html(const char *name, const char *md, size_t len, size_t *out_len);
 
 #endif

@@ -22,9 +22,11 @@ fi
 LOG=$T/mfud.log
 start() { # start [extra args...]; sets PID and PORT
     : >"$LOG.cur"
+    STARTED_AFTER=$(date +%s.%N) # process_start_time_seconds lies between these two
     "$MFUD" --port 0 --db "$T/var/mfud.db" --log-level info "$@" 2>"$LOG.cur" &
     PID=$!
     wait_port "$LOG.cur"
+    STARTED_BEFORE=$(date +%s.%N)
     cat "$LOG.cur" >>"$LOG"
     if [ -z "$PORT" ]; then
         echo "FAIL: daemon did not start"; cat "$LOG.cur"
@@ -77,6 +79,7 @@ start --workers 2 --max-body 65536
 
 # ---- operations ------------------------------------------------------------
 req GET /healthz; check "healthz 200" [ "$CODE" = 200 ]
+req GET /livez; check "livez 200" [ "$CODE" = 200 ]
 req GET /readyz; check "readyz 200" [ "$CODE" = 200 ]
 req GET /openapi.yaml; check "openapi.yaml served" cmp -s "$BODY" openapi.yaml
 req GET /presets/models; check "presets/models 200" [ "$CODE" = 200 ]
@@ -151,6 +154,11 @@ if [ "${NCONF:-0}" -ge 2 ]; then
 fi
 req GET "/results/$ID?top_k=-1"
 check "bad top_k 400" [ "$CODE" = 400 ]
+check "bad top_k: its own problem type" [ "$(json "$BODY" 'd["type"]')" = /problems/invalid-query-parameter ]
+check "bad top_k: the parameter is named" grep -q 'query parameter top_k' "$BODY"
+req GET "/results?limit=1000"
+check "bad limit: 400 /problems/invalid-query-parameter" \
+    [ "$CODE:$(json "$BODY" 'd["type"]')" = 400:/problems/invalid-query-parameter ]
 
 # ---- /results list -----------------------------------------------------------
 req GET "/results?limit=1"
@@ -162,6 +170,7 @@ check "list model name" [ "$(json "$BODY" 'd["items"][0]["model"]')" = llama3-8b
 perr() { json "$BODY" 'd["errors"][0]["pointer"]'; }
 ptype() { hdr Content-Type | cut -d';' -f1; }
 req POST /search "${JSONH[@]}" -d '{"model": '
+MALFORMED_N=$N
 check "malformed JSON 400" [ "$CODE" = 400 ]
 check "400 is problem+json" [ "$(ptype)" = application/problem+json ]
 check "400 pointer is the document" [ "$(perr)" = "" ]
@@ -189,6 +198,37 @@ check "405 wrong method" [ "$CODE" = 405 ]
 check "405 has Allow" [ -n "$(hdr Allow)" ]
 req GET /search
 check "405 GET /search" [ "$CODE" = 405 ]
+
+check "malformed JSON and a bad query parameter have distinct types" \
+    [ "$(json "$T/b.$MALFORMED_N" 'd["type"]')" = /problems/malformed-json ]
+
+# ---- problem types resolve: GET /problems/{type} -----------------------------
+# the names are the contract's (components/schemas/ProblemType)
+TYPES=$(python3 -c '
+import sys; sys.path.insert(0, "tests/integration")
+import oas_check
+d = oas_check.parse_yaml(open("openapi.yaml").read())
+print(" ".join(t.rsplit("/", 1)[1] for t in d["components"]["schemas"]["ProblemType"]["enum"]))')
+check "the contract names 10 problem types ($TYPES)" [ "$(echo $TYPES | wc -w)" -eq 10 ]
+for t in $TYPES; do
+    req GET "/problems/$t"
+    check "GET /problems/$t: 200 text/markdown" \
+        [ "$CODE:$(hdr Content-Type | cut -d';' -f1)" = 200:text/markdown ]
+    check "/problems/$t names its type" grep -q "type: \`/problems/$t\`" "$BODY"
+done
+req GET /problems/invalid-request -H 'Accept: text/html,application/xhtml+xml'
+check "a browser gets the page as HTML" \
+    bash -c "[ '$CODE' = 200 ] && grep -qi '^Content-Type: text/html' '$HDR' && grep -q '<pre># Invalid request' '$BODY'"
+req GET /problems/no-such-type
+check "an unknown problem type: 404 /problems/not-found" \
+    [ "$CODE:$(json "$BODY" 'd["type"]')" = 404:/problems/not-found ]
+# every problem type this run met is one with a page (the schema's enum
+# checks the same for every recorded problem in oas_check.py below)
+for f in $(awk -F'\t' '$4 ~ /problem\+json/ {print $6}' "$REC"); do
+    t=$(json "$f" 'd["type"]')
+    check "problem type $t of $(basename "$f") resolves" \
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE$t")" = 200 ]
+done
 
 # ---- roofline -----------------------------------------------------------------
 req POST /roofline "${JSONH[@]}" -d "$REQ"
@@ -221,8 +261,31 @@ check "metrics counts evaluated configurations" bash -c "awk '\$1==\"mfud_search
 if command -v promtool >/dev/null 2>&1; then
     if promtool check metrics <"$BODY" >"$T/promtool.out" 2>&1; then ok; else bad "promtool check metrics"; cat "$T/promtool.out"; fi
 else
-    echo "note: promtool not installed (Debian package prometheus); metrics lint skipped"
+    skip "http.sh promtool check metrics (promtool not installed: Debian package prometheus)"
 fi
+# the standard process metrics (Prometheus "Writing client libraries",
+# Process metrics), read from /proc
+pm() { awk -v m="$1" '$1 == m { print $2 }' "$BODY"; }
+for m in process_cpu_seconds_total process_resident_memory_bytes process_virtual_memory_bytes \
+         process_virtual_memory_max_bytes process_open_fds process_max_fds process_start_time_seconds; do
+    check "metrics has $m" [ -n "$(pm $m)" ]
+    check "$m has its HELP and TYPE" bash -c "grep -q '^# HELP $m ' '$BODY' && grep -q '^# TYPE $m ' '$BODY'"
+done
+check "process_cpu_seconds_total is a counter" grep -q '^# TYPE process_cpu_seconds_total counter' "$BODY"
+# /proc/stat's btime is whole seconds: the start may read up to 1 s early
+check "process_start_time_seconds is when the daemon started ($STARTED_AFTER <= $(pm process_start_time_seconds) <= $STARTED_BEFORE)" \
+    python3 -c "import sys; a, t, b = map(float, sys.argv[1:]); sys.exit(0 if a - 1.5 <= t <= b + 0.5 else 1)" \
+    "$STARTED_AFTER" "$(pm process_start_time_seconds)" "$STARTED_BEFORE"
+check "process_open_fds > 0 and <= process_max_fds" \
+    python3 -c "import sys; o, m = map(float, sys.argv[1:]); sys.exit(0 if 0 < o <= m else 1)" "$(pm process_open_fds)" "$(pm process_max_fds)"
+check "process_open_fds is the daemon's /proc/PID/fd count (+-10)" \
+    python3 -c "import sys; o, n = map(float, sys.argv[1:]); sys.exit(0 if abs(o - n) <= 10 else 1)" "$(pm process_open_fds)" "$(ls /proc/$PID/fd | wc -l)"
+check "process_resident_memory_bytes in (1 MB, process_virtual_memory_bytes]" \
+    python3 -c "import sys; r, v = map(float, sys.argv[1:]); sys.exit(0 if 1e6 < r <= v else 1)" "$(pm process_resident_memory_bytes)" "$(pm process_virtual_memory_bytes)"
+check "process_resident_memory_bytes is the daemon's VmRSS (within 20 %)" \
+    python3 -c "import sys; r, k = map(float, sys.argv[1:]); sys.exit(0 if abs(r - 1024 * k) <= 0.2 * r else 1)" "$(pm process_resident_memory_bytes)" "$(awk '/^VmRSS:/ {print $2}' /proc/$PID/status)"
+check "process_cpu_seconds_total > 0 after the searches" \
+    python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$(pm process_cpu_seconds_total)"
 
 # ---- 503 when the queue is full ----------------------------------------------
 stop_kill
@@ -289,6 +352,50 @@ check "bad variant: 422 at /vary/devices/1" bash -c "[ '$CODE' = 422 ] && grep -
 req GET /compare
 check "GET /compare is 405" [ "$CODE" = 405 ]
 
+# ---- every example request, answered by its route --------------------------
+# (recorded: the answers are validated against the contract below)
+for f in examples/*.json; do
+    [ -f "$f" ] || continue
+    route=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("/calibrate" if "runs" in d else "/compare" if "base" in d else
+      ("/search" if "devices" in d else "/roofline") if "model" in d else "")' "$f")
+    [ -n "$route" ] || continue # not a request (e.g. a HuggingFace config.json)
+    req POST "$route" "${JSONH[@]}" -H 'Prefer: wait=60' --data-binary @"$f"
+    check "example $f: POST $route 200 ($CODE)" [ "$CODE" = 200 ]
+done
+
+# ---- pictures and the predicted trace of a done result (issues 12, 13) --------
+req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d "{$L70, \"devices\": 1024, \"search\": {\"top_k\": 3}}"
+RID=$(json "$BODY" 'd["id"]')
+for ch in gap memory timeline; do
+    req GET "/results/$RID/charts/$ch.svg?rank=2"
+    check "chart $ch: 200 image/svg+xml" bash -c "[ '$CODE' = 200 ] && grep -qi '^Content-Type: image/svg+xml' '$HDR'"
+    check "chart $ch parses as XML with a title" python3 -c "import sys,xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot(); assert r.tag.endswith('svg') and r.find('{http://www.w3.org/2000/svg}title') is not None" "$BODY"
+done
+ET=$(hdr ETag)
+req GET "/results/$RID/charts/timeline.svg?rank=2" -H "If-None-Match: $ET"
+check "chart: 304 with its ETag" [ "$CODE" = 304 ]
+req GET "/results/$RID/charts/gap.svg?rank=9"
+check "chart of a rank the result does not hold: 404" [ "$CODE" = 404 ]
+req GET "/results/$RID/charts/gap.svg?rank=x"
+check "chart with a bad rank: 400" [ "$CODE" = 400 ]
+req GET "/results/$RID/trace"
+check "predicted trace: 200 JSON with ProfilerStep#1" bash -c "[ '$CODE' = 200 ] && grep -q 'ProfilerStep#1' '$BODY'"
+cp "$BODY" "$T/pred.trace.json"
+check "the predicted trace reads back (mfu trace) with the step's expected time" python3 -c "
+import json, subprocess, sys
+res = json.load(open(sys.argv[2]))['result']['configs'][0]['expected']['step_time_s'] if False else None
+out = json.loads(subprocess.run([sys.argv[1], 'trace', sys.argv[3]], capture_output=True, text=True).stdout)
+fig = json.load(open(sys.argv[3]))['otherData']['figures']
+assert abs(out['steps'][0]['step_time_s'] - fig['step_time_s']) <= 1e-6 * fig['step_time_s']
+" "$MFU" "$BODY" "$T/pred.trace.json"
+req GET "/results/$CID/charts/compare.svg"
+check "comparison chart: 200 SVG" bash -c "[ '$CODE' = 200 ] && grep -q '<svg' '$BODY'"
+req GET "/results/$RID/charts/compare.svg"
+check "comparison chart of a search: 404" [ "$CODE" = 404 ]
+
 # ---- SIGTERM: clean shutdown -------------------------------------------------
 kill -TERM "$PID"
 rc=124
@@ -301,6 +408,8 @@ check "SIGTERM exits 0 (rc=$rc)" [ "$rc" = 0 ]
 if command -v sqlite3 >/dev/null 2>&1; then
     check "database passes integrity_check" [ "$(sqlite3 "$T/var/mfud.db" 'PRAGMA integrity_check')" = ok ]
     check "schema version recorded" [ "$(sqlite3 "$T/var/mfud.db" 'PRAGMA user_version')" -ge 1 ]
+else
+    skip "http.sh database integrity_check (sqlite3 not installed: Debian package sqlite3)"
 fi
 
 # ---- every response against openapi.yaml -----------------------------------
@@ -310,6 +419,24 @@ line=$(echo "$out" | tail -n 1)
 p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
 f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
 if [ -z "$p" ]; then bad "oas_check did not run"; else pass=$((pass + p)); fail=$((fail + f)); fi
+echo "note: oas_check.py over $(wc -l <"$REC") responses: $line"
+
+# ---- the same responses as a strictly typed client reads them ---------------
+# ajv (JSON Schema 2020-12) with integers told from reals, as Go's
+# encoding/json and Rust's serde tell them (tools/lint/schema_check.cjs)
+if ! command -v node >/dev/null 2>&1; then
+    skip "http.sh strict-typed schema check (node not installed: sh docker/deps.sh installs it)"
+elif [ ! -d tools/lint/node_modules/ajv ]; then
+    skip "http.sh strict-typed schema check (tools/lint/node_modules missing: sh docker/deps.sh installs it)"
+else
+    out=$(node tools/lint/schema_check.cjs openapi.yaml "$REC" 2>&1)
+    echo "$out" | grep -v '^[0-9]* passed' | head -n 40
+    line=$(echo "$out" | tail -n 1)
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    if [ -z "$p" ]; then bad "schema_check.cjs did not run"; echo "$out" | tail -n 5; else pass=$((pass + p)); fail=$((fail + f)); fi
+    echo "note: schema_check.cjs (ajv, strict integers): $line"
+fi
 
 if [ "$fail" -ne 0 ]; then echo "--- daemon log (tail)"; tail -n 30 "$LOG.cur"; fi
 echo "$pass passed, $fail failed"

@@ -8,8 +8,13 @@ openapi.yaml is written in -- block mappings and sequences, flow sequences of
 scalars, `{}`, quoted and plain scalars, `|`/`>` block scalars, comments --
 which fails loudly on anything else, so the contract cannot silently drift
 outside what is checked; and (2) a validator for the JSON Schema keywords the
-contract uses: $ref, type (incl. type lists), required, properties, items,
-enum, minimum, maximum, pattern, oneOf. Unknown keywords are errors too.
+contract uses: $ref, type (incl. type lists), required, properties,
+additionalProperties (false or a schema), minProperties, items, minItems,
+maxItems, uniqueItems, enum, const, minimum, maximum, exclusiveMinimum,
+minLength, maxLength, pattern, oneOf, anyOf, allOf. Unknown keywords are
+errors too. Integers are told from reals as strictly typed clients tell them:
+`1024.0` is not an integer (json.loads keeps it a float).
+tools/lint/schema_check.cjs checks the same responses with ajv.
 
 For each response it checks: the path matches a documented route and method,
 the status code is documented for it, the media type is one of the
@@ -228,7 +233,9 @@ def parse_yaml(text):
 # ---- JSON Schema subset -------------------------------------------------------
 
 KNOWN = {"type", "required", "properties", "items", "enum", "minimum", "maximum", "pattern",
-         "$ref", "description", "format", "default", "additionalProperties", "example", "oneOf"}
+         "$ref", "description", "format", "default", "additionalProperties", "example", "oneOf",
+         "anyOf", "allOf", "const", "minItems", "maxItems", "uniqueItems", "minLength",
+         "maxLength", "exclusiveMinimum", "minProperties", "readOnly", "title"}
 
 
 def resolve(doc, ref):
@@ -273,6 +280,16 @@ def validate(doc, schema, v, where, errs):
             fits += not e
         if fits != 1:
             errs.append("%s: matches %d of the oneOf branches, not exactly one" % (where, fits))
+    if "anyOf" in schema:
+        fits = 0
+        for branch in schema["anyOf"]:
+            e = []
+            validate(doc, branch, v, where, e)
+            fits += not e
+        if not fits:
+            errs.append("%s: matches none of the anyOf branches" % where)
+    for branch in schema.get("allOf", []):
+        validate(doc, branch, v, where, errs)
     t = schema.get("type")
     if t is not None:
         ts = t if isinstance(t, list) else [t]
@@ -281,27 +298,48 @@ def validate(doc, schema, v, where, errs):
             return
     if "enum" in schema and v not in schema["enum"]:
         errs.append("%s: %r not in %r" % (where, v, schema["enum"]))
+    if "const" in schema and not (type(v) is type(schema["const"]) and v == schema["const"]):
+        errs.append("%s: %r is not %r" % (where, v, schema["const"]))
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if "minimum" in schema and v < schema["minimum"]:
             errs.append("%s: %r < minimum %r" % (where, v, schema["minimum"]))
+        if "exclusiveMinimum" in schema and v <= schema["exclusiveMinimum"]:
+            errs.append("%s: %r <= exclusiveMinimum %r" % (where, v, schema["exclusiveMinimum"]))
         if "maximum" in schema and v > schema["maximum"]:
             errs.append("%s: %r > maximum %r" % (where, v, schema["maximum"]))
-    if isinstance(v, str) and "pattern" in schema and not re.search(schema["pattern"], v):
-        errs.append("%s: %r does not match %s" % (where, v, schema["pattern"]))
+    if isinstance(v, str):
+        if "pattern" in schema and not re.search(schema["pattern"], v):
+            errs.append("%s: %r does not match %s" % (where, v, schema["pattern"]))
+        if "minLength" in schema and len(v) < schema["minLength"]:
+            errs.append("%s: shorter than %d" % (where, schema["minLength"]))
+        if "maxLength" in schema and len(v) > schema["maxLength"]:
+            errs.append("%s: longer than %d" % (where, schema["maxLength"]))
     if isinstance(v, dict):
         for k in schema.get("required", []):
             if k not in v:
                 errs.append("%s: missing required %s" % (where, k))
+        if len(v) < schema.get("minProperties", 0):
+            errs.append("%s: fewer than %d members" % (where, schema["minProperties"]))
         for k, sub in schema.get("properties", {}).items():
             if k in v:
                 validate(doc, sub, v[k], where + "/" + k, errs)
-        if schema.get("additionalProperties") is False:
-            extra = set(v) - set(schema.get("properties", {}))
-            if extra:
-                errs.append("%s: unexpected %s" % (where, sorted(extra)))
-    if isinstance(v, list) and "items" in schema:
-        for i, x in enumerate(v):
-            validate(doc, schema["items"], x, "%s/%d" % (where, i), errs)
+        extra = set(v) - set(schema.get("properties", {}))
+        more = schema.get("additionalProperties")
+        if more is False and extra:
+            errs.append("%s: unexpected %s" % (where, sorted(extra)))
+        elif isinstance(more, dict):
+            for k in sorted(extra):
+                validate(doc, more, v[k], where + "/" + k, errs)
+    if isinstance(v, list):
+        if len(v) < schema.get("minItems", 0):
+            errs.append("%s: fewer than %d items" % (where, schema["minItems"]))
+        if "maxItems" in schema and len(v) > schema["maxItems"]:
+            errs.append("%s: more than %d items" % (where, schema["maxItems"]))
+        if schema.get("uniqueItems") and len({json.dumps(x, sort_keys=True) for x in v}) != len(v):
+            errs.append("%s: items not unique" % where)
+        if "items" in schema:
+            for i, x in enumerate(v):
+                validate(doc, schema["items"], x, "%s/%d" % (where, i), errs)
 
 
 # ---- responses against operations -----------------------------------------
