@@ -1,7 +1,8 @@
 # mfud -- the one build entry point.
 #   make          build build/mfu (CLI) and build/mfud (daemon)
 #   make test     build and run every test; ends with "N passed, N failed"
-#   make run      install missing Debian packages if needed, build, serve on :8080
+#   make run      install missing Debian packages if needed, build, serve on
+#                 127.0.0.1:$MFUD_PORT (else $PORT, else 8080)
 #   make bench    run the benchmarks under bench/
 #
 # Sources are picked up by wildcard: core/*.c -> libmfucore.a (C11 + libm only),
@@ -16,7 +17,7 @@ SAN     ?=
 CFLAGS  ?= $(OPT) -g
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
 ALLCFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) $(SAN) -Icore -Iapi -Idb -Iserver -I$(BUILD)
-LDLIBS_API = -ljansson
+LDLIBS_API = -ljansson -lz
 LDLIBS_SRV = -lmicrohttpd -luv -lsqlite3 -lpthread
 LDLIBS_ALL = $(LDLIBS_API) $(LDLIBS_SRV) -lm
 
@@ -95,10 +96,13 @@ bench: all $(BENCH_BIN)
 deps:
 	@sh docker/deps.sh build
 
+# The port: MFUD_PORT, else PORT, else 8080 (mfud's default); the database:
+# MFUD_DB, else var/mfud.db. Both from the environment or make's command line
+# (make run MFUD_PORT=9000); mfud reads the other MFUD_* variables itself.
 run: deps
 	@$(MAKE) --no-print-directory all
 	@mkdir -p var
-	$(BUILD)/mfud --port $${PORT:-8080} --db $${MFUD_DB:-var/mfud.db}
+	@MFUD_PORT=$${MFUD_PORT:-$${PORT:-8080}} MFUD_DB=$${MFUD_DB:-var/mfud.db} exec $(BUILD)/mfud
 
 clean:
 	rm -rf $(BUILD)

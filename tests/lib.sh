@@ -15,6 +15,9 @@ cleanup() {
 }
 trap cleanup EXIT
 ok() { pass=$((pass + 1)); }
+# skip "name (reason)": a check or a part not run, on a line tests/run.sh
+# shows and counts; never skip silently
+skip() { echo "SKIPPED: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # check "name" test-args...: one check, passed when the command succeeds
 check() { local name=$1; shift; if "$@"; then ok; else bad "$name"; fi; }

@@ -27,7 +27,7 @@ for b in "$MFUD" "$MFU"; do
     if [ ! -x "$b" ]; then echo "FAIL: $b not built"; fail=1; finish; fi
 done
 if ! command -v sqlite3 >/dev/null 2>&1; then
-    echo "skip: sqlite3 (Debian package sqlite3) not installed"
+    skip "crash.sh (sqlite3 not installed: Debian package sqlite3)"
     finish
 fi
 

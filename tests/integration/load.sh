@@ -24,7 +24,7 @@ THREADS=${LOAD_THREADS:-2}
 SLACK_KB=${LOAD_RSS_SLACK_KB:-65536}
 if [ ! -x "$MFUD" ]; then echo "FAIL: $MFUD not built"; fail=1; finish; fi
 if ! command -v wrk >/dev/null 2>&1; then
-    echo "skip: wrk (Debian package wrk) not installed"
+    skip "load.sh (wrk not installed: Debian package wrk)"
     finish
 fi
 # wrk needs one descriptor per connection; the daemon too.

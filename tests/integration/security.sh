@@ -73,6 +73,8 @@ check "no other listening socket on port $PORT (IPv6: ${listen6:-none})" [ -z "$
 check "startup log says bind=127.0.0.1" grep -q 'msg=listening bind=127.0.0.1 ' "$LOG"
 if command -v ss >/dev/null 2>&1; then
     check "ss agrees: 127.0.0.1:$PORT" bash -c "ss -ltnH 'sport = :$PORT' | awk '{print \$4}' | grep -qx '127.0.0.1:$PORT'"
+else
+    skip "security.sh ss cross-check (ss not installed: Debian package iproute2)"
 fi
 
 # ---- 2. SQL strings stored verbatim (prepared statements) -------------------
@@ -124,6 +126,8 @@ print(sum(c.execute("SELECT count(*) FROM results WHERE model = ?", (s,)).fetcho
 PY
 )
     check "every SQL name stored verbatim in the model column ($n_verbatim of ${#SQLS[@]})" [ "$n_verbatim" = "${#SQLS[@]}" ]
+else
+    skip "security.sh database checks after SQL strings (sqlite3 not installed: Debian package sqlite3)"
 fi
 
 # ---- 3 and 4. format strings; bodies never logged above debug --------------
