@@ -605,9 +605,19 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
         }
         be = eff->hbm_eff;
     }
-    double tc = op->flops / (op_peak(op, hw, dt) * e);
+    double peak = op_peak(op, hw, dt);
+    double tc = op->flops / (peak * e);
     double tm = op->bytes / (hw->hbm_bw_bytes_s * be);
     double t = (tc > tm ? tc : tm) + fixed;
+    if (eff) {
+        /* a calibrated fixed cost may be negative (gemm_overhead_s: the
+         * curve's own fixed cost overstated), but no kernel runs faster
+         * than its roofline: the expected time never falls below the
+         * bound's (the fuzzer found a tiny GEMM at 0 s) */
+        double ic = op->flops / peak, im = op->bytes / hw->hbm_bw_bytes_s;
+        double ideal = ic > im ? ic : im;
+        if (t < ideal) t = ideal;
+    }
     return t > 0 ? t : 0.0;
 }
 

@@ -306,8 +306,13 @@ static void check_result(const mfu_system *sys, const mfu_search_opts *o, const 
                  "config %d: no admitted framework launches it", i);
         FZ_CHECK(t->eval.bound.mfu <= sys->roofline_mfu * (1 + 1e-9) &&
                      t->eval.expected.step_time_s >= t->eval.bound.step_time_s * (1 - 1e-12),
-                 "config %d: system MFU %.17g above the roofline's %.17g (or expected < bound)", i,
-                 t->eval.bound.mfu, sys->roofline_mfu);
+                 "config %d: system MFU %.17g above the roofline's %.17g (or expected step %.17g < bound "
+                 "%.17g: compute %g/%g recompute %g/%g bubble %g/%g optimizer %g/%g overhead %g/%g)", i,
+                 t->eval.bound.mfu, sys->roofline_mfu, t->eval.expected.step_time_s, t->eval.bound.step_time_s,
+                 t->eval.expected.compute_s, t->eval.bound.compute_s, t->eval.expected.recompute_s,
+                 t->eval.bound.recompute_s, t->eval.expected.bubble_s, t->eval.bound.bubble_s,
+                 t->eval.expected.optimizer_s, t->eval.bound.optimizer_s, t->eval.expected.overhead_s,
+                 t->eval.bound.overhead_s);
         FZ_CHECK(o->fix_sp < 0 || c->sp == o->fix_sp, "config %d: sp", i);
         FZ_CHECK(o->fix_zero < 0 || c->zero == o->fix_zero, "config %d: zero", i);
         FZ_CHECK(o->fix_schedule < 0 || (int)c->schedule == o->fix_schedule, "config %d: schedule", i);
