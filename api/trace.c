@@ -583,9 +583,9 @@ static json_t *measure_step(const store *sto, const step *s, const size_t *idx, 
         scratch[i] = (iv){e->ts, e->ts + e->dur};
         if (is_compute(e->cat)) comp[nc++] = (iv){e->ts, e->ts + e->dur};
     }
-    qsort(scratch, n, sizeof *scratch, cmp_iv);
+    if (n) qsort(scratch, n, sizeof *scratch, cmp_iv);
     double busy = total(scratch, merge(scratch, n));
-    qsort(comp, nc, sizeof *comp, cmp_iv);
+    if (nc) qsort(comp, nc, sizeof *comp, cmp_iv);
     nc = merge(comp, nc);
     /* communication not under any compute kernel (on any stream) */
     for (size_t i = 0; i < n; i++) {
@@ -620,7 +620,8 @@ static json_t *measure(store *sto, api_status *st)
         api_fail(st, 422, "", "no step markers in the trace (ProfilerStep#N annotations, or the given marker)");
         return NULL;
     }
-    qsort(sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
+    /* (qsort and bsearch want a non-null base even for no elements) */
+    if (sto->n_la) qsort(sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
     qsort(sto->st, sto->n_st, sizeof *sto->st, cmp_step);
     /* each GPU event's step */
     size_t *owner = malloc(sizeof *owner * (sto->n_ev ? sto->n_ev : 1));
@@ -634,7 +635,7 @@ static json_t *measure(store *sto, api_status *st)
     for (size_t i = 0; i < sto->n_ev; i++) {
         const gpu_ev *e = &sto->ev[i];
         double at = e->ts;
-        if (e->corr >= 0) {
+        if (e->corr >= 0 && sto->n_la) {
             launch key = {e->corr, 0};
             const launch *l = bsearch(&key, sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
             if (l) at = l->ts;
