@@ -159,7 +159,7 @@ int main(void)
     /* ---- the real traces (when the shared folder is there) ---- */
     static const char *const real[] = {"../shared/traces/kineto-ddp-2rank-rank1.json.gz",
                                        "../shared/traces/kineto-16rank-rank0.json.gz",
-                                       "../shared/traces/kineto-rocm-mi250-toy.json.gz"};
+                                       "tests/data/traces/kineto-rocm-mi250-toy.json.gz"};
     static const int steps_in[] = {5, 5, 2};
     for (int k = 0; k < 3; k++) {
         FILE *f = fopen(real[k], "rb");
