@@ -596,6 +596,7 @@ static enum srv_route match_route(const char *url, char *id_out, int *artifact)
             return ROUTE_PROBLEM;
         }
     }
+    if (srv_page_match(url, id_out)) return ROUTE_PAGE; /* GET /, /ui/{file} (server/page.c) */
     return ROUTE_OTHER;
 }
 
@@ -897,7 +898,7 @@ static enum MHD_Result dispatch(struct srv_req *r)
     switch (r->route) {
     case ROUTE_SEARCH: return handle_search(r);
     case ROUTE_COMPARE: return handle_search(r); /* a comparison is a job like a search */
-    case ROUTE_ROOFLINE: return handle_roofline(r);
+    case ROUTE_ROOFLINE: srv_roofline_accept(r); return handle_roofline(r);
     case ROUTE_CALIBRATE: return handle_roofline(r); /* the same: parse, then the pool */
     case ROUTE_RESULTS: return handle_results_list(r);
     case ROUTE_RESULT: return handle_result(r);
@@ -928,6 +929,7 @@ static enum MHD_Result dispatch(struct srv_req *r)
         return queue_static(r, 200, "application/yaml", mfud_openapi_yaml,
                             (size_t)(mfud_openapi_yaml_end - mfud_openapi_yaml));
     case ROUTE_PROBLEM: return handle_problem(r);
+    case ROUTE_PAGE: return srv_page_answer(r);
     default: break;
     }
     return queue_problem(r, 404, "Not Found", "no such route");

@@ -782,7 +782,9 @@ static void roofline_work(uv_work_t *w)
     api_status_init(&st);
     json_t *res = r->route == ROUTE_CALIBRATE ? api_calibrate(r->roofline_req, &st)
                                                 : api_roofline(r->roofline_req, &st);
-    if (res) {
+    if (res && srv_roofline_svg_answer(r, res)) {
+        /* answered as SVG (Accept: image/svg+xml, server/page.c) */
+    } else if (res) {
         srv_answer_json(r, 200, res);
     } else {
         if (!st.status) api_fail(&st, 500, "", "%s failed", srv_route_names[r->route]);

@@ -30,6 +30,7 @@ const char *const srv_route_names[ROUTE_COUNT] = {
     [ROUTE_METRICS] = "/metrics",
     [ROUTE_OPENAPI] = "/openapi.yaml",
     [ROUTE_PROBLEM] = "/problems/{type}",
+    [ROUTE_PAGE] = "/",
     [ROUTE_OTHER] = "other",
 };
 

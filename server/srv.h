@@ -71,6 +71,7 @@ enum srv_route {
     ROUTE_METRICS,
     ROUTE_OPENAPI,
     ROUTE_PROBLEM,   /* /problems/{type}: the page of a problem type */
+    ROUTE_PAGE,      /* GET / and /ui/{file}: the page (server/page.c) */
     ROUTE_OTHER,     /* unknown paths */
     ROUTE_COUNT
 };
@@ -92,7 +93,8 @@ struct srv_view {
 enum srv_answer { ANS_NONE = 0, ANS_RAW, ANS_VIEW };
 /* What GET /results/{id}/... renders from a done result instead of the
  * status document (docs/charts.md, docs/traces.md). */
-enum { SRV_ART_NONE = 0, SRV_ART_GAP, SRV_ART_MEMORY, SRV_ART_TIMELINE, SRV_ART_COMPARE, SRV_ART_TRACE };
+enum { SRV_ART_NONE = 0, SRV_ART_GAP, SRV_ART_MEMORY, SRV_ART_TIMELINE, SRV_ART_COMPARE, SRV_ART_TRACE,
+       SRV_ART_ROOFLINE /* POST /roofline answered as SVG (server/page.c) */ };
 struct srv_rentry;
 
 struct srv_req {
@@ -247,5 +249,19 @@ extern const char mfud_openapi_yaml_end[];
 const char *srv_problem_page(const char *name, size_t *len);
 /* The page as HTML (malloc'd). */
 char *srv_problem_html(const char *name, const char *md, size_t len, size_t *out_len);
+
+/* ---- the page (server/page.c) ------------------------------------------- */
+
+/* Is url "/" or one of the page's files under /ui/? Its name (""
+ * for the page) goes to id_out (65 bytes). */
+int srv_page_match(const char *url, char *id_out);
+/* Queue the file r->id names (ETag, 304 on If-None-Match). */
+enum MHD_Result srv_page_answer(struct srv_req *r);
+/* POST /roofline: remember whether the client wants the answer as SVG
+ * (Accept lists image/svg+xml and not application/json). HTTP thread. */
+void srv_roofline_accept(struct srv_req *r);
+/* When it does: answer the roofline result (reference stolen) as its SVG
+ * chart and return 1; else touch nothing and return 0. Worker thread. */
+int srv_roofline_svg_answer(struct srv_req *r, json_t *result);
 
 #endif
