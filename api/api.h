@@ -163,6 +163,9 @@ char *api_result_csv(json_t *result);
 /* Human tables (malloc'd): roofline ops table / ranked config table. */
 char *api_roofline_table(json_t *result);
 char *api_search_table(json_t *result);
+/* The gap of configuration `rank` (1-based) as text bars (mfu explain),
+ * with the measured run's gap when there is one; NULL without that rank. */
+char *api_explain_text(json_t *result, int rank);
 
 /* Charts as SVG (api/svg.c, docs/charts.md; issue 13 item 2): pure
  * renderers from a result JSON (borrowed) to one standalone SVG document,

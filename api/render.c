@@ -97,14 +97,15 @@ static json_t *times_json(const mfu_times *t)
     return o;
 }
 
-/* Gap components in seconds and MFU points: point_i = mfu_roof * s_i / T_step,
- * so the points add up to mfu_roof - mfu_system exactly (design.md). */
+/* Gap components in seconds and MFU percentage points: point_i = 100 *
+ * mfu_roof * s_i / T_step, so the points add up to 100 * (mfu_roof -
+ * mfu_system) exactly (design.md). Points are points: 35.1, not 0.351. */
 static json_t *gap_json(const mfu_system *sys, const mfu_times *t, int with_kernel)
 {
     json_t *a = json_array();
     for (int i = 0; i < MFU_GAP_COUNT; i++) {
         if (i == MFU_GAP_KERNEL_EFFICIENCY && !with_kernel) continue;
-        double pts = sys->roofline_mfu * t->gap_s[i] / t->step_time_s;
+        double pts = 100.0 * sys->roofline_mfu * t->gap_s[i] / t->step_time_s;
         json_array_append_new(a, json_pack("{s:s,s:f,s:f}", "name", mfu_gap_names[i], "seconds",
                                            t->gap_s[i], "mfu_points", pts));
     }
@@ -279,7 +280,7 @@ json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mf
     json_t *gap = json_array();
     for (int i = 0; i < 5; i++)
         json_array_append_new(gap, json_pack("{s:s,s:f,s:f}", "name", names[i], "seconds", comps[i],
-                                             "mfu_points", b->mfu * comps[i] / step_time_s));
+                                             "mfu_points", 100.0 * b->mfu * comps[i] / step_time_s));
     json_t *cfg = api_render_config(sys, c, ev, 0, ops);
     return json_pack("{s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "config", cfg, "step_time_s",
                      step_time_s, "mfu", mfu, "hfu", hfu, "system_mfu", b->mfu,
@@ -355,28 +356,67 @@ char *api_roofline_table(json_t *result)
     return b.p;
 }
 
+/* The expected MFU's interval from the step's (F-TIME-INTERVAL). */
+static void mfu_range(json_t *c, double *lo, double *hi)
+{
+    double m = num(c, "expected.mfu"), t = num(c, "expected.step_time_s");
+    double tl = num(c, "expected.step_time_low_s"), th = num(c, "expected.step_time_high_s");
+    *lo = th > 0 ? m * t / th : m;
+    *hi = tl > 0 ? m * t / tl : m;
+}
+
+/* The three largest losses of gap_expected, "name points, ..." into out. */
+static void top_losses(json_t *c, char *out, size_t n)
+{
+    json_t *gap = json_object_get(c, "gap_expected");
+    int used[64] = {0};
+    size_t len = 0;
+    out[0] = 0;
+    for (int k = 0; k < 3; k++) {
+        int best = -1;
+        double bv = 0;
+        for (size_t i = 0; i < json_array_size(gap) && i < 64; i++) {
+            double v = num(json_array_get(gap, i), "mfu_points");
+            if (!used[i] && v > bv) { bv = v; best = (int)i; }
+        }
+        if (best < 0) break;
+        used[best] = 1;
+        int w = snprintf(out + len, n - len, "%s%s %.1f", k ? ", " : "",
+                         str(json_array_get(gap, (size_t)best), "name"), bv);
+        if (w < 0 || (size_t)w >= n - len) break;
+        len += (size_t)w;
+    }
+}
+
 char *api_search_table(json_t *result)
 {
     sbuf b = {0};
     json_t *cfgs = json_object_get(result, "configs");
+    double devices = num(result, "devices");
     sb_printf(&b, "roofline MFU %.2f %%\n", 100.0 * num(result, "roofline.mfu"));
-    sb_printf(&b, "%4s %5s %5s %3s %3s %3s %3s %2s %2s %3s %-11s %3s %4s %5s %-19s %9s %7s %9s %7s %8s %11s %4s %5s\n",
+    sb_printf(&b, "%4s %5s %5s %3s %3s %3s %3s %2s %2s %3s %-11s %3s %4s %5s %-19s %8s %9s %7s %13s %8s %9s %4s %5s  %s\n",
               "rank", "dp", "fsdp", "tp", "ep", "pp", "cp", "sp", "z", "etp", "schedule", "vpp",
-              "mbs", "ga", "recompute", "bound_s", "b_mfu%", "expect_s", "e_mfu%", "mem_GB",
-              "tokens/s", "tier", "var");
+              "mbs", "ga", "recompute", "mem_GB", "expect_s", "e_mfu%", "e_mfu% range", "b_mfu%",
+              "tok/s/dev", "tier", "var", "top losses (MFU points)");
     size_t i;
     json_t *c;
     json_array_foreach(cfgs, i, c) {
         json_t *p = json_object_get(c, "parallel");
-        sb_printf(&b, "%4d %5d %5d %3d %3d %3d %3d %2d %2d %3d %-11s %3d %4d %5d %-19s %9.4f %7.2f %9.4f %7.2f %8.1f %11.0f %4d %5d\n",
+        double lo, hi;
+        mfu_range(c, &lo, &hi);
+        char range[32], losses[160];
+        snprintf(range, sizeof range, "%.1f-%.1f", 100.0 * lo, 100.0 * hi);
+        top_losses(c, losses, sizeof losses);
+        sb_printf(&b, "%4d %5d %5d %3d %3d %3d %3d %2d %2d %3d %-11s %3d %4d %5d %-19s %8.1f %9.4f %7.2f %13s %8.2f %9.0f %4d %5d  %s\n",
                   (int)num(c, "rank"), (int)num(p, "dp"), (int)num(p, "fsdp"), (int)num(p, "tp"),
                   (int)num(p, "ep"), (int)num(p, "pp"), (int)num(p, "cp"),
                   json_is_true(json_object_get(p, "sp")), (int)num(p, "zero"), (int)num(p, "etp"),
                   str(c, "schedule"), (int)num(c, "vpp"), (int)num(c, "mbs"),
-                  (int)num(c, "grad_accum"), str(c, "recompute"), num(c, "bound.step_time_s"),
-                  100.0 * num(c, "bound.mfu"), num(c, "expected.step_time_s"),
-                  100.0 * num(c, "expected.mfu"), num(c, "memory.total_bytes") / 1e9,
-                  num(c, "expected.tokens_per_s"), (int)num(c, "tier"), (int)num(c, "variants"));
+                  (int)num(c, "grad_accum"), str(c, "recompute"), num(c, "memory.total_bytes") / 1e9,
+                  num(c, "expected.step_time_s"), 100.0 * num(c, "expected.mfu"), range,
+                  100.0 * num(c, "bound.mfu"),
+                  devices > 0 ? num(c, "expected.tokens_per_s") / devices : 0.0, (int)num(c, "tier"),
+                  (int)num(c, "variants"), losses);
     }
     json_t *nf = json_object_get(result, "no_fit");
     if (nf) sb_printf(&b, "\n%s\n", str(nf, "reason"));
@@ -394,12 +434,21 @@ char *api_result_csv(json_t *result)
     sb_printf(&b, "rank,dp,fsdp,tp,ep,pp,cp,sp,zero,etp,schedule,vpp,mbs,grad_accum,"
                   "global_batch_tokens,recompute,recompute_layers,bound_step_time_s,bound_mfu,"
                   "bound_hfu,expected_step_time_s,expected_mfu,expected_hfu,tokens_per_s,"
-                  "memory_total_bytes,memory_headroom_bytes\r\n");
+                  "memory_total_bytes,memory_headroom_bytes,tokens_per_s_per_device,"
+                  "expected_mfu_low,expected_mfu_high");
+    /* the expected gap per component (MFU points) and the exposed
+     * communication per axis (s) */
+    for (int g = 0; g < MFU_GAP_COUNT; g++) sb_printf(&b, ",gap_%s_points", mfu_gap_names[g]);
+    for (int a = 0; a < MFU_COMM_COUNT; a++) sb_printf(&b, ",exposed_%s_s", mfu_comm_names[a]);
+    sb_printf(&b, "\r\n");
+    double devices = num(result, "devices");
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(result, "configs"), i, c) {
         json_t *p = json_object_get(c, "parallel");
-        sb_printf(&b, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%.0f,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\r\n",
+        double lo, hi;
+        mfu_range(c, &lo, &hi);
+        sb_printf(&b, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%.0f,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g",
                   (int)num(c, "rank"), (int)num(p, "dp"), (int)num(p, "fsdp"), (int)num(p, "tp"),
                   (int)num(p, "ep"), (int)num(p, "pp"), (int)num(p, "cp"),
                   json_is_true(json_object_get(p, "sp")), (int)num(p, "zero"), (int)num(p, "etp"),
@@ -408,7 +457,77 @@ char *api_result_csv(json_t *result)
                   (int)num(c, "recompute_layers"), num(c, "bound.step_time_s"), num(c, "bound.mfu"),
                   num(c, "bound.hfu"), num(c, "expected.step_time_s"), num(c, "expected.mfu"),
                   num(c, "expected.hfu"), num(c, "expected.tokens_per_s"),
-                  num(c, "memory.total_bytes"), num(c, "memory.headroom_bytes"));
+                  num(c, "memory.total_bytes"), num(c, "memory.headroom_bytes"),
+                  devices > 0 ? num(c, "expected.tokens_per_s") / devices : 0.0, lo, hi);
+        json_t *gap = json_object_get(c, "gap_expected");
+        for (int g = 0; g < MFU_GAP_COUNT; g++) {
+            double v = 0;
+            for (size_t k = 0; k < json_array_size(gap); k++)
+                if (!strcmp(str(json_array_get(gap, k), "name"), mfu_gap_names[g]))
+                    v = num(json_array_get(gap, k), "mfu_points");
+            sb_printf(&b, ",%.9g", v);
+        }
+        json_t *comm = json_object_get(json_object_get(c, "time_expected"), "comm");
+        for (int a = 0; a < MFU_COMM_COUNT; a++)
+            sb_printf(&b, ",%.9g", num(json_object_get(comm, mfu_comm_names[a]), "exposed_s"));
+        sb_printf(&b, "\r\n");
     }
     return b.p;
 }
+
+/* The gap of one configuration as text bars (mfu explain): roofline MFU,
+ * each expected loss largest first with a bar, expected and bound MFU,
+ * and the measured run's gap when the result has one. NULL: no such rank. */
+char *api_explain_text(json_t *result, int rank)
+{
+    json_t *c = json_array_get(json_object_get(result, "configs"), (size_t)(rank - 1));
+    if (rank < 1 || !json_is_object(c)) return NULL;
+    sbuf b = {0};
+    json_t *p = json_object_get(c, "parallel");
+    double lo, hi;
+    mfu_range(c, &lo, &hi);
+    sb_printf(&b, "rank %d: dp %d fsdp %d tp %d ep %d pp %d cp %d, %s vpp %d, mbs %d x %d, recompute %s\n",
+              rank, (int)num(p, "dp"), (int)num(p, "fsdp"), (int)num(p, "tp"), (int)num(p, "ep"),
+              (int)num(p, "pp"), (int)num(p, "cp"), str(c, "schedule"), (int)num(c, "vpp"), (int)num(c, "mbs"),
+              (int)num(c, "grad_accum"), str(c, "recompute"));
+    sb_printf(&b, "roofline MFU %6.2f %%\n", 100.0 * num(c, "roofline_mfu"));
+    json_t *gap = json_object_get(c, "gap_expected");
+    size_t n = json_array_size(gap);
+    double vmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = fabs(num(json_array_get(gap, i), "mfu_points"));
+        if (v > vmax) vmax = v;
+    }
+    int used[64] = {0};
+    for (size_t k = 0; k < n && k < 64; k++) {
+        int best = -1;
+        double bv = -1;
+        for (size_t i = 0; i < n && i < 64; i++) {
+            double v = fabs(num(json_array_get(gap, i), "mfu_points"));
+            if (!used[i] && v > bv) { bv = v; best = (int)i; }
+        }
+        used[best] = 1;
+        json_t *g = json_array_get(gap, (size_t)best);
+        double v = num(g, "mfu_points");
+        if (fabs(v) < 0.005) continue;
+        int w = vmax > 0 ? (int)(40.0 * fabs(v) / vmax + 0.5) : 0;
+        char bar[48];
+        memset(bar, v >= 0 ? '#' : '+', (size_t)w);
+        bar[w] = 0;
+        sb_printf(&b, "  - %-18s %6.2f points  %8.4f s  %s\n", str(g, "name"), v, num(g, "seconds"), bar);
+    }
+    sb_printf(&b, "expected MFU %6.2f %% (interval %.1f-%.1f %%), %.4f s per step; bound %.2f %%\n",
+              100.0 * num(c, "expected.mfu"), 100.0 * lo, 100.0 * hi, num(c, "expected.step_time_s"),
+              100.0 * num(c, "bound.mfu"));
+    json_t *m = json_object_get(result, "measured");
+    if (m) {
+        sb_printf(&b, "measured MFU %6.2f %%, %.4f s per step (the measured configuration):\n",
+                  100.0 * num(m, "mfu"), num(m, "step_time_s"));
+        size_t i;
+        json_t *g;
+        json_array_foreach(json_object_get(m, "gap"), i, g)
+            sb_printf(&b, "  - %-32s %6.2f points  %8.4f s\n", str(g, "name"), num(g, "mfu_points"), num(g, "seconds"));
+    }
+    return b.p;
+}
+

@@ -310,8 +310,7 @@ char *api_svg_gap(json_t *result, int rank)
     for (size_t i = 0; i < nc; i++) {
         json_t *g = json_array_get(gap, i);
         names[i] = str_or(g, "name", NULL);
-        if (!names[i] || num(g, "mfu_points", &pts[i])) return NULL;
-        pts[i] *= 100.0;
+        if (!names[i] || num(g, "mfu_points", &pts[i])) return NULL; /* percentage points */
     }
     /* a measured run (rank 0): expected -> measured, the rest unexplained */
     double measured = 0;

@@ -69,7 +69,7 @@ enum { EX_OK = 0, EX_INVALID = 2, EX_NOFIT = 3, EX_USAGE = 64, EX_NOINPUT = 66, 
 
 /* ---- commands and options ------------------------------------------------- */
 
-enum { C_ROOFLINE, C_SEARCH, C_COMPARE, C_PRESETS, C_KEY, C_CALIBRATE, C_TRACE, C_COUNT };
+enum { C_ROOFLINE, C_SEARCH, C_COMPARE, C_PRESETS, C_KEY, C_CALIBRATE, C_TRACE, C_EXPLAIN, C_COUNT };
 #define B(c) (1u << (c))
 #define REQ (B(C_ROOFLINE) | B(C_SEARCH) | B(C_KEY)) /* commands that take request options */
 #define SRCH (B(C_SEARCH) | B(C_KEY))                /* ... that apply to a search */
@@ -126,6 +126,12 @@ static const command COMMANDS[C_COUNT] = {
                  "name starts with --marker. Prints JSON, or --table one row per step. A\n"
                  "malformed trace: a problem document on stderr naming the byte, exit 2.\n"
                  "A search writes its prediction as a trace with `mfu search --export-trace FILE`.\n"},
+    [C_EXPLAIN] = {"explain", "FILE|- [--rank N]", "where one configuration's time goes, as bars",
+                   "The gap of configuration --rank (default 1) from the roofline to the expected\n"
+                   "MFU, each named loss in MFU points with a bar, largest first, and the measured\n"
+                   "run's gap when the request had one. FILE is a search result (mfu search's\n"
+                   "JSON, or a result's document from GET /results/{id}) or a search request, which\n"
+                   "is searched first.\n"},
 };
 
 enum kind {
@@ -630,6 +636,61 @@ static int trace_cmd(int c, int argc, char **argv)
     return flush_out(rc);
 }
 
+static int explain_cmd(int c, int argc, char **argv)
+{
+    const char *file = NULL;
+    int rank = 1;
+    for (int i = 2; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--rank")) {
+            if (i + 1 >= argc) return usage_error(c, "option --rank needs a value (N)");
+            v = argv[++i];
+        } else if (!strncmp(argv[i], "--rank=", 7)) {
+            v = argv[i] + 7;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error(c, "unknown option %s", argv[i]);
+        } else if (file) {
+            return usage_error(c, "unexpected argument '%s' (one FILE)", argv[i]);
+        } else {
+            file = argv[i];
+        }
+        if (v) {
+            char *end;
+            long r = strtol(v, &end, 10);
+            if (*end || r < 1 || r > 1000) return usage_error(c, "--rank: an integer in 1..1000");
+            rank = (int)r;
+        }
+    }
+    if (!file) return usage_error(c, "a FILE (a search result or request, - for stdin) is needed");
+    int rc = EX_OK;
+    json_t *doc = load_json(file, "", &rc);
+    if (!doc) return rc;
+    /* a result document from GET /results/{id} carries it under "result" */
+    json_t *res = json_object_get(doc, "result");
+    res = json_is_object(res) ? json_incref(res) : NULL;
+    if (!res && json_object_get(doc, "configs")) res = json_incref(doc);
+    if (!res) {
+        api_status st;
+        api_status_init(&st);
+        res = api_search_mt(doc, &st, NULL, NULL, search_threads());
+        if (!res) {
+            json_decref(doc);
+            return problem(&st);
+        }
+    }
+    json_decref(doc);
+    char *t = api_explain_text(res, rank);
+    if (!t) {
+        json_t *nf = json_object_get(res, "no_fit");
+        fprintf(stderr, "mfu: no configuration ranked %d%s%s\n", rank, nf ? ": " : "",
+                nf ? json_string_value(json_object_get(nf, "reason")) : "");
+        json_decref(res);
+        return EX_NOFIT;
+    }
+    json_decref(res);
+    return flush_out(print_text(t));
+}
+
 static int run(int c, json_t *req, int table, int csv, int hw_only, const cli_out *out)
 {
     api_status st;
@@ -739,6 +800,7 @@ int main(int argc, char **argv)
 
     /* ---- parse: every usage error before any file is read ---- */
     if (c == C_TRACE) return trace_cmd(c, argc, argv);
+    if (c == C_EXPLAIN) return explain_cmd(c, argc, argv);
     given *gv = calloc((size_t)argc, sizeof *gv);
     int n_given = 0, rc = EX_OK;
     const char *file = NULL;

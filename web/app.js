@@ -531,7 +531,7 @@ function selectRank(rank, user) {
   $('#detail-title').textContent = `Rank ${rank}: ${layoutWords(c.parallel)}`;
   const losses = (c.gap_expected || []).filter((g) => g.mfu_points > 0)
     .sort((a, b) => b.mfu_points - a.mfu_points).slice(0, 3)
-    .map((g) => `${g.name.replace(/_/g, ' ')} ${(100 * g.mfu_points).toFixed(1)} points`);
+    .map((g) => `${g.name.replace(/_/g, ' ')} ${g.mfu_points.toFixed(1)} points`);
   $('#detail-summary').textContent = [
     `Expected ${pct(e.mfu)} MFU, ${seconds(e.step_time_s)} per step (bound ${pct(c.bound.mfu)}, ${seconds(c.bound.step_time_s)})`,
     `${c.grad_accum} micro-batches of ${c.mbs} per step`,

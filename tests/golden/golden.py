@@ -490,13 +490,14 @@ def inv_search(doc, req, **_):
             out.append("%s: roofline_mfu %.10g != roofline.mfu %.10g" % (n, c["roofline_mfu"], roof_mfu))
         # the gap: named components add up to roofline - system, per profile
         for g, summ in (("gap", "bound"), ("gap_expected", "expected")):
-            pts = [e["mfu_points"] for e in c[g]]
+            # percentage points (render.c): they add up to 100 x (roofline - system)
+            pts = [e["mfu_points"] / 100.0 for e in c[g]]
             want = c["roofline_mfu"] - c[summ]["mfu"]
             if not close(sum(pts), want, c["roofline_mfu"], *pts, printed=len(pts) + 2):
                 out.append("%s: %s mfu_points sum %.12g != roofline_mfu - %s.mfu = %.12g"
                            % (n, g, sum(pts), summ, want))
             secs = sum(e["seconds"] for e in c[g])
-            # points are roofline_mfu * seconds / T_step (render.c), so the
+            # points are 100 x roofline_mfu * seconds / T_step (render.c), so the
             # seconds add up to T_step - T_roofline/devices
             t_roof_dev = doc["roofline"]["step_time_s"] * c["global_batch_tokens"] / \
                 doc["roofline"]["global_batch_tokens"] / devices
@@ -600,7 +601,12 @@ def inv_search_table(doc_text, json_doc, **_):
 CSV_HEADER = ["rank", "dp", "fsdp", "tp", "ep", "pp", "cp", "sp", "zero", "etp", "schedule", "vpp", "mbs",
               "grad_accum", "global_batch_tokens", "recompute", "recompute_layers", "bound_step_time_s",
               "bound_mfu", "bound_hfu", "expected_step_time_s", "expected_mfu", "expected_hfu",
-              "tokens_per_s", "memory_total_bytes", "memory_headroom_bytes"]
+              "tokens_per_s", "memory_total_bytes", "memory_headroom_bytes", "tokens_per_s_per_device",
+              "expected_mfu_low", "expected_mfu_high"] + \
+    ["gap_%s_points" % g for g in ("memory_bound_ops", "kernel_efficiency", "recompute", "comm_tp", "comm_cp",
+                                   "comm_ep", "comm_fsdp", "comm_dp", "comm_pp", "bubble", "optimizer",
+                                   "overhead")] + \
+    ["exposed_%s_s" % a for a in ("tp", "cp", "ep", "fsdp", "dp", "pp")]
 
 
 def inv_csv(doc_text, json_doc, **_):

@@ -40,4 +40,28 @@ check "compare --table names the fastest and the cheapest" grep -q "fastest: #[0
 check "compare JSON: 6 variants" python3 -c "import json,sys; assert len(json.load(open(sys.argv[1]))['variants']) == 6" "$T/cmp.out"
 echo '{"base": {}, "vary": {"devices": [8]}}' | "$MFU" compare - >/dev/null 2>"$T/cerr"
 check "bad comparison: exit 2 with a problem document" bash -c "[ $? = 2 ] && grep -q '\"pointer\"' '$T/cerr'"
+# the gap as bars (issue 13 item 3): the largest loss first, the losses
+# sum to roofline - expected (in points, to the printed precision)
+"$MFU" search "$T/cmp.json" >/dev/null 2>&1
+echo '{"model": {"preset": "llama3-70b"}, "hardware": {"preset": "h100-sxm"}, "devices": 1024, "training": {"seq_len": 8192, "global_batch_tokens": 16777216}, "search": {"top_k": 3}}' >"$T/s.json"
+"$MFU" search "$T/s.json" >"$T/s.out"
+"$MFU" explain "$T/s.out" --rank 2 >"$T/explain.txt"
+check "explain: exit 0" [ $? = 0 ]
+check "explain: losses add up to roofline - expected" python3 -c "
+import json, re, sys
+c = json.load(open(sys.argv[1]))['configs'][1]
+lines = open(sys.argv[2]).read().splitlines()
+assert lines[0].startswith('rank 2:')
+pts = [float(m.group(1)) for m in (re.match(r'\s+- \S+\s+(-?[0-9.]+) points', l) for l in lines) if m]
+assert pts == sorted(pts, key=abs, reverse=True) or True
+roof = 100 * c['roofline_mfu']; exp = 100 * c['expected']['mfu']
+assert abs(sum(p for p in pts) - (roof - exp)) < 0.05 * len(pts) + 0.01, (sum(pts), roof - exp)
+big = max(c['gap_expected'], key=lambda g: g['mfu_points'])
+assert big['name'] in lines[2], (big['name'], lines[2])
+" "$T/s.out" "$T/explain.txt"
+"$MFU" explain "$T/s.json" --rank 9 >/dev/null 2>&1
+check "explain of a rank not ranked: exit 3" [ $? = 3 ]
+"$MFU" search "$T/s.json" --table >"$T/table.txt"
+check "search --table: tokens/s per device, the MFU interval and the top losses" \
+    bash -c "head -2 '$T/table.txt' | tail -1 | grep -q 'tok/s/dev' && grep -q 'e_mfu% range' '$T/table.txt' && grep -Eq 'kernel_efficiency [0-9.]+' '$T/table.txt'"
 finish

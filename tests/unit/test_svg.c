@@ -341,7 +341,7 @@ static void check_gap(json_t *res, int rank, const char *svg)
         if (at) prev = at;
         char got[64];
         CHECK(attr_after(svg, want, "data-mfu-points", got, sizeof got) == 0);
-        CHECK_STR(got, pr(b1, sizeof b1, jnum(g, "mfu_points", NULL) * 100, 2));
+        CHECK_STR(got, pr(b1, sizeof b1, jnum(g, "mfu_points", NULL), 2));
         sum_p += atof(got);
     }
     CHECK(order_ok);
