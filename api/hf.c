@@ -119,6 +119,31 @@ static void hf_fail(hf_ctx *c, const char *ptr, const char *fmt, ...)
     c->failed++;
 }
 
+/* layer_types (HF's per-layer list): each entry "full_attention" or
+ * `other`, whose layers get flag[i] = 1. 1: read; 0: absent; -1: invalid
+ * (reported at its pointer). */
+static int hf_layer_kinds(hf_ctx *c, long long n, const char *other, unsigned char *flag)
+{
+    char ptr[256];
+    json_t *lt = hf_lookup(c, "layer_types", ptr, sizeof ptr);
+    if (!lt) return 0;
+    if (!json_is_array(lt) || (long long)json_array_size(lt) != n) {
+        hf_fail(c, ptr, "layer_types must be an array with num_hidden_layers (%lld) entries", n);
+        return -1;
+    }
+    for (long long i = 0; i < n; i++) {
+        const char *t = json_string_value(json_array_get(lt, (size_t)i));
+        if (t && !strcmp(t, other)) flag[i] = 1;
+        else if (!t || strcmp(t, "full_attention")) {
+            char q[300];
+            snprintf(q, sizeof q, "%s/%lld", ptr, i);
+            hf_fail(c, q, "layer_types entries must be \"full_attention\" or \"%s\"", other);
+            return -1;
+        }
+    }
+    return 1;
+}
+
 /* A JSON integer, or a real with an integral value (4096.0). 0 on success. */
 static int hf_as_int(json_t *v, long long *out)
 {
@@ -724,7 +749,6 @@ static int hf_layer_list(hf_ctx *c, const char *key, long long n_layers, int as_
  *     dense MLP of intermediate_size_mlp. */
 static void llama4_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls)
 {
-    char ptr[256];
     long long n = cm->n_layers, interval, chunk = 8192, step, e, k, moe_ffn, dense_ffn = 0;
     int qkn;
     unsigned char *rope = calloc((size_t)n, 1), *moe = calloc((size_t)n, 1);
@@ -746,27 +770,10 @@ static void llama4_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls)
         if (raw && json_is_null(raw)) chunk = 0;
         else if (hf_int(c, "attention_chunk_size", 0, 8192, 0, API_MAX_SEQ, &chunk) < 0) goto out;
     }
-    json_t *lt = hf_lookup(c, "layer_types", ptr, sizeof ptr);
-    if (lt) {
-        if (!json_is_array(lt) || (long long)json_array_size(lt) != n) {
-            hf_fail(c, ptr, "%s must be an array with num_hidden_layers (%lld) entries", "layer_types",
-                    n);
-            goto out;
-        }
-        for (long long i = 0; i < n; i++) {
-            const char *t = json_string_value(json_array_get(lt, (size_t)i));
-            if (t && !strcmp(t, "chunked_attention")) chunked[i] = 1;
-            else if (!t || strcmp(t, "full_attention")) {
-                char q[300];
-                snprintf(q, sizeof q, "%s/%lld", ptr, i);
-                hf_fail(c, q, "%s entries must be \"full_attention\" or \"chunked_attention\"",
-                        "layer_types");
-                goto out;
-            }
-        }
-    } else {
+    int lt = hf_layer_kinds(c, n, "chunked_attention", chunked);
+    if (lt < 0) goto out;
+    if (!lt)
         for (long long i = 0; i < n; i++) chunked[i] = rope[i];
-    }
     if (hf_bool(c, "use_qk_norm", 1, &qkn) < 0) goto out;
 
     if (moe_counts(c, "num_local_experts", &e, &k) < 0) goto out;
@@ -837,25 +844,9 @@ static void qwen3_next_linear(hf_ctx *c, const hf_common *cm, layer_spec *ls)
         c->failed++;
         return;
     }
-    json_t *lt = hf_lookup(c, "layer_types", ptr, sizeof ptr);
-    if (lt) {
-        if (!json_is_array(lt) || (long long)json_array_size(lt) != n) {
-            hf_fail(c, ptr, "%s must be an array with num_hidden_layers (%lld) entries", "layer_types",
-                    n);
-            goto out;
-        }
-        for (long long i = 0; i < n; i++) {
-            const char *t = json_string_value(json_array_get(lt, (size_t)i));
-            if (t && !strcmp(t, "linear_attention")) lin[i] = 1;
-            else if (!t || strcmp(t, "full_attention")) {
-                char q[300];
-                snprintf(q, sizeof q, "%s/%lld", ptr, i);
-                hf_fail(c, q, "%s entries must be \"full_attention\" or \"linear_attention\"",
-                        "layer_types");
-                goto out;
-            }
-        }
-    } else {
+    int lt = hf_layer_kinds(c, n, "linear_attention", lin);
+    if (lt < 0) goto out;
+    if (!lt) {
         if (hf_int(c, "full_attention_interval", 0, 4, 1, API_MAX_LAYERS, &interval) < 0) goto out;
         for (long long i = 0; i < n; i++) lin[i] = (i + 1) % interval != 0;
     }

@@ -116,7 +116,7 @@ static const command COMMANDS[C_COUNT] = {
                      " \"parameters\": [names]}. Every run uses the same hardware. Prints the fit as\n"
                      "JSON, --table (parameters, per-run errors, leave-one-out), or --hardware (only\n"
                      "the fitted description, for a request's \"hardware\" or --hw-file).\n"},
-    [C_TRACE] = {"trace", "FILE [--table] [--marker PREFIX]",
+    [C_TRACE] = {"trace", "FILE [--table] [--marker PREFIX] [--against RESULT [--rank N]]",
                  "measure a profiler trace: per step time, busy, idle, kernels, overlap",
                  "Read a profiler trace (Chrome trace-event JSON, plain or gzipped: PyTorch's\n"
                  "profiler, JAX/XProf for Perfetto) and measure each step: step time, GPU busy\n"
@@ -125,7 +125,11 @@ static const command COMMANDS[C_COUNT] = {
                  "compute (docs/traces.md). Steps are ProfilerStep#N annotations, or those whose\n"
                  "name starts with --marker. Prints JSON, or --table one row per step. A\n"
                  "malformed trace: a problem document on stderr naming the byte, exit 2.\n"
-                 "A search writes its prediction as a trace with `mfu search --export-trace FILE`.\n"},
+                 "A search writes its prediction as a trace with `mfu search --export-trace FILE`.\n"
+                 "--against RESULT (mfu search's JSON or a result's document) compares the trace\n"
+                 "with the prediction for configuration --rank (default 1): measured minus\n"
+                 "predicted per component (GEMM, attention, other compute, memcpy, idle, exposed\n"
+                 "communication per collective kind), the largest named.\n"},
     [C_EXPLAIN] = {"explain", "FILE|- [--rank N]", "where one configuration's time goes, as bars",
                    "The gap of configuration --rank (default 1) from the roofline to the expected\n"
                    "MFU, each named loss in MFU points with a bar, largest first, and the measured\n"
@@ -586,10 +590,20 @@ static int extras(json_t *req, json_t *res, const cli_out *o)
 
 static int trace_cmd(int c, int argc, char **argv)
 {
-    const char *file = NULL, *marker = NULL;
-    int table = 0;
+    const char *file = NULL, *marker = NULL, *against = NULL;
+    int table = 0, rank = 1;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--table")) table = 1;
+        else if (!strcmp(argv[i], "--against") || !strcmp(argv[i], "--rank")) {
+            if (i + 1 >= argc) return usage_error(c, "option %s needs a value", argv[i]);
+            if (!strcmp(argv[i], "--against")) against = argv[++i];
+            else {
+                char *end;
+                long r = strtol(argv[++i], &end, 10);
+                if (*end || r < 1 || r > 1000) return usage_error(c, "--rank: an integer in 1..1000");
+                rank = (int)r;
+            }
+        }
         else if (!strcmp(argv[i], "--marker")) {
             if (i + 1 >= argc) return usage_error(c, "option --marker needs a value (PREFIX)");
             marker = argv[++i];
@@ -610,6 +624,42 @@ static int trace_cmd(int c, int argc, char **argv)
     json_t *res = api_trace_file(file, marker, &st);
     if (!res) return problem(&st);
     int rc;
+    if (against) {
+        /* the prediction of configuration `rank`, drawn and measured the
+         * same way, against the measured trace */
+        if (table) {
+            json_decref(res);
+            return usage_error(c, "--against prints JSON; it takes no --table");
+        }
+        rc = EX_OK;
+        json_t *doc = load_json(against, "", &rc);
+        if (!doc) {
+            json_decref(res);
+            return rc;
+        }
+        json_t *result = json_object_get(doc, "result");
+        if (!json_is_object(result)) result = doc;
+        json_t *pt = api_trace_export_result(result, rank);
+        char *text = pt ? json_dumps(pt, JSON_COMPACT) : NULL;
+        json_decref(pt);
+        json_t *pred = text ? api_trace_text(text, strlen(text), NULL, &st) : NULL;
+        free(text);
+        json_decref(doc);
+        json_t *diff = pred ? api_trace_compare(pred, res) : NULL;
+        if (!diff) {
+            fprintf(stderr, "mfu: %s holds no configuration ranked %d to compare with\n", against, rank);
+            json_decref(pred);
+            json_decref(res);
+            return EX_NOFIT;
+        }
+        json_t *out = json_pack("{s:i,s:O,s:O,s:o}", "rank", rank, "measured", json_object_get(res, "summary"),
+                                "predicted", json_object_get(pred, "summary"), "difference", diff);
+        json_decref(pred);
+        rc = print_json(out);
+        json_decref(out);
+        json_decref(res);
+        return flush_out(rc);
+    }
     if (!table) {
         rc = print_json(res);
     } else {

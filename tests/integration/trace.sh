@@ -46,6 +46,14 @@ import json, sys
 want = json.load(open(sys.argv[1]))['configs'][1]['expected']['step_time_s']
 got = json.load(open(sys.argv[2]))['steps'][0]['step_time_s']
 assert abs(got - want) <= 1e-6 * want, (got, want)" "$T/search.json" "$T/read.json"
+"$MFU" trace "$T/pred.json" --against "$T/search.json" --rank 2 >"$T/against.json"
+check "trace --against: its own prediction differs from itself by nothing" python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))['difference']
+vals = [d[k] for k in ('step_time_s', 'gemm_s', 'attention_s', 'other_compute_s', 'idle_s')] + list(d['exposed_s'].values())
+assert all(abs(v) < 1e-6 for v in vals), d" "$T/against.json"
+"$MFU" trace "$T/pred.json" --against "$T/search.json" --rank 99 >/dev/null 2>&1
+check "trace --against a rank the result does not hold: exit 3" [ $? = 3 ]
 "$MFU" trace "$T/pred.json" --table >"$T/table.txt"
 check "mfu trace --table: a header and one step row" [ "$(grep -c '^1 ' "$T/table.txt")" = 1 ]
 finish
