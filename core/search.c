@@ -210,6 +210,12 @@ typedef struct ctx {
     /* the memory every recompute policy of the current schedule point
      * shares (recompute_loop sets it) */
     mfu_memory_base mbase;
+    /* the last family looked up in the ranking and where it stood, valid
+     * while the ranking is unchanged (fam_ver == the insert count): the
+     * points of one family come one after another */
+    mfu_config fam_cfg;
+    int fam_idx, fam_valid;
+    uint64_t fam_ver, inserts;
     int n_fam;
     int64_t fam_ep[MFU_SEARCH_MAX_DIVISORS];
     uint64_t fam_n[MFU_SEARCH_MAX_DIVISORS];
@@ -315,7 +321,16 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     /* ... against the k-th best, and with distinct layouts against the
      * best variant of its own family when that is ranked (a variant that
      * cannot beat it cannot change the answer) */
-    int fam = x->o->distinct == MFU_DISTINCT_LAYOUT ? family_at(res, c) : -1;
+    int fam = -1;
+    if (x->o->distinct == MFU_DISTINCT_LAYOUT) {
+        if (!(x->fam_valid && x->fam_ver == x->inserts && mfu_same_layout(&x->fam_cfg, c))) {
+            x->fam_cfg = *c;
+            x->fam_idx = family_at(res, c);
+            x->fam_ver = x->inserts;
+            x->fam_valid = 1;
+        }
+        fam = x->fam_idx;
+    }
     if (res->n == x->o->top_k || fam >= 0) {
         double lb = mfu_step_lower_bound(sys, c, k, !x->o->rank_by_bound) / gbt;
         if ((res->n == x->o->top_k && lb > res->top[res->n - 1].score) ||
@@ -337,6 +352,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     if (mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval) != MFU_OK)
         return mem.headroom_bytes;
     insert_top(res, x->o, &cand);
+    x->inserts++;
     if (x->o->first_fit) x->stop = 1;
     return mem.headroom_bytes;
 }

@@ -333,7 +333,13 @@ double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, d
     case MFU_SCHED_GPIPE:
         /* MaxText: (p-1)/(v m + p-1) of the total = (p-1)/(v m) of the ideal */
         return p1 / ((double)(vpp < 1 ? 1 : vpp) * mm);
-    case MFU_SCHED_ZB: return p1 / mm * mfu_dmax(0.0, 1.0 - 2.0 * w_frac); /* (p-1)(F+B-2W) */
+    case MFU_SCHED_ZB:
+        /* (p-1)(F+B-2W) (Qi et al. 2023, ZB-H1) holds with m >= p - 1
+         * micro-batches: each stage has m weight-gradient passes to fill its
+         * bubble with, so with fewer only m of them do, (p-1)(F+B) - 2mW.
+         * Without that cap a slower W made the step shorter when m < p - 1
+         * (the fuzzer found expected < bound). */
+        return mfu_dmax(0.0, p1 - 2.0 * (mm < p1 ? mm : p1) * w_frac) / mm;
     default: return p1 / mm;                                      /* (p-1)/m */
     }
 }
