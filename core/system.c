@@ -299,6 +299,15 @@ static link link_group(const mfu_system *sys, double n, double stride, const mfu
         if (k > 1) {
             link in = link_for(sys, 1, eff);
             l.bw = fmin(k * l.bw, in.bw);
+            /* F-COMM-RING-LAT: of a ring's n - 1 steps only those that
+             * cross a domain boundary, n/k - 1, pay the outer tier's
+             * latency; the rest pay the inner tier's (NCCL
+             * src/graph/tuning.cc ncclTopoTuneModel, ring:
+             * (nsteps - nInterSteps) * intraLat + nInterSteps * interLat,
+             * nInterSteps = nNodes - 1 for all-gather / reduce-scatter).
+             * t_ag charges (n - 1) * lat: lat is the steps' mean. */
+            double inter = n / k - 1.0;
+            if (n > 1) l.lat = (inter * l.lat + (n - 1.0 - inter) * in.lat) / (n - 1.0);
         }
     }
     return l;

@@ -138,7 +138,22 @@ int main(void)
         CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
         double S = 2.0 * 4096 * 8192;
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], 80 * 4 * 2 * (15.0 / 16) * S / 400e9, 1e-12);
+
+        /* F-COMM-RING-LAT: with latencies (NVLink 3 us, network 8 us per
+         * step), the ring's 15 steps of each all-gather half cross the
+         * node boundary once: 14 x 3 us + 1 x 8 us, not 15 x 8 us (NCCL
+         * src/graph/tuning.cc: nInterSteps = nNodes - 1 per all-gather or
+         * reduce-scatter, 2 (nNodes - 1) per all-reduce of 2 (n - 1) steps) */
+        mfu_hardware hl = hw;
+        hl.tiers[0].latency_s = 3e-6;
+        hl.tiers[1].latency_s = 8e-6;
+        mfu_system sl;
+        CHECK(mfu_system_init(&sl, &m16, &hl, &t16, 16, 0, ops) == MFU_OK);
+        CHECK(mfu_evaluate(&sl, &c, ops, &ev) == 0);
+        double per_ar = 2 * ((15.0 / 16) * S / 400e9 + 14 * 3e-6 + 1 * 8e-6);
+        CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], 80 * 4 * per_ar, 1e-12);
     }
+
 
     /* ---- FP8 (F-TIME-FP8): GEMMs run at the FP8 peak, attention stays at
      * the 16-bit one, and every GEMM input is cast first (read 2 B, write
