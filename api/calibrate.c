@@ -20,7 +20,7 @@ typedef struct cal_param {
 } cal_param;
 
 enum { CP_GEMM, CP_GEMM_T, CP_ATTN, CP_HBM, CP_KERNEL, CP_NET_IN, CP_NET_OUT, CP_STEP, CP_MB, CP_OVERLAP,
-       CP_COUNT };
+       CP_HOST, CP_COUNT };
 
 static const cal_param PARAMS[CP_COUNT] = {
     {"gemm_scale", "GEMM efficiency relative to the component-benchmark curve", 0.15, 0.5, 1.3, 1},
@@ -35,6 +35,9 @@ static const cal_param PARAMS[CP_COUNT] = {
     {"step_overhead_s", "fixed host time per step", 0.1, 0.0, 5.0, 0},
     {"microbatch_overhead_s", "host time per micro-batch and stage", 0.005, 0.0, 0.2, 0},
     {"overlap_slowdown", "compute lost per second of communication hidden under it", 0.1, 0.0, 0.6, 0},
+    /* F-TIME-DISPATCH: only runs whose host falls behind the GPU (small
+     * micro-batches of many-expert MoE models) can determine it */
+    {"host_op_s", "host time to issue one kernel (eager framework)", 5e-6, 0.0, 1e-4, 0},
 };
 
 static double *param_ref(mfu_hardware *hw, int id)
@@ -50,6 +53,7 @@ static double *param_ref(mfu_hardware *hw, int id)
     case CP_NET_OUT: return &e->net_eff[hw->n_tiers - 1];
     case CP_STEP: return &e->step_overhead_s;
     case CP_MB: return &e->microbatch_overhead_s;
+    case CP_HOST: return &e->host_op_s;
     default: return &e->overlap_slowdown;
     }
 }
@@ -149,7 +153,7 @@ json_t *api_calibrate(json_t *doc, api_status *st)
                 if (x.ids[k] == id) id = -2;
             if (id < 0) {
                 api_fail(st, 422, jv_ptr_i(p, sizeof p, "/parameters", i),
-                         id == -2 ? "named twice" : "unknown parameter; parameters: gemm_scale, gemm_overhead_s, attention, hbm, kernel_overhead_s, net_inner, net_outer, step_overhead_s, microbatch_overhead_s, overlap_slowdown");
+                         id == -2 ? "named twice" : "unknown parameter; parameters: gemm_scale, gemm_overhead_s, attention, hbm, kernel_overhead_s, net_inner, net_outer, step_overhead_s, microbatch_overhead_s, overlap_slowdown, host_op_s");
                 return NULL;
             }
             x.ids[x.np++] = id;

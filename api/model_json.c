@@ -551,6 +551,7 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
         bad |= jv_num(eff, "gemm_overhead_s", p, JV_OPTIONAL, 0.0, -5e-6, 1e-2, &out->eff.gemm_overhead_s, st);
         bad |= jv_num(eff, "microbatch_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 10.0,
                       &out->eff.microbatch_overhead_s, st);
+        bad |= jv_num(eff, "host_op_s", p, JV_OPTIONAL, 0.0, 0.0, 1e-3, &out->eff.host_op_s, st);
         bad |= jv_num(eff, "uncertainty", p, JV_OPTIONAL, 0.0, 0.0, 1.0, &out->eff.uncertainty, st);
         json_t *half = json_object_get(eff, "net_half_bytes");
         if (half) {
@@ -628,6 +629,7 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
         json_object_set_new(ej, "kernel_overhead_s", json_real(e->kernel_overhead_s));
         json_object_set_new(ej, "gemm_overhead_s", json_real(e->gemm_overhead_s));
         json_object_set_new(ej, "microbatch_overhead_s", json_real(e->microbatch_overhead_s));
+        json_object_set_new(ej, "host_op_s", json_real(e->host_op_s));
         json_object_set_new(ej, "uncertainty", json_real(e->uncertainty));
         json_object_set_new(o, "efficiency", ej);
     }

@@ -24,6 +24,7 @@ void mfu_efficiency_ideal(mfu_efficiency *e)
     e->kernel_overhead_s = 0.0;
     e->gemm_overhead_s = 0.0;
     e->microbatch_overhead_s = 0.0;
+    e->host_op_s = 0.0;
     e->uncertainty = 0.0;
 }
 

@@ -44,6 +44,12 @@ typedef struct mfu_efficiency {
     double kernel_overhead_s;    /* per non-GEMM kernel: launch and tail (GEMMs carry theirs in the curve) */
     double gemm_overhead_s;      /* per GEMM beyond the curve's own fixed cost (calibrated; 0 = the curve) */
     double microbatch_overhead_s;/* per micro-batch and pipeline stage: host-side scheduling */
+    /* F-TIME-DISPATCH: host (CPU) time to issue one kernel from an eager
+     * framework (Python, dispatcher, launch). The GPU waits for the host
+     * where the host issues slower than the GPU runs: after every MoE
+     * layer's device-to-host sync, or for a whole micro-batch of tiny
+     * kernels. 0: the host always keeps ahead (XLA's compiled step). */
+    double host_op_s;
     /* relative half-width of the expected step time's interval: the
      * calibration's cross-validated error (0: no interval known) */
     double uncertainty;

@@ -635,3 +635,51 @@ double mfu_attention_intensity(double T, double S, double H, double H_kv)
 {
     return 2.0 * T / (T / S + H_kv / H);
 }
+
+/* F-TIME-DISPATCH counts, read from Megatron-Core core_v0.14.0 and
+ * Transformer Engine v2.7 for the MoE layer Megatron launches by default
+ * (alltoall dispatcher, TopKRouter with aux loss, TEGroupedMLP, no permute
+ * or router fusion; docs/model.md F-TIME-DISPATCH has the table):
+ *  - one host op per expert GEMM: TE's grouped GEMM
+ *    (cpp_extensions/gemm.py general_grouped_gemm ->
+ *    common/gemm/cublaslt_gemm.cu) builds the cuBLASLt descriptors and
+ *    queries the heuristic for every expert's GEMM;
+ *  - FP8 (Transformer Engine current scaling): amax, scale and cast of
+ *    each GEMM's input in the forward and of its output gradient before
+ *    the data-gradient GEMM, per expert (split_quantize); the weight
+ *    gradient GEMM reuses them;
+ *  - an MoE layer's forward issues about 61 (56-66) ops besides its
+ *    expert GEMMs: router softmax/top-k/maps (10-12), aux-loss scores
+ *    (7-8) and loss (7), dispatcher metadata with its all-gather (7),
+ *    the device-to-host copies (5), permute (10-14) -- all before the
+ *    sync in MoEAlltoAllTokenDispatcher.token_dispatch -- then chunk
+ *    sorts, the all-to-alls, SwiGLU and unpermute (about 10); its
+ *    backward about 36 (29-43). The inventory holds 5 of the forward's
+ *    (router GEMM, top-k before the sync; dispatch, activation, combine
+ *    after) and 6 of the backward's. */
+#define MFU_HOST_GEMM_CALL 1.0
+#define MFU_HOST_FP8_QUANT 3.0
+#define MFU_HOST_MOE_FWD_PRE 49.0  /* about 51 before the sync, 2 in the inventory */
+#define MFU_HOST_MOE_FWD_POST 8.0  /* about 11 after it, 3 in the inventory */
+#define MFU_HOST_MOE_BWD 30.0      /* about 36, 6 in the inventory */
+
+/* F-TIME-DISPATCH: host ops per inventory op. A GEMM op of `calls`
+ * equal GEMMs (a grouped expert GEMM: one per local expert) costs one
+ * host op per GEMM, and with FP8 its input quantization; everything else
+ * is one op (the counts above). */
+double mfu_op_host_kernels(const mfu_op *op, mfu_dtype dt)
+{
+    if (!(op->tags & MFU_TAG_MATMUL)) return 1.0;
+    double calls = op->gemm_flops > 0 ? op->flops / op->gemm_flops : 1.0;
+    if (calls < 1.0) calls = 1.0;
+    double q = dt == MFU_DT_FP8 && !(op->tags & MFU_TAG_WGRAD) ? MFU_HOST_FP8_QUANT : 0.0;
+    return calls * (MFU_HOST_GEMM_CALL + q);
+}
+
+void mfu_moe_host_kernels(mfu_dtype dt, double *fwd_pre, double *fwd_post, double *bwd)
+{
+    (void)dt;
+    *fwd_pre = MFU_HOST_MOE_FWD_PRE;
+    *fwd_post = MFU_HOST_MOE_FWD_POST;
+    *bwd = MFU_HOST_MOE_BWD;
+}

@@ -103,6 +103,13 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
                    const mfu_efficiency *eff);
 int mfu_op_compute_bound(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt);
 
+/* F-TIME-DISPATCH (docs/model.md): framework ops the host issues for one op
+ * of the inventory, in units of one eager op's host time (host_op_s), and
+ * an MoE layer's routing/permutation bookkeeping beyond the inventory:
+ * forward before its dispatch sync, forward after it, backward. */
+double mfu_op_host_kernels(const mfu_op *op, mfu_dtype dt);
+void mfu_moe_host_kernels(mfu_dtype dt, double *fwd_pre, double *fwd_post, double *bwd);
+
 /* Seed 002: intensity of a [M,K]x[K,N] matmul, MNK/(MN+NK+MK) for 2-byte
  * elements (FLOPs per byte = 2MNK / (2(MN+NK+MK))). */
 double mfu_matmul_intensity(double M, double N, double K, double elem_bytes);

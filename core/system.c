@@ -153,9 +153,19 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
     const mfu_model *m = sys->model;
     double saved[MFU_RC_COUNT] = {0};
     double h = (double)m->d_model;
+    double host = eff ? eff->host_op_s : 0.0;
+    int moe = 0;
     for (int i = 0; i < n; i++) {
         const mfu_op *o = &ops[i];
         double t = mfu_op_time(o, sys->hw, sys->train.dtype, eff);
+        if (host > 0) {
+            double hk = host * mfu_op_host_kernels(o, sys->train.dtype);
+            if (o->phase == MFU_BWD) lc->host_bwd_s += hk;
+            else if (o->tags & MFU_TAG_EXPERT) lc->host_fwd_exp_s += hk;
+            else lc->host_fwd_rest_s += hk;
+            if (o->phase == MFU_FWD && (o->tags & MFU_TAG_EXPERT)) lc->fwd_exp_s += t;
+        }
+        if (o->tags & MFU_TAG_EXPERT) moe = 1;
         if (o->phase == MFU_FWD) {
             lc->fwd_s += t;
             lc->fwd_flops += o->flops;
@@ -182,6 +192,15 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
         if (o->tags & MFU_TAG_MATMUL) lc->gemm_s += t;
         if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_s += t;
         if (o->tags & MFU_TAG_EXPERT) lc->expert_s += t;
+    }
+    if (host > 0 && moe) {
+        /* F-TIME-DISPATCH: the MoE layer's routing and permutation
+         * bookkeeping beyond the inventory's ops (mfu_moe_host_kernels) */
+        double f_pre, f_post, b;
+        mfu_moe_host_kernels(sys->train.dtype, &f_pre, &f_post, &b);
+        lc->host_fwd_rest_s += host * f_pre;
+        lc->host_fwd_exp_s += host * f_post;
+        lc->host_bwd_s += host * b;
     }
     for (int j = 0; j < MFU_RC_COUNT; j++)
         lc->saved_bytes[j] += sys->rc[j].kind == MFU_RCK_FULL
@@ -486,6 +505,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
      * node-limited routing (DeepSeek-V3 sec. 2.1.2 / 3.2.2: IB to the node,
      * NVLink forwarding inside it) -- while every copy moves over the fast
      * domain; the two stages pipeline, so the slower one counts. */
+    double ep_one = 0.0; /* one all-to-all of one MoE layer */
     if (ep > 1 && sys->moe_layers > 0) {
         const mfu_mlp *mp = sys->moe_mlp;
         double kk = (double)mp->top_k;
@@ -507,10 +527,42 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
         double Lm = L * moe_frac;
         double rc = rp->kind == MFU_RCK_FULL ? nrc * moe_frac
                     : (rp->modules & MFU_RCM_MOE) ? Lm : 0.0;
+        ep_one = one;
         tot[MFU_COMM_EP] = mb * one * (4.0 * Lm + 2.0 * rc);
         exp_[MFU_COMM_EP] = c->ep_overlap ? mfu_dmax(0.0, tot[MFU_COMM_EP] - mb * Lm * k->avg_moe.expert_s)
                                           : tot[MFU_COMM_EP];
     }
+    /* F-TIME-DISPATCH: where the host issues kernels slower than the GPU
+     * runs them, the GPU waits. An MoE layer's dispatch copies the token
+     * counts to the host (the all-to-all's split sizes), so the host
+     * cannot run ahead past it: each forward segment (before the sync,
+     * after it) takes the longer of its GPU time and its host time. The
+     * backward has no sync: its host time shows where it exceeds its GPU
+     * time (per MoE layer, the MoE layers being alike). The all-to-alls
+     * keep the GPU busy while the host issues. Dense layers queue freely:
+     * only a micro-batch's total host time above its GPU time shows.
+     * Recomputed forwards are not counted. Expected profile only: the
+     * bound's host is infinitely fast. */
+    double host_x = 0.0;
+    if (eff && eff->host_op_s > 0) {
+        double a2a = ep_one;
+        const mfu_layer_cost *am = &k->avg_moe;
+        double Lm = L * moe_frac, Ld = L - Lm;
+        if (Lm > 0) {
+            double xf = mfu_dmax(0.0, am->host_fwd_rest_s - (am->fwd_s - am->fwd_exp_s)) +
+                        mfu_dmax(0.0, am->host_fwd_exp_s - am->fwd_exp_s - 2.0 * a2a);
+            double xb = mfu_dmax(0.0, am->host_bwd_s - am->bwd_s - 2.0 * a2a);
+            host_x += Lm * (xf + xb);
+        }
+        if (Ld > 0) {
+            double hd = L * (a->host_fwd_rest_s + a->host_fwd_exp_s + a->host_bwd_s) -
+                        Lm * (am->host_fwd_rest_s + am->host_fwd_exp_s + am->host_bwd_s);
+            double gd = L * (a->fwd_s + a->bwd_s) - Lm * (am->fwd_s + am->bwd_s);
+            host_x += mfu_dmax(0.0, hd - gd);
+        }
+        host_x *= mb;
+    }
+
     /* FSDP (F-COMM-FSDP): over fsdp * cp ranks. Without PP (and on TPUs,
      * MaxText gathering per iteration) per layer and micro-batch: gather
      * the layer's parameters forward and again backward, reduce-scatter its
@@ -608,7 +660,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac);
     double inlayer = exp_[MFU_COMM_TP] + exp_[MFU_COMM_CP] + exp_[MFU_COMM_EP] +
                      (pp > 1 && sys->hw->platform == MFU_PLATFORM_GPU ? 0.0 : exp_[MFU_COMM_FSDP]);
-    tm->bubble_s = fb * (tm->compute_s + tm->recompute_s + inlayer);
+    tm->bubble_s = fb * (tm->compute_s + tm->recompute_s + inlayer + host_x);
 
     /* optimizer step: AdamW over the local optimizer shard, memory bound:
      * reads fp32 master, grad, m, v (16 B), writes master, m, v and the bf16
@@ -620,7 +672,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     else P_opt = P_dev;
     tm->optimizer_s = 38.0 * P_opt / (sys->hw->hbm_bw_bytes_s * (eff ? eff->hbm_eff : 1.0));
     /* F-TIME-HOST: per step, and per micro-batch pass of each stage */
-    tm->overhead_s = eff ? eff->step_overhead_s + mb * eff->microbatch_overhead_s : 0.0;
+    tm->overhead_s = eff ? eff->step_overhead_s + mb * eff->microbatch_overhead_s + host_x : 0.0;
 
     double exposed = 0.0;
     for (int i = 0; i < MFU_COMM_COUNT; i++) exposed += exp_[i];

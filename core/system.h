@@ -290,6 +290,11 @@ typedef struct mfu_layer_cost {
     double rc_flops[MFU_RC_COUNT];
     double saved_bytes[MFU_RC_COUNT]; /* activations kept per policy */
     double fwd_flops;
+    /* F-TIME-DISPATCH (expected profile only): host time to issue the
+     * layer's kernels, forward after its MoE dispatch sync (the routed
+     * experts' segment), forward before it (the rest), backward; and the
+     * GPU time of the forward's expert segment */
+    double host_fwd_exp_s, host_fwd_rest_s, host_bwd_s, fwd_exp_s;
 } mfu_layer_cost;
 
 typedef struct mfu_shape_cost {

@@ -154,7 +154,6 @@ int main(void)
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], 80 * 4 * per_ar, 1e-12);
     }
 
-
     /* ---- FP8 (F-TIME-FP8): GEMMs run at the FP8 peak, attention stays at
      * the 16-bit one, and every GEMM input is cast first (read 2 B, write
      * 1 B per element) */
@@ -281,6 +280,82 @@ int main(void)
             double one = 2.0 * 4096 * copies * 0.5 * 1024 / 50e9;
             CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_EP], 4 * 4 * one, 1e-12);
         }
+    }
+
+    /* ---- F-TIME-DISPATCH (docs/model.md): where the host issues kernels
+     * slower than the GPU runs them. A toy MoE (h 1024, 4 layers, 32
+     * experts top-4) on one 8-GPU node, ep = 8: 4 local experts. With
+     * an absurd 1 s per host op every GPU time (ms) vanishes beside the
+     * host's, so the step's host excess is the host op count in seconds:
+     * per MoE layer, the inventory's ops (a GEMM op: one per local
+     * expert), plus the 49 + 8 forward and 30 backward ops of Megatron's
+     * routing and permutation the inventory does not hold; with FP8, 3
+     * quantize ops per GEMM call except the weight gradient's. */
+    {
+        const char *ir = "{\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"count\": 4, "
+                         "\"attention\": {\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 32, "
+                         "\"top_k\": 4, \"expert_ffn_dim\": 512}}]}";
+        json_error_t je;
+        json_t *j = json_loads(ir, 0, &je);
+        api_status st;
+        api_status_init(&st);
+        mfu_model toy;
+        CHECK(api_model_from_ir(j, "/model", &toy, &st) == 0);
+        json_decref(j);
+        for (int fp8 = 0; fp8 <= 1; fp8++) {
+            mfu_dtype dt = fp8 ? MFU_DT_FP8 : MFU_DT_BF16;
+            mfu_hardware hh = hw;
+            hh.peak_flops[MFU_DT_FP8] = 2 * 989.4e12;
+            hh.has_profile = 1;
+            mfu_training t8 = {4096, 4096.0 * 8, dt, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+            mfu_config c = cfg(8, 1, 1, 8, 1, 1);
+            mfu_system s0, s1;
+            CHECK(mfu_system_init(&s0, &toy, &hh, &t8, 8, 0, ops) == MFU_OK);
+            mfu_eval e0, e1;
+            CHECK(mfu_evaluate(&s0, &c, ops, &e0) == 0);
+            hh.eff.host_op_s = 1.0;
+            CHECK(mfu_system_init(&s1, &toy, &hh, &t8, 8, 0, ops) == MFU_OK);
+            CHECK(mfu_evaluate(&s1, &c, ops, &e1) == 0);
+            /* the bound's host is infinitely fast */
+            CHECK_NEAR(e1.bound.step_time_s, e0.bound.step_time_s, 1e-15);
+            CHECK_NEAR(e0.expected.overhead_s, 0.0, 1e-15);
+            /* count the layer's host ops by the rule above */
+            mfu_shape sh = {1, 4096, 1, 1, 8, 1, 0, dt, MFU_ATTN_FLASH};
+            int n = mfu_ops_layer(&toy, 0, &sh, ops, MFU_MAX_OPS);
+            double host = 49 + 8 + 30, expert_gemm_calls = 0;
+            for (int i = 0; i < n; i++) {
+                double k = 1;
+                if (ops[i].tags & MFU_TAG_MATMUL) {
+                    k = ops[i].flops / ops[i].gemm_flops;
+                    if (ops[i].tags & MFU_TAG_EXPERT) expert_gemm_calls += k;
+                    if (fp8 && !(ops[i].tags & MFU_TAG_WGRAD)) k *= 4;
+                }
+                host += k;
+            }
+            /* up and down projections, forward + data and weight gradients,
+             * 4 local experts each */
+            CHECK_NEAR(expert_gemm_calls, 2 * 3 * 4, 1e-9);
+            CHECK_NEAR(e1.expected.overhead_s, 4 * host, 4 * host * 1e-4);
+            CHECK(e1.expected.step_time_s > e0.expected.step_time_s + 4 * host * 0.999);
+        }
+        /* a dense model at a realistic 10 us per op keeps its GPU ahead:
+         * nothing added */
+        mfu_hardware hd = hw;
+        hd.has_profile = 1;
+        mfu_training t1 = {4096, 4096.0, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+        mfu_system sd;
+        mfu_config c = cfg(1, 1, 1, 1, 1, 1);
+        mfu_eval ed;
+        hd.eff.host_op_s = 1e-5;
+        CHECK(mfu_system_init(&sd, &m, &hd, &t1, 1, 0, ops) == MFU_OK);
+        CHECK(mfu_evaluate(&sd, &c, ops, &ed) == 0);
+        CHECK_NEAR(ed.expected.overhead_s, 0.0, 1e-15);
+        /* ... but 1 ms per op makes it host-bound: per layer at least the
+         * inventory's op count in ms beyond its GPU time */
+        hd.eff.host_op_s = 1e-3;
+        CHECK(mfu_system_init(&sd, &m, &hd, &t1, 1, 0, ops) == MFU_OK);
+        CHECK(mfu_evaluate(&sd, &c, ops, &ed) == 0);
+        CHECK(ed.expected.overhead_s > 0.0);
     }
 
     /* ---- invariants over many configurations on a real preset */
