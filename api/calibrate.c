@@ -65,13 +65,24 @@ typedef struct cal_run {
     double measured_s;
     const char *id;
     int layer;          /* measured.layer_time_s: one layer's forward + backward */
+    /* from measured.trace (calibration from a trace, issue 12 item 5): the
+     * mean GEMM and attention kernel time of the traced device's steps;
+     * 0 = not observed. obs: the index of the run's first observation. */
+    double gemm_s, attention_s;
+    int obs;
 } cal_run;
+
+/* An observation: what the fit compares. Every run has its step (or
+ * layer) time; a run with a trace also its GEMM and attention time. */
+enum { OBS_STEP = 0, OBS_GEMM, OBS_ATTENTION };
 
 typedef struct cal_ctx {
     cal_run *runs;
     int n;
     int ids[CP_COUNT], np;
     mfu_op *ops;
+    int n_obs;
+    int obs_run[MFU_FIT_MAX_RUNS], obs_kind[MFU_FIT_MAX_RUNS];
 } cal_ctx;
 
 static int predict(void *p, const double *theta, double *pred)
@@ -82,7 +93,9 @@ static int predict(void *p, const double *theta, double *pred)
         for (int j = 0; j < x->np; j++) *param_ref(&cr->r.hw, x->ids[j]) = theta[j];
         mfu_eval ev;
         if (mfu_evaluate(&cr->sys, &cr->c, x->ops, &ev) != MFU_OK) return -1;
-        pred[i] = ev.expected.step_time_s;
+        pred[cr->obs] = ev.expected.step_time_s;
+        for (int o = cr->obs + 1; o < x->n_obs && x->obs_run[o] == i; o++)
+            pred[o] = x->obs_kind[o] == OBS_GEMM ? ev.expected.compute_gemm_s : ev.expected.compute_attention_s;
         if (cr->layer) {
             /* one average layer's forward and backward (and recompute) with
              * its exposed tensor-parallel communication, per micro-batch
@@ -93,11 +106,24 @@ static int predict(void *p, const double *theta, double *pred)
             mfu_shape_costs(&cr->sys, &sh, &cr->r.hw.eff, x->ops, &k);
             const mfu_rc_policy *rp = &cr->sys.rc[cr->c.recompute];
             double L = (double)cr->sys.layers, m = (double)cr->c.grad_accum;
-            pred[i] = k.avg.fwd_s + k.avg.bwd_s + (rp->kind == MFU_RCK_NONE ? 0.0 : k.avg.rc_s[cr->c.recompute]) +
-                      ev.expected.comm_exposed_s[MFU_COMM_TP] / (L * m);
+            pred[cr->obs] = k.avg.fwd_s + k.avg.bwd_s + (rp->kind == MFU_RCK_NONE ? 0.0 : k.avg.rc_s[cr->c.recompute]) +
+                            ev.expected.comm_exposed_s[MFU_COMM_TP] / (L * m);
         }
     }
     return 0;
+}
+
+/* The mean of kernels.<cat>.time_s over a trace measurement's averaged
+ * steps (all but the first when there are more than two, as its summary). */
+static double trace_kernel_mean(json_t *trace, const char *cat)
+{
+    json_t *steps = json_object_get(trace, "steps");
+    size_t n = json_array_size(steps), from = n > 2 ? 1 : 0;
+    double s = 0;
+    for (size_t i = from; i < n; i++)
+        s += json_number_value(json_object_get(json_object_get(json_object_get(json_array_get(steps, i), "kernels"),
+                                                               cat), "time_s"));
+    return n > from ? s / (double)(n - from) : 0.0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -165,8 +191,8 @@ json_t *api_calibrate(json_t *doc, api_status *st)
     cal_run *cr = calloc((size_t)n, sizeof *cr);
     x.ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     json_t *out = NULL;
-    double *meas = calloc((size_t)n, sizeof *meas);
-    int *use = calloc((size_t)n, sizeof *use);
+    double *meas = calloc(MFU_FIT_MAX_RUNS, sizeof *meas);
+    int *use = calloc(MFU_FIT_MAX_RUNS, sizeof *use);
     if (!cr || !x.ops || !meas || !use) {
         api_fail(st, 503, "", "out of memory");
         goto done;
@@ -207,8 +233,29 @@ json_t *api_calibrate(json_t *doc, api_status *st)
         x.n = i + 1;
         json_t *id = json_object_get(run, "id");
         cr[i].id = json_is_string(id) ? json_string_value(id) : NULL;
-        meas[i] = cr[i].measured_s;
-        use[i] = 1;
+        cr[i].obs = x.n_obs;
+        x.obs_run[x.n_obs] = i;
+        x.obs_kind[x.n_obs] = OBS_STEP;
+        meas[x.n_obs] = cr[i].measured_s;
+        use[x.n_obs++] = 1;
+        /* a trace also gives the run's GEMM and attention kernel time: two
+         * more observations (recomputed forwards run GEMMs the model counts
+         * as recompute, so only runs without recompute) */
+        json_t *tr = json_object_get(json_object_get(req, "measured"), "trace");
+        if (json_is_object(tr) && !cr[i].layer && cr[i].sys.rc[cr[i].c.recompute].kind == MFU_RCK_NONE) {
+            double g = trace_kernel_mean(tr, "gemm"), a = trace_kernel_mean(tr, "attention");
+            double v[2] = {g, a};
+            int kinds[2] = {OBS_GEMM, OBS_ATTENTION};
+            for (int k = 0; k < 2; k++) {
+                if (!(v[k] > 0)) continue;
+                x.obs_run[x.n_obs] = i;
+                x.obs_kind[x.n_obs] = kinds[k];
+                meas[x.n_obs] = v[k];
+                use[x.n_obs++] = 1;
+            }
+            cr[i].gemm_s = g;
+            cr[i].attention_s = a;
+        }
         if (i > 0 && strcmp(cr[i].r.hw.name, cr[0].r.hw.name)) {
             api_fail(st, 422, rp, "hardware %s differs from the first run's %s: calibrate one hardware at a time",
                      cr[i].r.hw.name, cr[0].r.hw.name);
@@ -227,33 +274,41 @@ json_t *api_calibrate(json_t *doc, api_status *st)
         if (q->log_space && !(prior[j] > 0)) fp[j].prior = q->lo;
     }
     mfu_fit_opts fo = {0.02, 1.5, 60};
+    int no = x.n_obs;
     double before[MFU_FIT_MAX_RUNS];
     if (predict(&x, prior, before)) {
         api_fail(st, 422, "/runs", "a run could not be evaluated");
         goto done;
     }
-    for (int i = 0; i < n; i++) before[i] = log(before[i] / meas[i]);
+    for (int i = 0; i < no; i++) before[i] = log(before[i] / meas[i]);
     mfu_fit_result fit;
-    if (mfu_fit(fp, x.np, meas, n, use, NULL, predict, &x, &fo, &fit) != MFU_OK) {
+    if (mfu_fit(fp, x.np, meas, no, use, NULL, predict, &x, &fo, &fit) != MFU_OK) {
         api_fail(st, 422, "/runs", "the fit failed (a run could not be evaluated)");
         goto done;
     }
+    /* leave one run out: all its observations */
     double loo[MFU_FIT_MAX_RUNS];
     int have_loo = cv && n >= 3;
     for (int k = 0; have_loo && k < n; k++) {
         mfu_fit_result f1;
-        use[k] = 0;
-        if (mfu_fit(fp, x.np, meas, n, use, fit.theta, predict, &x, &fo, &f1) != MFU_OK) {
+        for (int o = 0; o < no; o++) use[o] = x.obs_run[o] != k;
+        if (mfu_fit(fp, x.np, meas, no, use, fit.theta, predict, &x, &fo, &f1) != MFU_OK) {
             api_fail(st, 422, "/runs", "the leave-one-out fit without run %d failed", k);
             goto done;
         }
-        loo[k] = f1.resid[k];
-        use[k] = 1;
+        loo[k] = f1.resid[cr[k].obs];
+    }
+    for (int o = 0; o < no; o++) use[o] = 1;
+    /* the step residuals, run by run */
+    double step_before[MFU_FIT_MAX_RUNS], fitted[MFU_FIT_MAX_RUNS];
+    for (int i = 0; i < n; i++) {
+        step_before[i] = before[cr[i].obs];
+        fitted[i] = fit.resid[cr[i].obs];
     }
     /* the interval: the 90th percentile of the cross-validated (else the
      * fitted) relative errors */
     double sorted[MFU_FIT_MAX_RUNS];
-    for (int i = 0; i < n; i++) sorted[i] = fabs(expm1(have_loo ? loo[i] : fit.resid[i]));
+    for (int i = 0; i < n; i++) sorted[i] = fabs(expm1(have_loo ? loo[i] : fitted[i]));
     qsort(sorted, (size_t)n, sizeof sorted[0], cmp_double);
     double unc = sorted[(int)ceil(0.9 * n) - 1];
     /* the calibrated description */
@@ -269,16 +324,25 @@ json_t *api_calibrate(json_t *doc, api_status *st)
                                                 q->log_space ? "relative" : "absolute", "determined",
                                                 fit.determined[j], "bounds", q->lo, q->hi));
     }
-    double fitted[MFU_FIT_MAX_RUNS];
     for (int i = 0; i < n; i++) {
-        json_t *o = json_pack("{s:s?,s:f,s:f,s:f,s:f}", "id", cr[i].id, "measured_step_time_s", meas[i],
-                              "predicted_before_s", meas[i] * exp(before[i]), "predicted_s",
-                              meas[i] * exp(fit.resid[i]), "error", expm1(fit.resid[i]));
+        double m0 = meas[cr[i].obs];
+        json_t *o = json_pack("{s:s?,s:f,s:f,s:f,s:f}", "id", cr[i].id, "measured_step_time_s", m0,
+                              "predicted_before_s", m0 * exp(step_before[i]), "predicted_s",
+                              m0 * exp(fitted[i]), "error", expm1(fitted[i]));
         if (have_loo) json_object_set_new(o, "loo_error", json_real(expm1(loo[i])));
+        /* the trace's components, fitted too */
+        json_t *comp = NULL;
+        for (int k = cr[i].obs + 1; k < no && x.obs_run[k] == i; k++) {
+            if (!comp) comp = json_object();
+            json_object_set_new(comp, x.obs_kind[k] == OBS_GEMM ? "gemm" : "attention",
+                                json_pack("{s:f,s:f,s:f,s:f}", "measured_s", meas[k], "predicted_before_s",
+                                          meas[k] * exp(before[k]), "predicted_s", meas[k] * exp(fit.resid[k]),
+                                          "error", expm1(fit.resid[k])));
+        }
+        if (comp) json_object_set_new(o, "trace_components", comp);
         json_array_append_new(rj, o);
-        fitted[i] = fit.resid[i];
     }
-    json_t *sum = json_pack("{s:o,s:o}", "before", summary(before, n), "fitted", summary(fitted, n));
+    json_t *sum = json_pack("{s:o,s:o}", "before", summary(step_before, n), "fitted", summary(fitted, n));
     if (have_loo) json_object_set_new(sum, "leave_one_out", summary(loo, n));
     json_object_set_new(sum, "interval_rel", json_real(unc));
     json_t *undetermined = json_array();

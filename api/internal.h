@@ -70,8 +70,10 @@ json_t *api_render_roofline(const api_request *r, const mfu_roofline *roof, cons
  * leave it out */
 json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev, int rank,
                           mfu_op *ops);
+/* trace: the run's trace measurement (api/trace.c), or NULL: with one, the
+ * gap is also named per component from the trace against the prediction. */
 json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev,
-                            double step_time_s, mfu_op *ops);
+                            double step_time_s, mfu_op *ops, json_t *trace);
 /* Why a configuration pinned by search.fix is not in the ranking. */
 json_t *api_render_pinned(const mfu_system *sys, const mfu_search_opts *o, const mfu_config *c,
                           mfu_op *ops);

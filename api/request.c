@@ -6,6 +6,7 @@
  * with every default filled in and every number in its canonical type, so
  * `4096` and `4096.0`, key order, defaults and aliases all give one
  * normalized document -- and one cache key. */
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -630,6 +631,64 @@ static void set_recompute(json_t *obj, const mfu_system *sys, int slot)
     json_object_set_new(obj, "recompute_modules", m);
 }
 
+/* measured: {config, step_time_s, trace}. `trace` is a trace measurement
+ * (POST /traces, `mfu trace`: steps and a summary) or, in a request the
+ * daemon has not yet resolved, the 64-hex id of an uploaded trace (kept
+ * as is in the normal form: the id names the trace's bytes). With a trace,
+ * step_time_s defaults to the trace's mean step time. engine: the id form
+ * is refused (only the daemon resolves ids). */
+static int parse_measured(json_t *meas, int engine, double *t, json_t **trace, api_status *st)
+{
+    if (trace) *trace = NULL;
+    if (!json_is_object(meas)) {
+        api_fail(st, 422, "/measured", "must be an object {config, step_time_s, trace}");
+        return -1;
+    }
+    json_t *tr = json_object_get(meas, "trace");
+    double tt = 0;
+    if (tr) {
+        const char *id = json_string_value(tr);
+        if (id) {
+            int hex = strlen(id) == 64;
+            for (const char *p = id; hex && *p; p++) hex = isxdigit((unsigned char)*p) && !isupper((unsigned char)*p);
+            if (!hex) {
+                api_fail(st, 422, "/measured/trace", "must be the 64-hex id of an uploaded trace (POST /traces) or a trace measurement");
+                return -1;
+            }
+            if (engine) {
+                api_fail(st, 422, "/measured/trace",
+                         "is the id of an uploaded trace: only the daemon resolves it (POST /traces); the CLI reads a trace file with --trace FILE");
+                return -1;
+            }
+        } else {
+            json_t *sum = json_object_get(tr, "summary");
+            json_t *stv = json_object_get(sum, "step_time_s");
+            if (!json_is_object(tr) || !json_is_number(stv) || !(json_number_value(stv) > 0) ||
+                !json_array_size(json_object_get(tr, "steps"))) {
+                api_fail(st, 422, "/measured/trace",
+                         "must be a trace measurement (what POST /traces and mfu trace answer: steps and a summary with step_time_s) or the id of an uploaded trace");
+                return -1;
+            }
+            tt = json_number_value(stv);
+        }
+        if (trace) *trace = tr;
+    }
+    if (tr && json_is_string(tr) && !json_object_get(meas, "step_time_s")) {
+        *t = 0; /* the uploaded trace's, once the daemon has resolved the id */
+        return 0;
+    }
+    if (json_object_get(meas, "step_time_s") || !(tt > 0)) {
+        if (jv_num(meas, "step_time_s", "/measured", JV_REQUIRED, 0, 1e-6, 1e7, t, st)) return -1;
+    } else {
+        if (tt < 1e-6 || tt > 1e7) {
+            api_fail(st, 422, "/measured/trace", "the trace's step time %g s is outside 1e-6..1e7 s", tt);
+            return -1;
+        }
+        *t = tt;
+    }
+    return 0;
+}
+
 json_t *api_normalize(json_t *request, api_status *st)
 {
     api_request r;
@@ -652,14 +711,16 @@ json_t *api_normalize(json_t *request, api_status *st)
     json_t *mj = NULL;
     if (meas) {
         double t;
-        if (!json_is_object(meas)) { api_fail(st, 422, "/measured", "must be an object {config, step_time_s}"); goto done; }
-        if (jv_num(meas, "step_time_s", "/measured", JV_REQUIRED, 0, 1e-6, 1e7, &t, st)) goto done;
+        json_t *tr;
+        if (parse_measured(meas, 0, &t, &tr, st)) goto done;
         json_t *cj = json_object_get(meas, "config");
         if (!cj) { api_fail(st, 422, "/measured/config", "required field is missing"); goto done; }
         if (parse_config(cj, "/measured/config", &sys, &mc, st)) goto done;
         mc.tp_overlap = r.tp_overlap;
         mc.ep_overlap = r.ep_overlap;
-        mj = json_pack("{s:o,s:f}", "config", config_json_min(&sys, &mc), "step_time_s", t);
+        mj = json_pack("{s:o}", "config", config_json_min(&sys, &mc));
+        if (t > 0) json_object_set_new(mj, "step_time_s", json_real(t));
+        if (tr) json_object_set_new(mj, "trace", json_deep_copy(tr));
     }
     json_t *allowed = json_object();
     for (int a = 0; a < MFU_AX_COUNT; a++) {
@@ -908,7 +969,7 @@ int api_request_measured(json_t *request, api_request *r, mfu_system *sys, mfu_c
         api_fail(st, 422, "/measured", "required object {config, step_time_s} is missing");
         return -1;
     }
-    if (jv_num(meas, "step_time_s", "/measured", JV_REQUIRED, 0, 1e-6, 1e7, step_time_s, st)) return -1;
+    if (parse_measured(meas, 1, step_time_s, NULL, st)) return -1;
     if (parse_config(json_object_get(meas, "config"), "/measured/config", sys, c, st)) return -1;
     c->tp_overlap = r->tp_overlap;
     c->ep_overlap = r->ep_overlap;
@@ -941,9 +1002,9 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     mfu_config mc;
     json_t *meas = json_object_get(request, "measured");
     double meas_t = 0;
+    json_t *meas_trace = NULL;
     if (meas) {
-        if (!json_is_object(meas)) { api_fail(st, 422, "/measured", "must be an object {config, step_time_s}"); goto done; }
-        if (jv_num(meas, "step_time_s", "/measured", JV_REQUIRED, 0, 1e-6, 1e7, &meas_t, st)) goto done;
+        if (parse_measured(meas, 1, &meas_t, &meas_trace, st)) goto done;
         if (parse_config(json_object_get(meas, "config"), "/measured/config", &sys, &mc, st)) goto done;
         mc.tp_overlap = r.tp_overlap;
         mc.ep_overlap = r.ep_overlap;
@@ -1023,7 +1084,7 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     if (out && meas) {
         mfu_eval ev;
         if (mfu_evaluate(&sys, &mc, ops, &ev) == MFU_OK)
-            json_object_set_new(out, "measured", api_render_measured(&sys, &mc, &ev, meas_t, ops));
+            json_object_set_new(out, "measured", api_render_measured(&sys, &mc, &ev, meas_t, ops, meas_trace));
         else
             api_fail(st, 500, "/measured/config", "could not be evaluated");
     }

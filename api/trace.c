@@ -6,7 +6,7 @@
  * are) into a pull tokenizer that keeps one string at a time, and only the
  * events the measurement needs are kept, compactly (GPU kernels, copies,
  * sets; kernel launches by correlation id; step annotations). Memory grows
- * with the number of GPU events (40 bytes each), never with the file's
+ * with the number of GPU events (48 bytes each), never with the file's
  * text: no document tree.
  *
  * Steps: `ProfilerStep#N` CPU annotations (or the caller's marker prefix).
@@ -21,6 +21,7 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,7 @@ typedef struct lexer {
     gzFile gz;
     const unsigned char *mem;   /* or an in-memory text */
     size_t mem_len, mem_pos;
+    z_stream *zs;               /* an in-memory gzip stream (mem holds it) */
     unsigned char buf[1 << 16];
     size_t len, pos;
     uint64_t offset;            /* bytes of text consumed */
@@ -108,7 +110,36 @@ typedef struct lexer {
 static int fill(lexer *lx)
 {
     if (lx->eof) return 0;
-    if (lx->mem) {
+    if (lx->zs) {
+        /* inflate the in-memory gzip text (an uploaded trace) block by block */
+        z_stream *z = lx->zs;
+        z->next_out = lx->buf;
+        z->avail_out = sizeof lx->buf;
+        while (z->avail_out == sizeof lx->buf) {
+            if (z->avail_in == 0 && lx->mem_pos < lx->mem_len) {
+                size_t n = lx->mem_len - lx->mem_pos;
+                if (n > (1u << 20)) n = 1u << 20;
+                z->next_in = (unsigned char *)(uintptr_t)(lx->mem + lx->mem_pos);
+                z->avail_in = (uInt)n;
+                lx->mem_pos += n;
+            }
+            int rc = inflate(z, Z_NO_FLUSH);
+            if (rc == Z_STREAM_END) {
+                /* concatenated gzip members, as gzread reads them */
+                if (z->avail_in == 0 && lx->mem_pos == lx->mem_len) break;
+                if (inflateReset(z) != Z_OK) rc = Z_DATA_ERROR;
+                else continue;
+            }
+            if (rc == Z_BUF_ERROR && z->avail_in == 0 && lx->mem_pos == lx->mem_len) break; /* truncated */
+            if (rc != Z_OK && rc != Z_STREAM_END) {
+                snprintf(lx->err, sizeof lx->err, "the trace cannot be decompressed after byte %llu: %s",
+                         (unsigned long long)lx->offset, z->msg ? z->msg : "corrupt gzip data");
+                lx->eof = 1;
+                return -1;
+            }
+        }
+        lx->len = sizeof lx->buf - z->avail_out;
+    } else if (lx->mem) {
         size_t n = lx->mem_len - lx->mem_pos;
         if (n > sizeof lx->buf) n = sizeof lx->buf;
         memcpy(lx->buf, lx->mem + lx->mem_pos, n);
@@ -277,6 +308,20 @@ static int next(lexer *lx)
     }
 }
 
+/* The last number as an integer: ids, streams, devices, ranks are
+ * integers; anything beyond the type (or not finite) is "unknown", -1
+ * (converting it would be undefined; the fuzzer sent 6e57). */
+static int64_t lx_i64(const lexer *lx)
+{
+    double v = lx->num;
+    return v >= -9.2e18 && v <= 9.2e18 ? (int64_t)v : -1;
+}
+static int32_t lx_i32(const lexer *lx)
+{
+    double v = lx->num;
+    return v >= -2147483648.0 && v <= 2147483647.0 ? (int32_t)v : -1;
+}
+
 /* Skip one value whose first token is t (containers iteratively). */
 static int skip_value(lexer *lx, int t)
 {
@@ -301,19 +346,28 @@ static int skip_value(lexer *lx, int t)
 typedef struct gpu_ev {
     double ts, dur;             /* microseconds */
     int64_t corr;               /* launch correlation id, -1 unknown */
+    int64_t ext;                /* the launching CPU op's External id, -1 unknown */
+    float bytes;                /* a collective's message bytes (In msg nelems x dtype), 0 unknown */
     int32_t stream;
     int16_t device;
-    int16_t cat;
+    int8_t cat;
+    int8_t axis;                /* MFU_COMM_* from the process group, -1 unknown */
+    int32_t group;              /* the collective's group size, 0 unknown */
 } gpu_ev;
 
-typedef struct launch { int64_t corr; double ts; } launch;
+typedef struct launch { int64_t corr; double ts; int64_t tid; } launch;
 typedef struct step { int64_t num; double ts, dur; } step;
+/* A matrix-product CPU op recorded with its input shapes (record_shapes):
+ * its External id links it to the kernels it launched. */
+typedef struct gemm_op { int64_t ext; double m, n, k, batch; int64_t tid; double ts, dur; } gemm_op;
 
 typedef struct store {
     gpu_ev *ev; size_t n_ev, cap_ev;
     launch *la; size_t n_la, cap_la;
     step *st; size_t n_st, cap_st;
     step *gst; size_t n_gst, cap_gst;   /* GPU-side step annotations */
+    gemm_op *gm; size_t n_gm, cap_gm;   /* matrix products with shapes (by External id) */
+    size_t *gm_t;                       /* their indexes by (thread, start) */
     int64_t events;                     /* trace events read */
     int rank, world_size;
     char backend[32];
@@ -323,12 +377,98 @@ typedef struct store {
 #define GROW(arr, n, cap) do { if ((n) == (cap)) { size_t c_ = (cap) ? (cap) * 2 : 1024; \
     void *p_ = realloc((arr), c_ * sizeof *(arr)); if (!p_) return -1; (arr) = p_; (cap) = c_; } } while (0)
 
+static int is_comm_cat(int c) { return c >= TR_ALLREDUCE && c <= TR_OTHER_COMM; }
+
+/* The parallel axis of a collective from its process group's description
+ * (Kineto writes it on NCCL kernels and record_param_comms ops as
+ * "Process Group Description"): Megatron-Core's group_desc names
+ * (megatron/core/parallel_state.py: TENSOR_MODEL_PARALLEL_GROUP,
+ * DATA_PARALLEL_GROUP(_WITH_CP), CONTEXT_PARALLEL_GROUP,
+ * PIPELINE_MODEL_PARALLEL_GROUP, EXPERT_MODEL_PARALLEL_GROUP,
+ * EXPERT_DATA_PARALLEL_GROUP, ...) and PyTorch DeviceMesh's "mesh_<dim>"
+ * (torchtitan's dims dp_replicate, dp_shard, cp, tp, pp, ep). Groups that
+ * combine axes (TENSOR_AND_DATA_..., MODEL_PARALLEL_GROUP) are not one
+ * axis: -1, as is anything unknown. */
+static int pg_axis(const char *d)
+{
+    if (!*d) return -1;
+    if (has(d, "_AND_") || !strcasecmp(d, "MODEL_PARALLEL_GROUP") || has(d, "EMBEDDING")) return -1;
+    if (has(d, "EXPERT_DATA")) return MFU_COMM_DP;
+    if (has(d, "EXPERT") || has(d, "mesh_ep")) return MFU_COMM_EP;
+    if (has(d, "TENSOR") || has(d, "mesh_tp")) return MFU_COMM_TP;
+    if (has(d, "dp_shard") || has(d, "fsdp")) return MFU_COMM_FSDP;
+    if (has(d, "CONTEXT") || has(d, "mesh_cp")) return MFU_COMM_CP;
+    if (has(d, "PIPELINE") || has(d, "mesh_pp")) return MFU_COMM_PP;
+    if (has(d, "DATA") || has(d, "mesh_dp") || has(d, "dp_replicate") || has(d, "default_pg"))
+        return MFU_COMM_DP;
+    return -1;
+}
+
+static double dtype_bytes(const char *t)
+{
+    if (has(t, "float8") || has(t, "fp8") || has(t, "int8") || has(t, "uint8") || has(t, "bool")) return 1;
+    if (has(t, "bfloat16") || has(t, "half") || has(t, "float16") || has(t, "int16")) return 2;
+    if (has(t, "double") || has(t, "float64") || has(t, "int64") || has(t, "long")) return 8;
+    if (has(t, "float") || has(t, "int")) return 4;
+    return 0;
+}
+
+/* "Input Dims": [[d, d], [d, d, d], [], ...]: the first 4 inputs' first 4
+ * dims (the '[' read). */
+static int read_dims(lexer *lx, double dims[4][4], int nd[4])
+{
+    int i = 0, t = next(lx);
+    while (t != T_RBRACK) {
+        if (t == T_LBRACK) {
+            int u = next(lx), j = 0;
+            while (u != T_RBRACK) {
+                if (u == T_NUM && i < 4 && j < 4) dims[i][j] = lx->num;
+                else if (skip_value(lx, u)) return -1;
+                j++;
+                u = next(lx);
+                if (u == T_COMMA) u = next(lx);
+                else if (u != T_RBRACK) return fail(lx, "a missing ',' in Input Dims"), -1;
+            }
+            if (i < 4) nd[i] = j;
+        } else if (skip_value(lx, t)) {
+            return -1;
+        }
+        i++;
+        t = next(lx);
+        if (t == T_COMMA) t = next(lx);
+        else if (t != T_RBRACK) return fail(lx, "a missing ',' in Input Dims"), -1;
+    }
+    return 0;
+}
+
+/* A matrix product's (m, n, k, batch) from its ATen op name and input
+ * shapes: mm [m,k] x [k,n]; addmm (bias, [m,k], [k,n]); bmm [b,m,k] x
+ * [b,k,n]; baddbmm (bias, [b,m,k], [b,k,n]). Others: 0. */
+static int gemm_shape(const char *name, double dims[4][4], const int nd[4], gemm_op *g)
+{
+    int a = -1, batched = 0;
+    if (!strcmp(name, "aten::mm")) a = 0;
+    else if (!strcmp(name, "aten::addmm")) a = 1;
+    else if (!strcmp(name, "aten::bmm")) a = 0, batched = 1;
+    else if (!strcmp(name, "aten::baddbmm")) a = 1, batched = 1;
+    if (a < 0 || a + 1 >= 4) return 0;
+    int want = batched ? 3 : 2;
+    if (nd[a] != want || nd[a + 1] != want) return 0;
+    int o = batched;
+    g->batch = batched ? dims[a][0] : 1;
+    g->m = dims[a][o];
+    g->k = dims[a][o + 1];
+    g->n = dims[a + 1][o + 1];
+    return g->m > 0 && g->n > 0 && g->k > 0 && g->batch > 0 && dims[a + 1][o] == g->k;
+}
+
 /* One event object (its '{' read). */
 static int read_event(lexer *lx, store *sto, const char *marker)
 {
-    char name[512] = "", cat[48] = "", ph[8] = "";
-    double ts = NAN, dur = 0;
-    int64_t corr = -1, stream = -1, device = -1, tid = -1, pid = -1;
+    char name[512] = "", cat[48] = "", ph[8] = "", pg[96] = "", dt[24] = "";
+    double ts = NAN, dur = 0, nelems = 0, dims[4][4] = {{0}};
+    int nd[4] = {0, 0, 0, 0}, saw_dims = 0;
+    int64_t corr = -1, stream = -1, device = -1, tid = -1, pid = -1, ext = -1, group = 0;
     int klass = TR_OTHER_COMPUTE;
     int t = next(lx);
     if (t == T_RBRACE) return 0;
@@ -346,8 +486,8 @@ static int read_event(lexer *lx, store *sto, const char *marker)
         else if (!strcmp(key, "ph") && t == T_STR) snprintf(ph, sizeof ph, "%s", lx->s);
         else if (!strcmp(key, "ts") && t == T_NUM) ts = lx->num;
         else if (!strcmp(key, "dur") && t == T_NUM) dur = lx->num;
-        else if (!strcmp(key, "tid") && t == T_NUM) tid = (int64_t)lx->num;
-        else if (!strcmp(key, "pid") && t == T_NUM) pid = (int64_t)lx->num;
+        else if (!strcmp(key, "tid") && t == T_NUM) tid = lx_i64(lx);
+        else if (!strcmp(key, "pid") && t == T_NUM) pid = lx_i64(lx);
         else if (!strcmp(key, "args") && t == T_LBRACE) {
             int u = next(lx);
             while (u != T_RBRACE) {
@@ -356,9 +496,22 @@ static int read_event(lexer *lx, store *sto, const char *marker)
                 snprintf(ak, sizeof ak, "%s", lx->s);
                 if (next(lx) != T_COLON) return fail(lx, "a missing ':' in args"), -1;
                 u = next(lx);
-                if (u == T_NUM && !strcmp(ak, "correlation")) corr = (int64_t)lx->num;
-                else if (u == T_NUM && !strcmp(ak, "stream")) stream = (int64_t)lx->num;
-                else if (u == T_NUM && !strcmp(ak, "device")) device = (int64_t)lx->num;
+                if (u == T_NUM && !strcmp(ak, "correlation")) corr = lx_i64(lx);
+                else if (u == T_NUM && !strcmp(ak, "stream")) stream = lx_i64(lx);
+                else if (u == T_NUM && !strcmp(ak, "device")) device = lx_i64(lx);
+                else if (u == T_NUM && !strcmp(ak, "External id")) ext = lx_i64(lx);
+                else if (u == T_NUM && !strcmp(ak, "Group size")) group = lx_i64(lx);
+                else if (u == T_NUM && (!strcmp(ak, "In msg nelems") || !strcmp(ak, "Out msg nelems")))
+                    nelems = lx->num > nelems ? lx->num : nelems; /* the whole buffer */
+                else if (u == T_STR && !strcmp(ak, "dtype")) snprintf(dt, sizeof dt, "%s", lx->s);
+                else if (u == T_STR && !strcmp(ak, "Process Group Description"))
+                    snprintf(pg, sizeof pg, "%s", lx->s);
+                else if (u == T_STR && !strcmp(ak, "Process Group Name") && !pg[0])
+                    snprintf(pg, sizeof pg, "%s", lx->s);
+                else if (u == T_LBRACK && !strcmp(ak, "Input Dims")) {
+                    if (read_dims(lx, dims, nd)) return -1;
+                    saw_dims = 1;
+                }
                 else if (skip_value(lx, u)) return -1;
                 u = next(lx);
                 if (u == T_COMMA) u = next(lx);
@@ -387,15 +540,28 @@ static int read_event(lexer *lx, store *sto, const char *marker)
         e->ts = ts;
         e->dur = dur;
         e->corr = corr;
+        e->ext = ext;
         e->stream = (int32_t)(stream >= 0 ? stream : tid);
         e->device = (int16_t)(device >= 0 ? device : pid);
-        e->cat = (int16_t)(!strcmp(cat, "gpu_memcpy") ? TR_MEMCPY
-                           : !strcmp(cat, "gpu_memset") ? TR_MEMSET : klass);
+        e->cat = (int8_t)(!strcmp(cat, "gpu_memcpy") ? TR_MEMCPY
+                          : !strcmp(cat, "gpu_memset") ? TR_MEMSET : klass);
+        e->axis = (int8_t)(is_comm_cat(e->cat) ? pg_axis(pg) : -1);
+        e->group = (int32_t)(group > 0 && group < (1 << 30) ? group : 0);
+        double eb = dtype_bytes(dt);
+        e->bytes = (float)(is_comm_cat(e->cat) && nelems > 0 && nelems < 1e15 ? nelems * eb : 0.0);
+        return 0;
+    }
+    if (saw_dims && ext >= 0 && !strcmp(cat, "cpu_op")) {
+        gemm_op g = {ext, 0, 0, 0, 0, tid, ts, dur};
+        if (gemm_shape(name, dims, nd, &g)) {
+            GROW(sto->gm, sto->n_gm, sto->cap_gm);
+            sto->gm[sto->n_gm++] = g;
+        }
         return 0;
     }
     if ((!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver")) && corr >= 0) {
         GROW(sto->la, sto->n_la, sto->cap_la);
-        sto->la[sto->n_la++] = (launch){corr, ts};
+        sto->la[sto->n_la++] = (launch){corr, ts, tid};
         return 0;
     }
     size_t ml = strlen(marker);
@@ -437,8 +603,8 @@ static int read_dist(lexer *lx, store *sto)
         snprintf(k, sizeof k, "%s", lx->s);
         if (next(lx) != T_COLON) return fail(lx, "a missing ':'"), -1;
         t = next(lx);
-        if (!strcmp(k, "rank") && t == T_NUM) sto->rank = (int)lx->num;
-        else if (!strcmp(k, "world_size") && t == T_NUM) sto->world_size = (int)lx->num;
+        if (!strcmp(k, "rank") && t == T_NUM) sto->rank = (int)lx_i32(lx);
+        else if (!strcmp(k, "world_size") && t == T_NUM) sto->world_size = (int)lx_i32(lx);
         else if (!strcmp(k, "backend") && t == T_STR) snprintf(sto->backend, sizeof sto->backend, "%s", lx->s);
         else if (skip_value(lx, t)) return -1;
         t = next(lx);
@@ -567,12 +733,66 @@ static double covered(const iv *m, size_t n, double a, double b)
 static int is_comm(int c) { return c >= TR_ALLREDUCE && c <= TR_OTHER_COMM; }
 static int is_compute(int c) { return c <= TR_OTHER_COMPUTE; }
 
+static int cmp_gemm(const void *a, const void *b)
+{
+    const gemm_op *x = a, *y = b;
+    return x->ext < y->ext ? -1 : x->ext > y->ext;
+}
+
+/* The matrix-product op (with shapes) that launched kernel e, or -1: the
+ * op whose External id the kernel carries (Kineto links them so), else
+ * the op whose CPU window on the launching thread holds the launch (traces
+ * whose kernels carry the launch's correlation id as External id). */
+static long gemm_of(const store *sto, const gpu_ev *e)
+{
+    if (e->cat != TR_GEMM || !sto->n_gm) return -1;
+    /* (an External id equal to the correlation id is the launch's own, not
+     * an op's: two numberings that may collide) */
+    if (e->ext >= 0 && e->ext != e->corr) {
+        gemm_op key = {e->ext, 0, 0, 0, 0, 0, 0, 0};
+        const gemm_op *g = bsearch(&key, sto->gm, sto->n_gm, sizeof *sto->gm, cmp_gemm);
+        if (g) return (long)(g - sto->gm);
+    }
+    if (e->corr < 0 || !sto->n_la || !sto->gm_t) return -1;
+    launch lk = {e->corr, 0, 0};
+    const launch *l = bsearch(&lk, sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
+    if (!l) return -1;
+    /* the last op on l's thread starting at or before the launch */
+    size_t lo = 0, hi = sto->n_gm;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const gemm_op *g = &sto->gm[sto->gm_t[mid]];
+        if (g->tid < l->tid || (g->tid == l->tid && g->ts <= l->ts)) lo = mid + 1;
+        else hi = mid;
+    }
+    if (!lo) return -1;
+    const gemm_op *g = &sto->gm[sto->gm_t[lo - 1]];
+    return g->tid == l->tid && l->ts <= g->ts + g->dur ? (long)sto->gm_t[lo - 1] : -1;
+}
+
+static double gemm_flops(const gemm_op *g) { return 2.0 * g->batch * g->m * g->n * g->k; }
+
+/* NCCL's bus-bandwidth factor of a collective over g ranks (nccl-tests
+ * doc/PERFORMANCE.md): all-reduce 2 (g-1)/g, all-gather, reduce-scatter,
+ * all-to-all (g-1)/g of the whole buffer, send/recv 1. */
+static double bus_factor(int cat, double g)
+{
+    if (cat == TR_SENDRECV) return 1.0;
+    if (g <= 1) return 0.0;
+    return (cat == TR_ALLREDUCE ? 2.0 : 1.0) * (g - 1.0) / g;
+}
+
 static json_t *measure_step(const store *sto, const step *s, const size_t *idx, size_t n, iv *scratch,
-                            iv *comp)
+                            iv *comp, int64_t *stamp, double *op_time)
 {
     double t0 = INFINITY, t1 = -INFINITY;
     double cat_t[TR_CAT_COUNT] = {0}, exposed[TR_CAT_COUNT] = {0};
     long cat_n[TR_CAT_COUNT] = {0};
+    double ax_t[MFU_COMM_COUNT] = {0}, ax_exp[MFU_COMM_COUNT] = {0}, ax_bus[MFU_COMM_COUNT] = {0},
+           ax_bus_t[MFU_COMM_COUNT] = {0};
+    long ax_n[MFU_COMM_COUNT] = {0};
+    double g_flops = 0, g_time = 0;
+    long g_kern = 0;
     size_t nc = 0;
     for (size_t i = 0; i < n; i++) {
         const gpu_ev *e = &sto->ev[idx[i]];
@@ -587,10 +807,36 @@ static json_t *measure_step(const store *sto, const step *s, const size_t *idx, 
     double busy = total(scratch, merge(scratch, n));
     if (nc) qsort(comp, nc, sizeof *comp, cmp_iv);
     nc = merge(comp, nc);
-    /* communication not under any compute kernel (on any stream) */
+    /* communication not under any compute kernel (on any stream), per
+     * kind and per axis its process group names; achieved GEMM FLOP/s of
+     * the kernels whose op recorded its shapes (an op's FLOPs once, its
+     * kernels' time summed: split-K launches two) */
     for (size_t i = 0; i < n; i++) {
         const gpu_ev *e = &sto->ev[idx[i]];
-        if (is_comm(e->cat)) exposed[e->cat] += e->dur - covered(comp, nc, e->ts, e->ts + e->dur);
+        if (is_comm(e->cat)) {
+            double x = e->dur - covered(comp, nc, e->ts, e->ts + e->dur);
+            exposed[e->cat] += x;
+            if (e->axis >= 0) {
+                ax_t[e->axis] += e->dur;
+                ax_exp[e->axis] += x;
+                ax_n[e->axis]++;
+                double f = bus_factor(e->cat, (double)e->group);
+                if (e->bytes > 0 && f > 0 && e->dur > 0) {
+                    ax_bus[e->axis] += f * (double)e->bytes;
+                    ax_bus_t[e->axis] += e->dur;
+                }
+            }
+        }
+        long g = gemm_of(sto, e);
+        if (g >= 0) {
+            g_time += e->dur;
+            g_kern++;
+            if (op_time) op_time[g] += e->dur;
+            if (stamp[g] != s->num) {
+                stamp[g] = s->num;
+                g_flops += gemm_flops(&sto->gm[g]);
+            }
+        }
     }
     double span = n ? t1 - t0 : 0.0;
     json_t *kern = json_object();
@@ -611,10 +857,88 @@ static json_t *measure_step(const store *sto, const step *s, const size_t *idx, 
     json_object_set_new(o, "communication", json_pack("{s:f,s:f,s:o}", "time_s", comm_t * 1e-6,
                                                       "exposed_s", comm_exp * 1e-6, "overlap",
                                                       comm_t > 0 ? json_real(1.0 - comm_exp / comm_t) : json_null()));
+    json_t *axes = json_object();
+    for (int a = 0; a < MFU_COMM_COUNT; a++) {
+        if (!ax_n[a]) continue;
+        json_t *x = json_pack("{s:I,s:f,s:f}", "count", (json_int_t)ax_n[a], "time_s", ax_t[a] * 1e-6,
+                              "exposed_s", ax_exp[a] * 1e-6);
+        json_object_set_new(x, "bus_bw_bytes_s", ax_bus_t[a] > 0 ? json_real(ax_bus[a] / (ax_bus_t[a] * 1e-6))
+                                                                  : json_null());
+        json_object_set_new(axes, mfu_comm_names[a], x);
+    }
+    json_object_set_new(o, "communication_by_axis", axes);
+    if (g_kern)
+        json_object_set_new(o, "gemm_achieved", json_pack("{s:I,s:f,s:f,s:f}", "kernels", (json_int_t)g_kern,
+                                                          "flops", g_flops, "time_s", g_time * 1e-6,
+                                                          "flop_s", g_time > 0 ? g_flops / (g_time * 1e-6) : 0.0));
     return o;
 }
 
-static json_t *measure(store *sto, api_status *st)
+/* qsort has no context argument: the array the indexes point into, set
+ * just before the sort (one trace is measured per call, on one thread;
+ * a file-scope pointer, not shared state between requests) */
+static _Thread_local const gemm_op *gm_sort_base;
+
+static int cmp_gm_time(const void *a, const void *b)
+{
+    const gemm_op *x = &gm_sort_base[*(const size_t *)a], *y = &gm_sort_base[*(const size_t *)b];
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_shape(const void *a, const void *b)
+{
+    const gemm_op *x = a, *y = b;
+    double d[4] = {x->m - y->m, x->n - y->n, x->k - y->k, x->batch - y->batch};
+    for (int i = 0; i < 4; i++)
+        if (d[i]) return d[i] < 0 ? -1 : 1;
+    return 0;
+}
+
+typedef struct shape_acc { gemm_op g; double time, calls; } shape_acc;
+
+static int cmp_acc_time(const void *a, const void *b)
+{
+    const shape_acc *x = a, *y = b;
+    return x->time > y->time ? -1 : x->time < y->time;
+}
+
+/* The GEMM shapes of the averaged steps (record_shapes): calls, time,
+ * achieved FLOP/s, the 20 that took longest. */
+static json_t *shape_table(const store *sto, const double *op_time)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sto->n_gm; i++) n += op_time[i] > 0;
+    if (!n) return json_array();
+    shape_acc *v = malloc(sizeof *v * n);
+    if (!v) return json_array();
+    size_t k = 0;
+    for (size_t i = 0; i < sto->n_gm; i++)
+        if (op_time[i] > 0) v[k++] = (shape_acc){sto->gm[i], op_time[i], 1};
+    qsort(v, n, sizeof *v, cmp_shape);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && !cmp_shape(&v[m - 1].g, &v[i].g)) {
+            v[m - 1].time += v[i].time;
+            v[m - 1].calls += 1;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    qsort(v, m, sizeof *v, cmp_acc_time);
+    json_t *a = json_array();
+    for (size_t i = 0; i < m && i < 20; i++) {
+        double f = gemm_flops(&v[i].g) * v[i].calls, t = v[i].time * 1e-6;
+        json_array_append_new(a, json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f}", "m", (json_int_t)v[i].g.m, "n",
+                                           (json_int_t)v[i].g.n, "k", (json_int_t)v[i].g.k, "batch",
+                                           (json_int_t)v[i].g.batch, "calls", (json_int_t)v[i].calls, "time_s", t,
+                                           "flops", f, "flop_s", t > 0 ? f / t : 0.0));
+    }
+    free(v);
+    return a;
+}
+
+static json_t *measure(store *sto, api_status *st, json_t **shapes)
 {
     if (sto->n_st == 0) {
         api_fail(st, 422, "", "no step markers in the trace (ProfilerStep#N annotations, or the given marker)");
@@ -622,6 +946,15 @@ static json_t *measure(store *sto, api_status *st)
     }
     /* (qsort and bsearch want a non-null base even for no elements) */
     if (sto->n_la) qsort(sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
+    if (sto->n_gm) {
+        qsort(sto->gm, sto->n_gm, sizeof *sto->gm, cmp_gemm);
+        sto->gm_t = malloc(sizeof *sto->gm_t * sto->n_gm);
+        if (sto->gm_t) {
+            for (size_t i = 0; i < sto->n_gm; i++) sto->gm_t[i] = i;
+            gm_sort_base = sto->gm;
+            qsort(sto->gm_t, sto->n_gm, sizeof *sto->gm_t, cmp_gm_time);
+        }
+    }
     qsort(sto->st, sto->n_st, sizeof *sto->st, cmp_step);
     /* each GPU event's step */
     size_t *owner = malloc(sizeof *owner * (sto->n_ev ? sto->n_ev : 1));
@@ -636,7 +969,7 @@ static json_t *measure(store *sto, api_status *st)
         const gpu_ev *e = &sto->ev[i];
         double at = e->ts;
         if (e->corr >= 0 && sto->n_la) {
-            launch key = {e->corr, 0};
+            launch key = {e->corr, 0, 0};
             const launch *l = bsearch(&key, sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
             if (l) at = l->ts;
         }
@@ -657,8 +990,10 @@ static json_t *measure(store *sto, api_status *st)
     size_t *order = malloc(sizeof *order * (sto->n_ev ? sto->n_ev : 1));
     iv *scratch = malloc(sizeof *scratch * (sto->n_ev ? sto->n_ev : 1));
     iv *comp = malloc(sizeof *comp * (sto->n_ev ? sto->n_ev : 1));
+    int64_t *stamp = malloc(sizeof *stamp * (sto->n_gm ? sto->n_gm : 1));
+    double *op_time = calloc(sto->n_gm ? sto->n_gm : 1, sizeof *op_time);
     json_t *steps = NULL;
-    if (!start || !order || !scratch || !comp) {
+    if (!start || !order || !scratch || !comp || !stamp || !op_time) {
         api_fail(st, 503, "", "out of memory measuring the trace");
         goto done;
     }
@@ -666,10 +1001,17 @@ static json_t *measure(store *sto, api_status *st)
     for (size_t i = 0; i < sto->n_ev; i++) order[start[owner[i]]++] = i;
     for (size_t s = sto->n_st + 1; s > 0; s--) start[s] = start[s - 1];
     start[0] = 0;
+    for (size_t i = 0; i < sto->n_gm; i++) stamp[i] = INT64_MIN;
     steps = json_array();
+    /* the summary's steps: all but the first when there are more than two */
+    size_t from = sto->n_st > 2 ? 1 : 0;
     for (size_t s = 0; s < sto->n_st; s++)
-        json_array_append_new(steps, measure_step(sto, &sto->st[s], order + start[s], count[s], scratch, comp));
+        json_array_append_new(steps, measure_step(sto, &sto->st[s], order + start[s], count[s], scratch, comp,
+                                                  stamp, s >= from ? op_time : NULL));
+    if (shapes) *shapes = shape_table(sto, op_time);
 done:
+    free(stamp);
+    free(op_time);
     free(owner);
     free(count);
     free(start);
@@ -701,7 +1043,8 @@ static json_t *read_trace(lexer *lx, const char *marker, api_status *st)
         api_fail(st, 422, "", "unknown schema: no traceEvents array (Chrome trace-event JSON is expected)");
         goto done;
     }
-    json_t *steps = measure(&sto, st);
+    json_t *shapes = NULL;
+    json_t *steps = measure(&sto, st, &shapes);
     if (!steps) goto done;
     /* the mean over steps, the first one left out when there are several
      * (it carries warm-up) */
@@ -725,7 +1068,46 @@ static json_t *read_trace(lexer *lx, const char *marker, api_status *st)
     if (sto.world_size > 0)
         json_object_set_new(out, "distributed", json_pack("{s:i,s:i,s:s}", "rank", sto.rank, "world_size",
                                                           sto.world_size, "backend", sto.backend));
+    /* per axis (process groups) and achieved GEMM FLOP/s (record_shapes),
+     * over the averaged steps */
+    json_t *sum = json_object_get(out, "summary");
+    json_t *axes = json_object();
+    for (int a = 0; a < MFU_COMM_COUNT; a++) {
+        double t = 0, x = 0, bw = 0;
+        int seen = 0, bws = 0;
+        for (size_t i = from; i < n; i++) {
+            json_t *v = json_object_get(json_object_get(json_array_get(steps, i), "communication_by_axis"),
+                                        mfu_comm_names[a]);
+            if (!v) continue;
+            seen = 1;
+            t += json_number_value(json_object_get(v, "time_s"));
+            x += json_number_value(json_object_get(v, "exposed_s"));
+            if (json_is_number(json_object_get(v, "bus_bw_bytes_s"))) {
+                bw += json_number_value(json_object_get(v, "bus_bw_bytes_s"));
+                bws++;
+            }
+        }
+        if (!seen) continue;
+        json_t *o = json_pack("{s:f,s:f}", "time_s", t * k, "exposed_s", x * k);
+        json_object_set_new(o, "bus_bw_bytes_s", bws ? json_real(bw / bws) : json_null());
+        json_object_set_new(axes, mfu_comm_names[a], o);
+    }
+    json_object_set_new(sum, "communication_by_axis", axes);
+    double gf = 0, gt = 0;
+    for (size_t i = from; i < n; i++) {
+        json_t *g = json_object_get(json_array_get(steps, i), "gemm_achieved");
+        gf += json_number_value(json_object_get(g, "flops"));
+        gt += json_number_value(json_object_get(g, "time_s"));
+    }
+    if (gt > 0)
+        json_object_set_new(sum, "gemm_achieved", json_pack("{s:f,s:f,s:f,s:o}", "flops", gf * k, "time_s", gt * k,
+                                                            "flop_s", gf / gt, "shapes", shapes));
+    else
+        json_decref(shapes);
+    shapes = NULL;
 done:
+    free(sto.gm);
+    free(sto.gm_t);
     free(sto.ev);
     free(sto.la);
     free(sto.st);
@@ -764,7 +1146,19 @@ json_t *api_trace_text(const char *text, size_t len, const char *marker, api_sta
     }
     lx->mem = (const unsigned char *)text;
     lx->mem_len = len;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    /* gzip (an upload of a .json.gz): the magic bytes 1f 8b */
+    if (len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b) {
+        if (inflateInit2(&z, 15 + 16) != Z_OK) {
+            free(lx);
+            api_fail(st, 503, "", "out of memory");
+            return NULL;
+        }
+        lx->zs = &z;
+    }
     json_t *out = read_trace(lx, marker && *marker ? marker : "ProfilerStep#", st);
+    if (lx->zs) inflateEnd(&z);
     free(lx->s);
     free(lx);
     return out;
@@ -824,6 +1218,19 @@ json_t *api_trace_compare(json_t *predicted, json_t *measured)
         }
     }
     json_object_set_new(o, "exposed_s", exp_);
+    /* per parallel axis, where the measured trace's process groups name
+     * them (and the prediction, read back, always does) */
+    json_t *mx = json_object_get(json_object_get(measured, "summary"), "communication_by_axis");
+    if (json_object_size(mx)) {
+        json_t *ax = json_object();
+        for (int a = 0; a < MFU_COMM_COUNT; a++) {
+            if (!json_object_get(mx, mfu_comm_names[a])) continue;
+            double d = step_mean(measured, "communication_by_axis", mfu_comm_names[a], "exposed_s") -
+                       step_mean(predicted, "communication_by_axis", mfu_comm_names[a], "exposed_s");
+            json_object_set_new(ax, mfu_comm_names[a], json_real(d));
+        }
+        json_object_set_new(o, "exposed_by_axis_s", ax);
+    }
     json_object_set_new(o, "largest", largest ? json_string(largest) : json_null());
     return o;
 }

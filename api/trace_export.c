@@ -30,12 +30,29 @@ typedef struct tb {
     int pid;
 } tb;
 
+#define COMM_STREAM_ID 20
+
 static void emit(tb *b, const char *name, const char *cat, int tid, double ts_s, double dur_s)
 {
     if (!(dur_s > 0)) return;
     json_array_append_new(b->ev, json_pack("{s:s,s:s,s:s,s:i,s:i,s:f,s:f,s:{s:i,s:i}}", "name", name, "cat",
                                            cat, "ph", "X", "pid", b->pid, "tid", tid, "ts", ts_s * 1e6,
                                            "dur", dur_s * 1e6, "args", "stream", tid, "device", b->pid));
+}
+
+/* A collective kernel, with the process group Megatron-Core names for its
+ * axis (megatron/core/parallel_state.py group_desc), as Kineto records it:
+ * the reader (api/trace.c pg_axis) attributes it to that axis. */
+static void emit_coll(tb *b, const char *name, int axis, double ts_s, double dur_s)
+{
+    static const char *const PG[MFU_COMM_COUNT] = {
+        "TENSOR_MODEL_PARALLEL_GROUP", "CONTEXT_PARALLEL_GROUP", "EXPERT_MODEL_PARALLEL_GROUP",
+        "DATA_PARALLEL_GROUP (fsdp)", "DATA_PARALLEL_GROUP", "PIPELINE_MODEL_PARALLEL_GROUP"};
+    if (!(dur_s > 0)) return;
+    json_array_append_new(b->ev, json_pack("{s:s,s:s,s:s,s:i,s:i,s:f,s:f,s:{s:i,s:i,s:s}}", "name", name, "cat",
+                                           "kernel", "ph", "X", "pid", b->pid, "tid", COMM_STREAM_ID, "ts",
+                                           ts_s * 1e6, "dur", dur_s * 1e6, "args", "stream", COMM_STREAM_ID,
+                                           "device", b->pid, "Process Group Description", PG[axis]));
 }
 
 /* The collective kernels of one axis: up to two (name, share of its time). */
@@ -66,7 +83,7 @@ static coll axis_collectives(const mfu_config *c, int axis)
     return k;
 }
 
-enum { COMPUTE_STREAM = 7, COMM_STREAM = 20 };
+enum { COMPUTE_STREAM = 7, COMM_STREAM = COMM_STREAM_ID };
 
 /* What the drawing needs: one profile's step figures (mfu_times or their
  * JSON, time_expected) and the switches that name the collectives. */
@@ -112,7 +129,7 @@ static json_t *draw(const step_in *t)
         for (int i = 0; i < 2 && cl.name[i]; i++) {
             double d = hidden * cl.share[i];
             if (cursor + d > compute_end) d = fmax(0.0, compute_end - cursor);
-            emit(&b, cl.name[i], "kernel", COMM_STREAM, cursor, d);
+            emit_coll(&b, cl.name[i], a, cursor, d);
             cursor += d;
         }
     }
@@ -121,7 +138,7 @@ static json_t *draw(const step_in *t)
         coll cl = axis_collectives(&c, a);
         for (int i = 0; i < 2 && cl.name[i]; i++) {
             double d = t->exposed_s[a] * cl.share[i];
-            emit(&b, cl.name[i], "kernel", COMM_STREAM, now, d);
+            emit_coll(&b, cl.name[i], a, now, d);
             now += d;
         }
     }

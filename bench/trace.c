@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     printf("synthetic trace: %.0f MB, %ld steps, %ld kernels (plus as many launches and flow events)\n",
            bytes / 1e6, steps, kernels);
     printf("  read in %.2f s = %.0f MB/s\n", dt, bytes / 1e6 / dt);
-    printf("  peak RSS %.1f MB before reading, %.1f MB after (%.3f of the file; the reader keeps 40 B per GPU event)\n",
+    printf("  peak RSS %.1f MB before reading, %.1f MB after (%.3f of the file; the reader keeps 48 B per GPU event, 24 B per launch)\n",
            (rss1 > rss0 ? rss1 : rss0) / 1024.0, rss2 / 1024.0, rss2 * 1024.0 / (double)bytes);
     json_decref(r);
     return 0;

@@ -11,9 +11,10 @@
 #   make fuzz-build                 only build the libFuzzer binaries
 #
 # Targets: request (parser + validator + HF import), cachekey (equal
-# inputs => equal key), search (core search on bounded decoded inputs).
+# inputs => equal key), search (core search on bounded decoded inputs), trace
+# (the profiler-trace reader POST /traces exposes: any bytes, plain or gzip).
 
-FUZZ_TARGETS  := request cachekey search
+FUZZ_TARGETS  := request cachekey search trace
 FUZZ_SECONDS  ?= 20
 FUZZ_CC       ?= clang
 FUZZ_BUILD    := $(BUILD)/fuzz-clang

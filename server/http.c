@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "sha256.h"
 
 static const struct srv_config *cfg;
 
@@ -479,8 +480,8 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     }
     if (r->answer == ANS_VIEW) {
         char loc[96];
-        snprintf(loc, sizeof loc, "/results/%s", r->view.id);
-        if (code == 202) MHD_add_response_header(resp, "Location", loc);
+        snprintf(loc, sizeof loc, "%s/%s", r->route == ROUTE_TRACES ? "/traces" : "/results", r->view.id);
+        if (code == 202 || code == 201) MHD_add_response_header(resp, "Location", loc);
         int job_route = r->route == ROUTE_SEARCH || r->route == ROUTE_COMPARE;
         if (job_route) MHD_add_response_header(resp, "Content-Location", loc);
         if (job_route && r->prefer_async)
@@ -494,7 +495,7 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     if (code == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"mfud\"");
     if (code == 405) {
         const char *a = (r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE ||
-                         r->route == ROUTE_CALIBRATE || r->route == ROUTE_COMPARE)
+                         r->route == ROUTE_CALIBRATE || r->route == ROUTE_COMPARE || r->route == ROUTE_TRACES)
                             ? "POST, OPTIONS"
                             : "GET, HEAD, OPTIONS";
         MHD_add_response_header(resp, "Allow", a);
@@ -553,6 +554,7 @@ static enum srv_route match_route(const char *url, char *id_out, int *artifact)
         {"/roofline", ROUTE_ROOFLINE},
         {"/calibrate", ROUTE_CALIBRATE},
         {"/compare", ROUTE_COMPARE},
+        {"/traces", ROUTE_TRACES},
         {"/presets/models", ROUTE_PRESET_MODELS},
         {"/presets/hardware", ROUTE_PRESET_HARDWARE},
         {"/healthz", ROUTE_HEALTHZ},
@@ -565,6 +567,11 @@ static enum srv_route match_route(const char *url, char *id_out, int *artifact)
         if (strcmp(url, table[i].path) == 0) return table[i].route;
     if (strncmp(url, "/results/", 9) == 0 && strlen(url + 9) == 64 && is_hex64(url + 9)) {
         memcpy(id_out, url + 9, 65);
+        return ROUTE_RESULT;
+    }
+    /* /traces/{id}: a stored trace measurement is a result like any other */
+    if (strncmp(url, "/traces/", 8) == 0 && strlen(url + 8) == 64 && is_hex64(url + 8)) {
+        memcpy(id_out, url + 8, 65);
         return ROUTE_RESULT;
     }
     /* /results/{id}/charts/{gap,memory,timeline,compare}.svg, /results/{id}/trace */
@@ -604,7 +611,7 @@ static int route_allows(enum srv_route route, int method)
 {
     if (method == SRV_M_OPTIONS) return 1;
     if (route == ROUTE_SEARCH || route == ROUTE_ROOFLINE || route == ROUTE_CALIBRATE ||
-        route == ROUTE_COMPARE)
+        route == ROUTE_COMPARE || route == ROUTE_TRACES)
         return method == SRV_M_POST;
     return method == SRV_M_GET || method == SRV_M_HEAD;
 }
@@ -621,6 +628,25 @@ static int parse_method(const char *m)
 /* JSON bodies: application/json, any +json type, or none. curl -d sends
  * application/x-www-form-urlencoded by default; we accept it too (the body is
  * still parsed as JSON) so the README's `curl -d @req.json` works. */
+/* POST /traces: the trace as the profiler wrote it, plain JSON or gzip. */
+static int trace_media_type_ok(const char *ct)
+{
+    if (!ct || !*ct) return 1;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && ct[n - 1] == ' ') n--;
+    static const char *const ok[] = {"application/json", "application/gzip", "application/x-gzip",
+                                     "application/octet-stream"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (n == strlen(ok[i]) && strncasecmp(ct, ok[i], n) == 0) return 1;
+    return 0;
+}
+
+/* The body limit of a route: traces have their own. */
+static size_t body_limit(const struct srv_req *r)
+{
+    return r->route == ROUTE_TRACES ? cfg->max_trace_bytes : cfg->max_body;
+}
+
 static int media_type_ok(const char *ct)
 {
     if (!ct || !*ct) return 1;
@@ -727,6 +753,18 @@ static enum MHD_Result suspend_and_submit(struct srv_req *r)
     return MHD_YES;
 }
 
+/* A done result in the memory cache: the answer is its entry (no loop
+ * hop). hit: count it as a cache hit (a POST that was answered again). */
+static int cached(struct srv_req *r, int hit)
+{
+    if (!(r->entry = srv_rcache_get(r->id, hit))) return 0;
+    memcpy(r->view.id, r->id, 65);
+    r->view.status = "done";
+    r->answer = ANS_VIEW;
+    r->out_code = 200;
+    return 1;
+}
+
 static enum MHD_Result handle_search(struct srv_req *r)
 {
     json_t *req = NULL;
@@ -769,12 +807,8 @@ static enum MHD_Result handle_search(struct srv_req *r)
     parse_prefer(r, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Prefer"));
     /* Done and in the memory cache: 200 here, no loop hop (the hit is
      * counted in /metrics now and in the database at the next flush). */
-    if ((r->entry = srv_rcache_get(r->id, 1))) {
+    if (cached(r, 1)) {
         srv_metrics_cache(1);
-        memcpy(r->view.id, r->id, 65);
-        r->view.status = "done";
-        r->answer = ANS_VIEW;
-        r->out_code = 200;
         return queue_answer(r);
     }
     return suspend_and_submit(r);
@@ -833,13 +867,7 @@ static enum MHD_Result handle_result(struct srv_req *r)
         r->res_offset = 0;
     }
     /* A finished result in the memory cache: answer here, no loop hop. */
-    if ((r->entry = srv_rcache_get(r->id, 0))) {
-        memcpy(r->view.id, r->id, 65);
-        r->view.status = "done";
-        r->answer = ANS_VIEW;
-        r->out_code = 200;
-        return queue_answer(r);
-    }
+    if (cached(r, 0)) return queue_answer(r);
     return suspend_and_submit(r);
 }
 
@@ -849,6 +877,30 @@ static enum MHD_Result handle_roofline(struct srv_req *r)
     finish_body_parse(r, &req);
     if (!req) return queue_answer(r);
     r->roofline_req = req;
+    return suspend_and_submit(r);
+}
+
+/* POST /traces (issue 12): a profiler trace, plain or gzipped, measured on
+ * the pool and stored as a result (docs/traces.md). Its id names the
+ * bytes and the step marker: the same upload answers the stored
+ * measurement. ?marker=PREFIX: steps are the annotations starting so. */
+static enum MHD_Result handle_traces(struct srv_req *r)
+{
+    const char *m = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "marker");
+    if (m) {
+        size_t n = strlen(m);
+        int ok = n >= 1 && n <= 64;
+        for (size_t i = 0; ok && i < n; i++) ok = m[i] >= 0x20 && m[i] < 0x7f;
+        if (!ok) return bad_query(r, "marker", "must be 1..64 printable ASCII characters");
+        memcpy(r->marker, m, n + 1);
+    }
+    if (!r->len) return queue_problem(r, 400, "Bad Request", "the body is empty: send the trace");
+    /* id = SHA-256 of "trace", the marker and the bytes' SHA-256 (hex) */
+    char bh[65], key[160];
+    mfu_sha256_hex(r->body, r->len, bh);
+    int kn = snprintf(key, sizeof key, "trace\n%s\n%s", r->marker, bh);
+    mfu_sha256_hex(key, (size_t)kn, r->id);
+    if (cached(r, 1)) return queue_answer(r);
     return suspend_and_submit(r);
 }
 
@@ -900,6 +952,7 @@ static enum MHD_Result dispatch(struct srv_req *r)
     case ROUTE_COMPARE: return handle_search(r); /* a comparison is a job like a search */
     case ROUTE_ROOFLINE: srv_roofline_accept(r); return handle_roofline(r);
     case ROUTE_CALIBRATE: return handle_roofline(r); /* the same: parse, then the pool */
+    case ROUTE_TRACES: return handle_traces(r);
     case ROUTE_RESULTS: return handle_results_list(r);
     case ROUTE_RESULT: return handle_result(r);
     case ROUTE_PRESET_MODELS: {
@@ -1079,7 +1132,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (!resp) return MHD_NO;
             add_common_headers(resp);
             int post = r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE ||
-                       r->route == ROUTE_CALIBRATE || r->route == ROUTE_COMPARE;
+                       r->route == ROUTE_CALIBRATE || r->route == ROUTE_COMPARE || r->route == ROUTE_TRACES;
             MHD_add_response_header(resp, "Allow", post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
             MHD_add_response_header(resp, "Access-Control-Allow-Methods",
                                     post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
@@ -1096,10 +1149,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return queue_problem(r, 401, "Unauthorized", "a valid bearer token is required");
             }
             const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-            if (!media_type_ok(ct)) {
+            if (r->route == ROUTE_TRACES ? !trace_media_type_ok(ct) : !media_type_ok(ct)) {
                 api_status st;
                 api_status_init(&st);
-                api_fail(&st, 415, "", "Content-Type must be application/json");
+                api_fail(&st, 415, "", r->route == ROUTE_TRACES
+                                           ? "Content-Type must be application/json, application/gzip or application/octet-stream"
+                                           : "Content-Type must be application/json");
                 snprintf(st.title, sizeof st.title, "Unsupported Media Type");
                 answer_status(r, &st);
                 return queue_answer(r);
@@ -1108,10 +1163,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (cl) {
                 char *end;
                 unsigned long long n = strtoull(cl, &end, 10);
-                if (*end == '\0' && n > cfg->max_body) {
+                if (*end == '\0' && n > body_limit(r)) {
                     char d[128];
                     snprintf(d, sizeof d, "the body is larger than the limit of %zu bytes",
-                             cfg->max_body);
+                             body_limit(r));
                     return queue_problem(r, 413, "Content Too Large", d);
                 }
             }
@@ -1129,7 +1184,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         }
         if (r->too_large) return MHD_YES;
-        if (r->len + n > cfg->max_body) {
+        if (r->len + n > body_limit(r)) {
             r->too_large = 1;
             free(r->body);
             r->body = NULL;
@@ -1139,7 +1194,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (r->len + n + 1 > r->cap) {
             size_t ncap = r->cap ? r->cap * 2 : 4096;
             while (ncap < r->len + n + 1) ncap *= 2;
-            if (ncap > cfg->max_body + 1) ncap = cfg->max_body + 1;
+            if (ncap > body_limit(r) + 1) ncap = body_limit(r) + 1;
             char *nb = realloc(r->body, ncap);
             if (!nb) return MHD_NO;
             r->body = nb;
@@ -1157,7 +1212,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (r->too_large) {
         char d[128];
-        snprintf(d, sizeof d, "the body is larger than the limit of %zu bytes", cfg->max_body);
+        snprintf(d, sizeof d, "the body is larger than the limit of %zu bytes", body_limit(r));
         return queue_problem(r, 413, "Content Too Large", d);
     }
     return dispatch(r);

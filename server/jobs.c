@@ -609,6 +609,192 @@ static json_t *known_variants(const char *normalized)
     return out;
 }
 
+/* A POST whose result is done in the database: 200 with it (a hit),
+ * the row rendered once into the memory cache. Takes the row. */
+static void answer_done_row(struct srv_req *r, struct db_row *row)
+{
+    touch(r->id, 1);
+    view_from_row(&r->view, row);
+    db_row_fini(row);
+    attach_entry(r);
+    answer_view(r, 200);
+    srv_http_resume(r);
+}
+
+/* Run a synchronous request's work (w, inside the allocation `owner`) on
+ * the pool: /roofline, /calibrate, /traces. Answers 503 when too many are
+ * in flight (or owner is NULL: out of memory), 500 if it cannot queue. */
+static void pool_start(struct srv_req *r, void *owner, uv_work_t *w, uv_work_cb work, uv_after_work_cb after)
+{
+    if (!owner || app.n_roofline >= app.cfg->queue_limit) {
+        free(owner);
+        answer_overloaded(r, "too many synchronous requests in flight");
+        srv_http_resume(r);
+        return;
+    }
+    if (uv_queue_work(app.loop, w, work, after) != 0) {
+        free(owner);
+        srv_answer_problem(r, 500, "Internal Server Error", "could not queue work");
+        srv_http_resume(r);
+        return;
+    }
+    app.n_roofline++;
+}
+
+/* ---- uploaded traces (POST /traces, issue 12) -------------------------- */
+
+/* The stored measurement of trace `id` (a done result that is one), or
+ * NULL. Loop thread. */
+static json_t *stored_trace(const char *id)
+{
+    json_t *doc = NULL;
+    struct srv_rentry *e = srv_rcache_get(id, 0);
+    if (e) {
+        size_t n = 0;
+        const char *t = srv_rentry_result(e, &n);
+        doc = t ? json_loadb(t, n, 0, NULL) : NULL;
+    } else {
+        struct db_row row;
+        if (db_get(app.db, id, 1, &row) == DB_OK) {
+            if (!strcmp(row.status, "done") && row.result) doc = json_loads(row.result, 0, NULL);
+            db_row_fini(&row);
+        }
+    }
+    if (doc && !(json_is_array(json_object_get(doc, "steps")) &&
+                 !strcmp(json_string_value(json_object_get(doc, "format")) ? json_string_value(json_object_get(doc, "format")) : "", "chrome-trace"))) {
+        json_decref(doc);
+        doc = NULL;
+    }
+    return doc;
+}
+
+/* measured.trace given as the id of an uploaded trace: replaced by the
+ * stored measurement in what the engine runs (the normal form keeps the
+ * id, which names the trace's bytes). 0, or -1 with a 422 answered. */
+static int resolve_trace(struct srv_req *r, json_t *meas, const char *ptr)
+{
+    const char *id = json_string_value(json_object_get(meas, "trace"));
+    if (!id) return 0;
+    json_t *m = strlen(id) == 64 ? stored_trace(id) : NULL;
+    if (!m) {
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 422, ptr, "no uploaded trace has this id (POST /traces answers it; stored traces may be evicted)");
+        srv_answer_json(r, 422, api_problem_json(&st));
+        return -1;
+    }
+    json_object_set_new(meas, "trace", m);
+    return 0;
+}
+
+/* Resolve the trace ids of a search input (measured.trace) or a
+ * calibration (runs[i].request.measured.trace, runs[i].measured.trace). */
+static int resolve_traces(struct srv_req *r, json_t *doc)
+{
+    if (r->route == ROUTE_CALIBRATE) {
+        json_t *runs = json_object_get(doc, "runs");
+        for (size_t i = 0; i < json_array_size(runs); i++) {
+            json_t *run = json_array_get(runs, i), *rq = json_object_get(run, "request");
+            char ptr[96];
+            snprintf(ptr, sizeof ptr, "/runs/%zu%s/measured/trace", i, rq ? "/request" : "");
+            if (resolve_trace(r, json_object_get(rq ? rq : run, "measured"), ptr)) return -1;
+        }
+        return 0;
+    }
+    return resolve_trace(r, json_object_get(doc, "measured"), "/measured/trace");
+}
+
+struct twork {
+    uv_work_t work;
+    struct srv_req *r;
+    char *result;       /* the measurement JSON, or NULL */
+    json_t *problem;    /* or why not */
+};
+
+static void trace_work(uv_work_t *w)
+{
+    struct twork *tw = container_of(w, struct twork, work);
+    struct srv_req *r = tw->r;
+    api_status st;
+    api_status_init(&st);
+    json_t *m = api_trace_text(r->body, r->len, r->marker, &st);
+    if (m) {
+        tw->result = json_dumps(m, JSON_COMPACT);
+        json_decref(m);
+        if (!tw->result) api_fail(&st, 503, "", "out of memory");
+    }
+    if (!tw->result) {
+        if (!st.status) api_fail(&st, 422, "", "the trace cannot be read");
+        tw->problem = api_problem_json(&st);
+    }
+}
+
+/* Loop thread: store the measurement, then answer 201 (nothing is
+ * acknowledged before it is in the database). */
+static void trace_after(uv_work_t *w, int status)
+{
+    struct twork *tw = container_of(w, struct twork, work);
+    struct srv_req *r = tw->r;
+    if (status == UV_ECANCELED) {
+        answer_overloaded(r, "the server is shutting down");
+    } else if (!tw->result) {
+        json_t *p = tw->problem;
+        int code = (int)json_integer_value(json_object_get(p, "status"));
+        tw->problem = NULL;
+        srv_answer_json(r, code >= 400 && code <= 599 ? code : 422, p);
+    } else {
+        int64_t now = srv_now_ms();
+        json_t *m = json_loads(tw->result, 0, NULL);
+        json_t *dev = json_array_get(json_object_get(m, "devices"), 0);
+        json_t *nd = json_pack("{s:{s:I,s:s}}", "trace", "bytes", (json_int_t)r->len, "marker",
+                               r->marker[0] ? r->marker : "ProfilerStep#");
+        char *norm = nd ? json_dumps(nd, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(nd);
+        struct db_new_job nj = {r->id, norm ? norm : "{}", NULL, json_is_string(dev) ? json_string_value(dev) : NULL,
+                                "trace", 1, now};
+        int ok = db_put_job(app.db, &nj) == DB_OK &&
+                 db_finish(app.db, r->id, "done", tw->result, NULL, 0, 0.0, 0, now) == DB_OK;
+        free(norm);
+        json_decref(m);
+        if (!ok) {
+            srv_log(SRV_LOG_ERROR, "msg=\"db store trace failed\" err=\"%s\"", db_errmsg(app.db));
+            answer_overloaded(r, "the trace could not be stored; retry later");
+        } else {
+            memset(&r->view, 0, sizeof r->view);
+            memcpy(r->view.id, r->id, 65);
+            r->view.status = "done";
+            r->view.progress = 1.0;
+            r->view.created_ms = r->view.started_ms = r->view.finished_ms = now;
+            r->view.result = tw->result;
+            tw->result = NULL;
+            attach_entry(r);
+            answer_view(r, 201);
+        }
+    }
+    srv_http_resume(r);
+    free(tw->result);
+    json_decref(tw->problem);
+    free(tw);
+    app.n_roofline--;
+    maybe_finish_shutdown();
+}
+
+static void cmd_traces(struct srv_req *r)
+{
+    if (answer_from_rcache(r, 1)) return;
+    struct db_row row;
+    if (db_get(app.db, r->id, 1, &row) == DB_OK) {
+        if (!strcmp(row.status, "done")) {
+            answer_done_row(r, &row);
+            return;
+        }
+        db_row_fini(&row);
+    }
+    struct twork *tw = calloc(1, sizeof *tw);
+    if (tw) tw->r = r;
+    pool_start(r, tw, tw ? &tw->work : NULL, trace_work, trace_after);
+}
+
 static void cmd_search(struct srv_req *r)
 {
     struct job *j = job_find(r->id);
@@ -632,12 +818,7 @@ static void cmd_search(struct srv_req *r)
     int rc = db_get(app.db, r->id, 1, &row);
     if (rc == DB_OK && strcmp(row.status, "done") == 0) {
         srv_metrics_cache(1);
-        touch(r->id, 1);
-        view_from_row(&r->view, &row);
-        db_row_fini(&row);
-        attach_entry(r);
-        answer_view(r, 200);
-        srv_http_resume(r);
+        answer_done_row(r, &row);
         return;
     }
     int64_t created = rc == DB_OK ? row.created_ms : srv_now_ms();
@@ -653,6 +834,21 @@ static void cmd_search(struct srv_req *r)
         answer_overloaded(r, "the job queue is full; retry later");
         srv_http_resume(r);
         return;
+    }
+    /* measured.trace by id: the stored measurement goes into the input */
+    if (r->route == ROUTE_SEARCH && strstr(r->input, "\"trace\"")) {
+        json_t *in = json_loads(r->input, 0, NULL);
+        int bad = in ? resolve_traces(r, in) : 0;
+        char *s = in && !bad ? json_dumps(in, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(in);
+        if (bad) {
+            srv_http_resume(r);
+            return;
+        }
+        if (s) {
+            free(r->input);
+            r->input = s;
+        }
     }
     struct db_new_job nj = {r->id, r->normalized, r->input, r->model, r->hardware, r->devices,
                             srv_now_ms()};
@@ -804,21 +1000,13 @@ static void roofline_after(uv_work_t *w, int status)
 
 static void cmd_roofline(struct srv_req *r)
 {
+    if (r->route == ROUTE_CALIBRATE && resolve_traces(r, r->roofline_req)) {
+        srv_http_resume(r);
+        return;
+    }
     struct rwork *rw = calloc(1, sizeof *rw);
-    if (!rw || app.n_roofline >= app.cfg->queue_limit) {
-        free(rw);
-        answer_overloaded(r, "too many roofline requests in flight");
-        srv_http_resume(r);
-        return;
-    }
-    rw->r = r;
-    if (uv_queue_work(app.loop, &rw->work, roofline_work, roofline_after) != 0) {
-        free(rw);
-        srv_answer_problem(r, 500, "Internal Server Error", "could not queue work");
-        srv_http_resume(r);
-        return;
-    }
-    app.n_roofline++;
+    if (rw) rw->r = r;
+    pool_start(r, rw, rw ? &rw->work : NULL, roofline_work, roofline_after);
 }
 
 static void run_command(struct srv_req *r)
@@ -835,6 +1023,7 @@ static void run_command(struct srv_req *r)
     case ROUTE_RESULTS: cmd_results(r); break;
     case ROUTE_ROOFLINE: cmd_roofline(r); break;
     case ROUTE_CALIBRATE: cmd_roofline(r); break; /* api_calibrate on the pool */
+    case ROUTE_TRACES: cmd_traces(r); break;
     default:
         srv_answer_problem(r, 500, "Internal Server Error", "unexpected route");
         srv_http_resume(r);

@@ -142,6 +142,7 @@ enum kind {
     K_SWITCH,  /* no value */
     K_PRESET,  /* NAME -> {top: {"preset": NAME}} */
     K_FILE,    /* FILE -> the file's JSON at top (wrapped in `sub` when given) */
+    K_TRACE,   /* FILE -> the profiler trace's measurement at top.sub */
     K_STRING,  /* a string at top[.sub] */
     K_INT,     /* an integer, binary suffixes */
     K_BUDGET,  /* a number, decimal suffixes */
@@ -183,6 +184,8 @@ static const option OPTIONS[] = {
     {"--distinct", "D", SRCH, K_STRING, "search", "distinct",
      "layout (default: the best of each layout family) or none (every variant)"},
     {"--print-request", NULL, REQ, K_SWITCH, NULL, NULL, "print the request JSON and stop"},
+    {"--measured-trace", "FILE", B(C_SEARCH), K_TRACE, "measured", "trace",
+     "the run's profiler trace (FILE has measured.config): the gap per component"},
     {"--rank", "N", B(C_SEARCH), K_CLI, NULL, NULL,
      "the configuration --export-trace and --svg draw (default 1)"},
     {"--export-trace", "FILE", B(C_SEARCH), K_CLI, NULL, NULL,
@@ -919,7 +922,7 @@ int main(int argc, char **argv)
             hw_opt = o;
         }
         json_t *v = NULL;
-        if (o->kind == K_FILE) {
+        if (o->kind == K_FILE || o->kind == K_TRACE) {
             if (!*val) { rc = usage_error(c, "option %s needs a file name", o->name); break; }
         } else if (!(v = option_value(c, o, val))) {
             rc = EX_USAGE;
@@ -963,6 +966,21 @@ int main(int argc, char **argv)
             char where[64];
             snprintf(where, sizeof where, "/%s%s%s", o->top, o->sub ? "/" : "", o->sub ? o->sub : "");
             if (!(v = load_json(gv[k].text, where, &rc))) break;
+        }
+        if (o->kind == K_TRACE) {
+            FILE *f = fopen(gv[k].text, "rb");
+            if (!f) {
+                fprintf(stderr, "mfu: cannot read %s: %s\n", gv[k].text, strerror(errno));
+                rc = EX_NOINPUT;
+                break;
+            }
+            fclose(f);
+            api_status st;
+            api_status_init(&st);
+            if (!(v = api_trace_file(gv[k].text, NULL, &st))) {
+                rc = problem(&st);
+                break;
+            }
         }
         set_field(req, o, v);
     }

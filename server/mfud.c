@@ -51,6 +51,8 @@ static void usage(FILE *f)
             "  --workers N        search worker threads (MFUD_WORKERS, default: CPUs)\n"
             "  --http-threads N   HTTP threads (MFUD_HTTP_THREADS, default 2)\n"
             "  --max-body BYTES   request body limit (MFUD_MAX_BODY, default 1048576)\n"
+            "  --max-trace-bytes BYTES  POST /traces body limit, plain or gzipped\n"
+            "                     (MFUD_MAX_TRACE_BYTES, default 67108864)\n"
             "  --queue-limit N    jobs queued or running before 503 (MFUD_QUEUE_LIMIT, 256)\n"
             "  --cache-max BYTES  stored results before LRU eviction (MFUD_CACHE_MAX, 1 GiB)\n"
             "  --mem-cache BYTES  finished results kept rendered in memory (MFUD_MEM_CACHE,\n"
@@ -128,7 +130,7 @@ int main(int argc, char **argv)
 {
     static struct srv_config cfg;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t max_body = 1 << 20;
+    int64_t max_body = 1 << 20, max_trace = 64LL << 20;
     cfg.port = 8080;
     snprintf(cfg.bind, sizeof cfg.bind, "127.0.0.1");
     snprintf(cfg.db_path, sizeof cfg.db_path, "./var/mfud.db");
@@ -151,6 +153,7 @@ int main(int argc, char **argv)
         {"--workers", "MFUD_WORKERS", 0, &cfg.workers, sizeof(int), 1, 1024},
         {"--http-threads", "MFUD_HTTP_THREADS", 0, &cfg.http_threads, sizeof(int), 1, 64},
         {"--max-body", "MFUD_MAX_BODY", 0, &max_body, sizeof(int64_t), 1024, 1LL << 30},
+        {"--max-trace-bytes", "MFUD_MAX_TRACE_BYTES", 0, &max_trace, sizeof(int64_t), 1024, 1LL << 32},
         {"--queue-limit", "MFUD_QUEUE_LIMIT", 0, &cfg.queue_limit, sizeof(int), 1, 1000000},
         {"--cache-max", "MFUD_CACHE_MAX", 0, &cfg.cache_max, sizeof(int64_t), 0, 1LL << 50},
         {"--mem-cache", "MFUD_MEM_CACHE", 0, &cfg.mem_cache, sizeof(int64_t), 0, 1LL << 40},
@@ -200,6 +203,7 @@ int main(int argc, char **argv)
         if (apply(&opts[k], val) != 0) return 2;
     }
     cfg.max_body = (size_t)max_body;
+    cfg.max_trace_bytes = (size_t)max_trace;
     if (cfg.max_search_s < 0.001) { /* a request's deadline_s is at least 0.001 */
         fprintf(stderr, "mfud: --max-search-s must be seconds in 0.001..3600\n");
         return 2;

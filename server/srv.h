@@ -26,6 +26,7 @@ struct srv_config {
     int workers;               /* libuv pool threads running searches */
     int http_threads;          /* libmicrohttpd threads */
     size_t max_body;           /* bytes */
+    size_t max_trace_bytes;    /* POST /traces body, bytes */
     int queue_limit;           /* jobs queued or running */
     int64_t cache_max;         /* bytes of stored results */
     int max_conns;             /* concurrent connections */
@@ -64,6 +65,7 @@ enum srv_route {
     ROUTE_ROOFLINE,
     ROUTE_CALIBRATE, /* POST /calibrate: runs on the pool like /roofline */
     ROUTE_COMPARE,   /* POST /compare: a job like /search (results at /results/{id}) */
+    ROUTE_TRACES,    /* POST /traces: a profiler trace measured and stored (GET /traces/{id}) */
     ROUTE_PRESET_MODELS,
     ROUTE_PRESET_HARDWARE,
     ROUTE_HEALTHZ,
@@ -127,6 +129,7 @@ struct srv_req {
     /* rendering options (HTTP thread) */
     int want_csv;
     int artifact;              /* SRV_ART_*: a chart or the predicted trace of a done result */
+    char marker[65];           /* POST /traces: the step annotation prefix ("" = ProfilerStep#) */
     int rank;                  /* its configuration (1-based; 0 = measured) */
     int top_k, res_offset;     /* -1 = not given */
     char *if_none_match;       /* owned */

@@ -96,6 +96,14 @@ int main(void)
     double model_comm = ev.expected.comm_total_s[MFU_COMM_TP] + ev.expected.comm_total_s[MFU_COMM_DP];
     CHECK(model_comm > 0);
     CHECK_NEAR(ag + rs, model_comm, 0.01);
+    /* ... and per axis, from the process groups the exporter names as
+     * Megatron-Core does (TENSOR_MODEL_PARALLEL_GROUP, DATA_PARALLEL_GROUP) */
+    json_t *ax = json_object_get(s1, "communication_by_axis");
+    CHECK_NEAR(fig(json_object_get(ax, "tp"), "time_s", NULL), ev.expected.comm_total_s[MFU_COMM_TP], 1e-9);
+    CHECK_NEAR(fig(json_object_get(ax, "tp"), "exposed_s", NULL), ev.expected.comm_exposed_s[MFU_COMM_TP], 1e-9);
+    CHECK_NEAR(fig(json_object_get(ax, "dp"), "time_s", NULL), ev.expected.comm_total_s[MFU_COMM_DP], 1e-9);
+    CHECK_NEAR(fig(json_object_get(ax, "dp"), "exposed_s", NULL), ev.expected.comm_exposed_s[MFU_COMM_DP], 1e-9);
+    CHECK(json_object_get(ax, "pp") == NULL);
 
     /* ---- a perturbed copy: GEMMs 20 % slower, one all-gather moved out
      * from under the compute (exposed). The comparison names the GEMMs and
@@ -142,6 +150,85 @@ int main(void)
     json_decref(pert);
     json_decref(got);
     json_decref(trace);
+
+    /* ---- process groups and recorded shapes, by hand: two steps; in the
+     * second, an aten::mm of [64 x 128] x [128 x 256] (2 * 64 * 256 * 128 =
+     * 4,194,304 FLOPs) launches a GEMM of 2 us linked by External id, and
+     * an aten::addmm (bias, [32 x 64], [64 x 16]: 65,536 FLOPs) launches
+     * one of 1 us found by its launch's time inside the op (the kernel
+     * carries the launch's correlation as External id, as in HTA's data);
+     * a TP all-reduce (group 4, 1e6 bf16 elements) of 10 us runs alone:
+     * exposed 10 us, bus bandwidth 2 (4-1)/4 * 2e6 B / 10 us = 3e11 B/s;
+     * an FSDP all-gather (torchtitan's mesh_dp_shard) of 4 us runs under a
+     * 6 us compute kernel: exposed 0. ---- */
+    {
+        const char *hand =
+            "{\"traceEvents\": ["
+            "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"ts\": 0, \"dur\": 100, \"pid\": 1, \"tid\": 1},"
+            "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"ts\": 1000, \"dur\": 200, \"pid\": 1, \"tid\": 1},"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"ts\": 1010, \"dur\": 20, \"pid\": 1, \"tid\": 1,"
+            " \"args\": {\"External id\": 77, \"Input Dims\": [[64, 128], [128, 256]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]}},"
+            "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"ts\": 1015, \"dur\": 3, \"pid\": 1, \"tid\": 1, \"args\": {\"correlation\": 501}},"
+            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"sm90_xmma_gemm_bf16bf16\", \"ts\": 1050, \"dur\": 2, \"pid\": 0, \"tid\": 7,"
+            " \"args\": {\"stream\": 7, \"device\": 0, \"correlation\": 501, \"External id\": 77}},"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::addmm\", \"ts\": 1040, \"dur\": 20, \"pid\": 1, \"tid\": 1,"
+            " \"args\": {\"External id\": 78, \"Input Dims\": [[16], [32, 64], [64, 16], [], []]}},"
+            "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"ts\": 1045, \"dur\": 3, \"pid\": 1, \"tid\": 1, \"args\": {\"correlation\": 502}},"
+            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"cutlass_80_tensorop_gemm\", \"ts\": 1060, \"dur\": 1, \"pid\": 0, \"tid\": 7,"
+            " \"args\": {\"stream\": 7, \"device\": 0, \"correlation\": 502, \"External id\": 502}},"
+            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\", \"ts\": 1100, \"dur\": 10, \"pid\": 0, \"tid\": 20,"
+            " \"args\": {\"stream\": 20, \"device\": 0, \"Process Group Description\": \"TENSOR_MODEL_PARALLEL_GROUP\", \"Group size\": 4,"
+            " \"In msg nelems\": 1000000, \"Out msg nelems\": 1000000, \"dtype\": \"BFloat16\"}},"
+            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"vectorized_elementwise_kernel\", \"ts\": 1120, \"dur\": 6, \"pid\": 0, \"tid\": 7, \"args\": {\"stream\": 7, \"device\": 0}},"
+            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllGather_RING_LL\", \"ts\": 1121, \"dur\": 4, \"pid\": 0, \"tid\": 21,"
+            " \"args\": {\"stream\": 21, \"device\": 0, \"Process Group Description\": \"mesh_dp_shard\", \"Group size\": 8}}"
+            "]}";
+        api_status_init(&st);
+        json_t *r = api_trace_text(hand, strlen(hand), NULL, &st);
+        CHECK(r != NULL);
+        json_t *s2 = json_array_get(json_object_get(r, "steps"), 1);
+        json_t *ga = json_object_get(s2, "gemm_achieved");
+        CHECK_NEAR(fig(ga, "flops", NULL), 4194304.0 + 65536.0, 1e-6);
+        CHECK_NEAR(fig(ga, "time_s", NULL), 3e-6, 1e-15);
+        CHECK_NEAR(fig(ga, "kernels", NULL), 2, 0);
+        json_t *bx = json_object_get(s2, "communication_by_axis");
+        CHECK_NEAR(fig(json_object_get(bx, "tp"), "exposed_s", NULL), 10e-6, 1e-15);
+        CHECK_NEAR(fig(json_object_get(bx, "tp"), "bus_bw_bytes_s", NULL), 3e11, 1.0);
+        CHECK_NEAR(fig(json_object_get(bx, "fsdp"), "time_s", NULL), 4e-6, 1e-15);
+        CHECK_NEAR(fig(json_object_get(bx, "fsdp"), "exposed_s", NULL), 0.0, 1e-15);
+        CHECK(json_is_null(json_object_get(json_object_get(bx, "fsdp"), "bus_bw_bytes_s")));
+        /* the summary's shapes: two, the mm first (it took longer) */
+        json_t *sh = json_object_get(json_object_get(json_object_get(r, "summary"), "gemm_achieved"), "shapes");
+        CHECK_EQ_I(json_array_size(sh), 2);
+        json_t *s0 = json_array_get(sh, 0);
+        CHECK(fig(s0, "m", NULL) == 64 && fig(s0, "n", NULL) == 256 && fig(s0, "k", NULL) == 128);
+        CHECK_NEAR(fig(s0, "flop_s", NULL), 4194304.0 / 2e-6, 1.0);
+        json_decref(r);
+    }
+
+    /* ---- an uploaded .json.gz is read from memory as from the file ---- */
+    {
+        const char *gzp = "tests/data/traces/kineto-rocm-mi250-toy.json.gz";
+        FILE *f = fopen(gzp, "rb");
+        CHECK(f != NULL);
+        if (f) {
+            char buf[1 << 16];
+            size_t n = fread(buf, 1, sizeof buf, f);
+            fclose(f);
+            api_status_init(&st);
+            json_t *a = api_trace_text(buf, n, NULL, &st);
+            api_status_init(&st);
+            json_t *b = api_trace_file(gzp, NULL, &st);
+            CHECK(a != NULL && b != NULL && json_equal(a, b));
+            /* cut short: a truncated gzip stream is a truncated trace */
+            api_status_init(&st);
+            json_t *c2 = api_trace_text(buf, n / 2, NULL, &st);
+            CHECK(c2 == NULL && st.status == 422);
+            json_decref(a);
+            json_decref(b);
+            json_decref(c2);
+        }
+    }
 
     /* ---- bad traces: a clear error with the position, never a crash ---- */
     expect_error("", "not a trace");
