@@ -65,16 +65,15 @@ typedef struct cal_run {
     double measured_s;
     const char *id;
     int layer;          /* measured.layer_time_s: one layer's forward + backward */
-    /* from measured.trace (calibration from a trace, issue 12 item 5): the
-     * mean GEMM and attention kernel time of the traced device's steps;
-     * 0 = not observed. obs: the index of the run's first observation. */
-    double gemm_s, attention_s;
-    int obs;
+    int obs;            /* the index of the run's first observation */
 } cal_run;
 
 /* An observation: what the fit compares. Every run has its step (or
- * layer) time; a run with a trace also its GEMM and attention time. */
-enum { OBS_STEP = 0, OBS_GEMM, OBS_ATTENTION };
+ * layer) time; a run with a trace also its GEMM and attention time and,
+ * where the trace names process groups, each axis's collective time
+ * (OBS_COMM + the axis). */
+enum { OBS_STEP = 0, OBS_GEMM, OBS_ATTENTION, OBS_COMM };
+static const char *const OBS_NAMES[] = {"step", "gemm", "attention"};
 
 typedef struct cal_ctx {
     cal_run *runs;
@@ -95,7 +94,9 @@ static int predict(void *p, const double *theta, double *pred)
         if (mfu_evaluate(&cr->sys, &cr->c, x->ops, &ev) != MFU_OK) return -1;
         pred[cr->obs] = ev.expected.step_time_s;
         for (int o = cr->obs + 1; o < x->n_obs && x->obs_run[o] == i; o++)
-            pred[o] = x->obs_kind[o] == OBS_GEMM ? ev.expected.compute_gemm_s : ev.expected.compute_attention_s;
+            pred[o] = x->obs_kind[o] == OBS_GEMM ? ev.expected.compute_gemm_s
+                      : x->obs_kind[o] == OBS_ATTENTION ? ev.expected.compute_attention_s
+                                                         : ev.expected.comm_total_s[x->obs_kind[o] - OBS_COMM];
         if (cr->layer) {
             /* one average layer's forward and backward (and recompute) with
              * its exposed tensor-parallel communication, per micro-batch
@@ -113,16 +114,17 @@ static int predict(void *p, const double *theta, double *pred)
     return 0;
 }
 
-/* The mean of kernels.<cat>.time_s over a trace measurement's averaged
- * steps (all but the first when there are more than two, as its summary). */
-static double trace_kernel_mean(json_t *trace, const char *cat)
+/* The mean of <group>.<key>.time_s over a trace measurement's averaged
+ * steps (all but the first when there are more than two, as its summary):
+ * kernels.gemm, communication_by_axis.tp, ... */
+static double trace_mean(json_t *trace, const char *group, const char *key)
 {
     json_t *steps = json_object_get(trace, "steps");
     size_t n = json_array_size(steps), from = n > 2 ? 1 : 0;
     double s = 0;
     for (size_t i = from; i < n; i++)
-        s += json_number_value(json_object_get(json_object_get(json_object_get(json_array_get(steps, i), "kernels"),
-                                                               cat), "time_s"));
+        s += json_number_value(json_object_get(json_object_get(json_object_get(json_array_get(steps, i), group),
+                                                               key), "time_s"));
     return n > from ? s / (double)(n - from) : 0.0;
 }
 
@@ -233,6 +235,11 @@ json_t *api_calibrate(json_t *doc, api_status *st)
         x.n = i + 1;
         json_t *id = json_object_get(run, "id");
         cr[i].id = json_is_string(id) ? json_string_value(id) : NULL;
+        if (x.n_obs + 3 + MFU_COMM_COUNT > MFU_FIT_MAX_RUNS) {
+            api_fail(st, 422, rp, "too many observations: at most %d in one calibration (a run with a trace adds up to %d)",
+                     MFU_FIT_MAX_RUNS, 2 + MFU_COMM_COUNT);
+            goto done;
+        }
         cr[i].obs = x.n_obs;
         x.obs_run[x.n_obs] = i;
         x.obs_kind[x.n_obs] = OBS_STEP;
@@ -243,18 +250,22 @@ json_t *api_calibrate(json_t *doc, api_status *st)
          * as recompute, so only runs without recompute) */
         json_t *tr = json_object_get(json_object_get(req, "measured"), "trace");
         if (json_is_object(tr) && !cr[i].layer && cr[i].sys.rc[cr[i].c.recompute].kind == MFU_RCK_NONE) {
-            double g = trace_kernel_mean(tr, "gemm"), a = trace_kernel_mean(tr, "attention");
-            double v[2] = {g, a};
-            int kinds[2] = {OBS_GEMM, OBS_ATTENTION};
-            for (int k = 0; k < 2; k++) {
+            double v[2 + MFU_COMM_COUNT];
+            v[0] = trace_mean(tr, "kernels", "gemm");
+            v[1] = trace_mean(tr, "kernels", "attention");
+            /* collective time per axis the process groups name (the link's
+             * efficiency: net_inner / net_outer) */
+            json_t *bx = json_object_get(json_object_get(tr, "summary"), "communication_by_axis");
+            for (int a = 0; a < MFU_COMM_COUNT; a++)
+                v[2 + a] = json_object_get(bx, mfu_comm_names[a]) ? trace_mean(tr, "communication_by_axis",
+                                                                               mfu_comm_names[a]) : 0.0;
+            for (int k = 0; k < 2 + MFU_COMM_COUNT; k++) {
                 if (!(v[k] > 0)) continue;
                 x.obs_run[x.n_obs] = i;
-                x.obs_kind[x.n_obs] = kinds[k];
+                x.obs_kind[x.n_obs] = k < 2 ? OBS_GEMM + k : OBS_COMM + (k - 2);
                 meas[x.n_obs] = v[k];
                 use[x.n_obs++] = 1;
             }
-            cr[i].gemm_s = g;
-            cr[i].attention_s = a;
         }
         if (i > 0 && strcmp(cr[i].r.hw.name, cr[0].r.hw.name)) {
             api_fail(st, 422, rp, "hardware %s differs from the first run's %s: calibrate one hardware at a time",
@@ -334,7 +345,11 @@ json_t *api_calibrate(json_t *doc, api_status *st)
         json_t *comp = NULL;
         for (int k = cr[i].obs + 1; k < no && x.obs_run[k] == i; k++) {
             if (!comp) comp = json_object();
-            json_object_set_new(comp, x.obs_kind[k] == OBS_GEMM ? "gemm" : "attention",
+            char cn[32];
+            int kind = x.obs_kind[k];
+            if (kind < OBS_COMM) snprintf(cn, sizeof cn, "%s", OBS_NAMES[kind]);
+            else snprintf(cn, sizeof cn, "comm_%s", mfu_comm_names[kind - OBS_COMM]);
+            json_object_set_new(comp, cn,
                                 json_pack("{s:f,s:f,s:f,s:f}", "measured_s", meas[k], "predicted_before_s",
                                           meas[k] * exp(before[k]), "predicted_s", meas[k] * exp(fit.resid[k]),
                                           "error", expm1(fit.resid[k])));

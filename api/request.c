@@ -832,6 +832,14 @@ json_t *api_roofline(json_t *request, api_status *st)
         api_request_free(&r);
         return NULL;
     }
+    /* a measured run (a step time, a trace) is of a configuration: the
+     * roofline has none, and said nothing of it before (issue 14 item 12) */
+    if (json_object_get(request, "measured")) {
+        api_fail(st, 422, "/measured",
+                 "a measured run belongs to POST /search (its measured.config names the configuration that ran); the roofline has no configuration");
+        api_request_free(&r);
+        return NULL;
+    }
     mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
     if (!ops) {
         api_fail(st, 503, "", "out of memory");

@@ -15,7 +15,7 @@
 #include "error.h"
 
 #define MFU_FIT_MAX_PARAMS 16
-#define MFU_FIT_MAX_RUNS 1024 /* observations: a run's step time, and from a trace its GEMM and attention time */
+#define MFU_FIT_MAX_RUNS 1024 /* observations: a run's step time; from a trace its GEMM, attention and per-axis collective time */
 
 typedef struct mfu_fit_param {
     double prior;        /* value from component benchmarks (the preset) */

@@ -149,6 +149,9 @@ assert abs(d['step_time_s'] - d['trace']['step_time_s']) < 1e-9" "$BODY" "$T/slo
 req POST /search --data-binary @"$T/munknown.json" -H 'Content-Type: application/json'
 check "an unknown trace id: 422 at /measured/trace" [ "$CODE $(json "$BODY" 'd["errors"][0]["pointer"]')" = "422 /measured/trace" ]
 
+req POST /roofline --data-binary @"$T/msearch.json" -H 'Content-Type: application/json'
+check "POST /roofline with measured: 422 at /measured (it belongs to a configuration: /search)" [ "$CODE $(json "$BODY" 'd["errors"][0]["pointer"]')" = "422 /measured" ]
+
 # ---- a calibration run with a trace ------------------------------------------------
 python3 - "$T" "$SLOW" <<'EOF'
 import json, sys

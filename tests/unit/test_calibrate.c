@@ -170,8 +170,9 @@ static void t_recover(void)
  * GEMMs at 0.8 and attention at 0.9 of the H100 preset's; its predicted
  * step, drawn as a trace and read back, is the one profiled step a user
  * has. Fitted from it with the preset as the prior, gemm_scale and
- * attention come back within 1 %: the trace's GEMM and attention time are
- * observations of their own, which one step time alone could not split. */
+ * attention come back within 1 %, NVLink's efficiency within 2 %: the
+ * trace's GEMM, attention and per-axis collective time are observations of
+ * their own, which one step time alone could not split. */
 static void t_trace(void)
 {
     api_status st;
@@ -182,6 +183,11 @@ static void t_trace(void)
     double a0 = json_number_value(json_object_get(eff, "attention"));
     json_object_set_new(eff, "gemm_scale", json_real(0.8 * g0));
     json_object_set_new(eff, "attention", json_real(0.9 * a0));
+    /* and NVLink at 0.85 of the preset's (its TP collectives: the trace's
+     * process groups say which kernels are TP's) */
+    json_t *net = json_object_get(eff, "net");
+    double n0 = json_number_value(json_array_get(net, 0));
+    json_array_set_new(net, 0, json_real(0.85 * n0));
     /* the true step of tp 8, dp 8 on 64 GPUs, drawn as a trace */
     json_t *q = run_req(truth, 64, 8, 1, 1, 256, 1.0);
     json_object_set_new(q, "search", json_pack("{s:i,s:{s:i,s:i,s:i,s:b,s:i,s:s}}", "top_k", 1, "fix", "dp", 8,
@@ -208,8 +214,8 @@ static void t_trace(void)
     /* fitted for the two efficiencies and the host time (with every
      * parameter free, gemm_overhead_s shares the GEMM time with gemm_scale:
      * the time is explained, the split is the prior's) */
-    json_t *doc = json_pack("{s:[{s:s,s:o}],s:[s,s,s]}", "runs", "id", "profiled", "request", run, "parameters",
-                            "gemm_scale", "attention", "step_overhead_s");
+    json_t *doc = json_pack("{s:[{s:s,s:o}],s:[s,s,s,s]}", "runs", "id", "profiled", "request", run, "parameters",
+                            "gemm_scale", "attention", "net_inner", "step_overhead_s");
     api_status_init(&st);
     json_t *cal = api_calibrate(doc, &st);
     CHECK(cal != NULL);
@@ -222,9 +228,11 @@ static void t_trace(void)
             double v = json_number_value(json_object_get(p, "value"));
             if (!strcmp(n, "gemm_scale")) CHECK(fabs(v / (0.8 * g0) - 1) < 0.01);
             if (!strcmp(n, "attention")) CHECK(fabs(v / (0.9 * a0) - 1) < 0.01);
+            if (!strcmp(n, "net_inner")) CHECK(fabs(v / (0.85 * n0) - 1) < 0.02);
         }
         json_t *tc = json_object_get(json_array_get(json_object_get(cal, "runs"), 0), "trace_components");
         CHECK(json_object_get(tc, "gemm") != NULL && json_object_get(tc, "attention") != NULL);
+        CHECK(json_object_get(tc, "comm_tp") != NULL && json_object_get(tc, "comm_dp") != NULL);
         CHECK(fabs(json_number_value(json_object_get(json_object_get(tc, "gemm"), "error"))) < 0.01);
         CHECK(fabs(json_number_value(json_object_get(json_object_get(tc, "gemm"), "predicted_before_s")) /
                    json_number_value(json_object_get(json_object_get(tc, "gemm"), "measured_s")) - 0.8) < 0.02);
