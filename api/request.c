@@ -896,6 +896,24 @@ static int progress_bridge(void *p, double frac, uint64_t evaluated)
     return 0;
 }
 
+/* A shard's progress as the whole search's (issue 14 item 10: progress
+ * and evaluated went back to 0 at every shard): shard k of the fixed
+ * MFU_SEARCH_SHARDS at fraction f is (k + f) / MFU_SEARCH_SHARDS, and the
+ * evaluations of the thread's finished shards are added. Only a
+ * single-threaded search reports (deadline_ctx.fn), so its shards run in
+ * order and both only grow. */
+typedef struct shard_bridge {
+    deadline_ctx *d;
+    int shard;
+    uint64_t done;
+} shard_bridge;
+
+static int shard_bridge_fn(void *p, double frac, uint64_t evaluated)
+{
+    shard_bridge *b = p;
+    return progress_bridge(b->d, ((double)b->shard + frac) / MFU_SEARCH_SHARDS, b->done + evaluated);
+}
+
 /* One search thread: shards first, first + step, ... of the fixed
  * MFU_SEARCH_SHARDS, each into its own slot (merged in shard order later, so
  * the answer does not depend on the thread count). */
@@ -917,6 +935,7 @@ static void *search_thread_main(void *p)
      * this thread's shards (one system) */
     void *cache = calloc(1, mfu_search_cache_bytes());
     t->ok = ops && cache;
+    shard_bridge br = {t->d, 0, 0};
     for (int k = t->first; t->ok && k < MFU_SEARCH_SHARDS; k += t->step) {
         if (atomic_load(&t->d->hit) || atomic_load(&t->d->cancelled)) break;
         /* the core asks progress_bridge only every 16384 evaluations of a
@@ -927,7 +946,9 @@ static void *search_thread_main(void *p)
             break;
         }
         mfu_search_scratch sc = {ops, cache, NULL};
-        mfu_search_shard(t->sys, t->o, &sc, k, progress_bridge, t->d, &t->parts[k]);
+        br.shard = k;
+        mfu_search_shard(t->sys, t->o, &sc, k, shard_bridge_fn, &br, &t->parts[k]);
+        br.done += t->parts[k].stats.evaluated;
     }
     free(cache);
     free(ops);

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum {
     ST_GET,
@@ -104,6 +107,7 @@ static const char *const migrations[] = {
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
 struct mfu_db {
+    int lock_fd;          /* <path>.lock, held exclusively while open; -1 none */
     sqlite3 *h;
     sqlite3_stmt *st[ST_N];
     int64_t cache_max_bytes;
@@ -198,10 +202,40 @@ int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char
         return DB_ENOMEM;
     }
     db->cache_max_bytes = cache_max_bytes;
+    db->lock_fd = -1;
     int rc = DB_ERROR;
     if (strcmp(path, ":memory:") != 0 && make_parent_dirs(path) != 0) {
         snprintf(err, errlen, "cannot create the directory of %s: %s", path, strerror(errno));
         goto fail;
+    }
+    /* One process per database file (issue 14 item 4: a second daemon ran
+     * every pending job again and reset the first's running rows): an
+     * exclusive advisory lock on <path>.lock, held until db_close or the
+     * process ends (a kill -9 releases it with the descriptor). The file
+     * keeps the holder's pid for the message. */
+    if (strcmp(path, ":memory:") != 0) {
+        char lp[4096];
+        snprintf(lp, sizeof lp, "%s.lock", path);
+        db->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (db->lock_fd < 0) {
+            snprintf(err, errlen, "cannot open the lock file %s: %s", lp, strerror(errno));
+            goto fail;
+        }
+        if (flock(db->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+            char who[32] = "";
+            ssize_t n = pread(db->lock_fd, who, sizeof who - 1, 0);
+            who[n > 0 ? n : 0] = '\0';
+            who[strcspn(who, "\n")] = '\0';
+            snprintf(err, errlen, "the database %s is in use by another process%s%s (its lock %s is held); "
+                     "one mfud per database file", path, who[0] ? " pid " : "", who, lp);
+            rc = DB_EBUSY;
+            goto fail;
+        }
+        char pid[32];
+        int pn = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (ftruncate(db->lock_fd, 0) != 0 || pwrite(db->lock_fd, pid, (size_t)pn, 0) != pn) {
+            /* the pid is only for the message */
+        }
     }
     if (sqlite3_open_v2(path, &db->h,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -246,6 +280,7 @@ void db_close(struct mfu_db *db)
         sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         sqlite3_close(db->h);
     }
+    if (db->lock_fd >= 0) close(db->lock_fd);
     free(db);
 }
 

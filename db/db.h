@@ -31,6 +31,7 @@
 #define DB_ENOTFOUND (-2)
 #define DB_ENOMEM    (-3)
 #define DB_EVERSION  (-4) /* file written by a newer schema */
+#define DB_EBUSY     (-5) /* another process has the database open (its <path>.lock) */
 
 /* Current schema version (PRAGMA user_version after migrations). */
 #define DB_SCHEMA_VERSION 1
@@ -66,6 +67,7 @@ struct db_new_job {
 };
 
 /* Open (creating the file and its parent directory if needed) and migrate.
+ * One process at a time: DB_EBUSY while another holds <path>.lock.
  * cache_max_bytes: size cap for finished rows (0 = unbounded).
  * On failure *out is NULL and err holds a message. */
 int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char *err,

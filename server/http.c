@@ -1101,6 +1101,47 @@ static void *watchdog_main(void *arg)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------- */
 
+/* Percent-decoding of paths and query values, in place, except %00: a NUL
+ * would cut the string, so "/metrics%00x" was served as /metrics (issue
+ * 14 item 9). It stays "%00" and matches no route. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    char *w = s;
+    for (const char *p = s; *p; p++) {
+        if (p[0] == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
+            int hi = isdigit((unsigned char)p[1]) ? p[1] - '0' : (tolower((unsigned char)p[1]) - 'a' + 10);
+            int lo = isdigit((unsigned char)p[2]) ? p[2] - '0' : (tolower((unsigned char)p[2]) - 'a' + 10);
+            int v = hi * 16 + lo;
+            if (v != 0) {
+                *w++ = (char)v;
+                p += 2;
+                continue;
+            }
+        }
+        *w++ = *p;
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
+/* Header values a request may carry once: a second Content-Length that
+ * differs from the first is a request smuggling attempt (RFC 9112
+ * 6.3: invalid, 400). */
+struct hdr_count { int n_cl, cl_differ; const char *cl; };
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    struct hdr_count *h = cls;
+    if (key && !strcasecmp(key, "Content-Length")) {
+        if (h->n_cl++ && (!value || !h->cl || strcmp(value, h->cl))) h->cl_differ = 1;
+        h->cl = value;
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -1121,6 +1162,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
         if (inm) r->if_none_match = strdup(inm);
         srv_log(SRV_LOG_DEBUG, "msg=request method=%s path=\"%.200s\"", method, url);
+        /* framing the server does not take: answered at once, not after the
+         * connection timeout (issue 14 item 9) */
+        struct hdr_count hc = {0, 0, NULL};
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hc);
+        if (hc.cl_differ)
+            return queue_problem(r, 400, "Bad Request", "Content-Length given twice with different values");
+        const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+        if (te && strcasecmp(te, "chunked") != 0) {
+            api_status st;
+            api_status_init(&st);
+            api_fail(&st, 501, "", "Transfer-Encoding %.40s is not supported (only chunked)", te);
+            snprintf(st.title, sizeof st.title, "Not Implemented");
+            answer_status(r, &st);
+            return queue_answer(r);
+        }
 
         if (r->route == ROUTE_OTHER)
             return queue_problem(r, 404, "Not Found", "no such route");
@@ -1298,7 +1354,11 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *config, int *out_port
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        /* a port in use is an error unless sharing is asked for (issue 14
+         * item 7: SO_REUSEPORT split a fresh result's GETs between two
+         * daemons); libmicrohttpd's default is SO_REUSEADDR only */
+        cfg->reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, (unsigned)1,
         MHD_OPTION_END);
     if (!d) return NULL;
     cw_stop = 0;

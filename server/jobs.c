@@ -305,8 +305,10 @@ static int progress_cb(void *ctx, double fraction, uint64_t evaluated)
     struct job *j = ctx;
     if (fraction < 0) fraction = 0;
     if (fraction > 1) fraction = 1;
-    atomic_store(&j->progress_ppm, (int)(fraction * 1e6));
-    atomic_store(&j->evaluated, evaluated);
+    /* never backwards (one writer: the job's pool thread) */
+    int ppm = (int)(fraction * 1e6);
+    if (ppm > atomic_load(&j->progress_ppm)) atomic_store(&j->progress_ppm, ppm);
+    if (evaluated > atomic_load(&j->evaluated)) atomic_store(&j->evaluated, evaluated);
     return atomic_load(&j->cancel);
 }
 

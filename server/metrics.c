@@ -35,7 +35,7 @@ const char *const srv_route_names[ROUTE_COUNT] = {
     [ROUTE_OTHER] = "other",
 };
 
-static const int codes[] = {200, 201, 202, 204, 304, 400, 401, 404, 405, 406, 413, 415, 422, 500, 503};
+static const int codes[] = {200, 201, 202, 204, 304, 400, 401, 404, 405, 406, 413, 415, 422, 500, 501, 503};
 #define N_CODES ((int)(sizeof codes / sizeof codes[0]))
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                  0.1,    0.25,  0.5,    1.0,   2.5,  5.0,   10.0};

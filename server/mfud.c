@@ -33,6 +33,7 @@
 #include "srv.h"
 
 #include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,11 @@ static void usage(FILE *f)
             "  --max-search-s S   cap on a search's deadline_s; longer ones are truncated\n"
             "                     (MFUD_MAX_SEARCH_S, 60)\n"
             "  --log-level L      debug|info|warn|error (MFUD_LOG_LEVEL, info)\n"
-            "  --auth-token T     require 'Authorization: Bearer T' on POST (MFUD_AUTH_TOKEN)\n"
+            "  --auth-token T     require 'Authorization: Bearer T' on POST (MFUD_AUTH_TOKEN;\n"
+            "                     an argument shows in ps: prefer the variable or the file)\n"
+            "  --auth-token-file F  the token is F's first line (MFUD_AUTH_TOKEN_FILE)\n"
+            "  --reuse-port 0|1   share the port with other processes (SO_REUSEPORT; default 0:\n"
+            "                     a port in use is an error) (MFUD_REUSE_PORT)\n"
             "  --version, --help\n");
 }
 
@@ -98,6 +103,11 @@ static int apply(const struct opt *o, const char *val)
         else if (o->size == sizeof(int64_t)) *(int64_t *)o->dst = v;
         return 0;
     case 1:
+        /* an empty token would silently turn auth off (issue 14 item 12) */
+        if (!*val && !strcmp(o->flag, "--auth-token")) {
+            fprintf(stderr, "mfud: --auth-token must not be empty (leave it out for no auth)\n");
+            return -1;
+        }
         if (strlen(val) >= o->size) {
             fprintf(stderr, "mfud: %s too long\n", o->flag);
             return -1;
@@ -107,7 +117,7 @@ static int apply(const struct opt *o, const char *val)
     case 2: {
         char *end;
         double d = strtod(val, &end);
-        if (!*val || *end || d < 0 || d > 3600) {
+        if (!*val || *end || !(d >= 0 && d <= 3600)) { /* NaN too (issue 14 item 12) */
             fprintf(stderr, "mfud: %s must be seconds in 0..3600\n", o->flag);
             return -1;
         }
@@ -131,6 +141,7 @@ int main(int argc, char **argv)
     static struct srv_config cfg;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int64_t max_body = 1 << 20, max_trace = 64LL << 20;
+    char token_file[1024] = "";
     cfg.port = 8080;
     snprintf(cfg.bind, sizeof cfg.bind, "127.0.0.1");
     snprintf(cfg.db_path, sizeof cfg.db_path, "./var/mfud.db");
@@ -163,6 +174,8 @@ int main(int argc, char **argv)
         {"--max-search-s", "MFUD_MAX_SEARCH_S", 2, &cfg.max_search_s, sizeof(double), 0, 0},
         {"--log-level", "MFUD_LOG_LEVEL", 3, &cfg.log_level, sizeof(int), 0, 0},
         {"--auth-token", "MFUD_AUTH_TOKEN", 1, cfg.auth_token, sizeof cfg.auth_token, 0, 0},
+        {"--auth-token-file", "MFUD_AUTH_TOKEN_FILE", 1, token_file, sizeof token_file, 0, 0},
+        {"--reuse-port", "MFUD_REUSE_PORT", 0, &cfg.reuse_port, sizeof(int), 0, 1},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     for (size_t i = 0; i < n_opts; i++) {
@@ -203,6 +216,24 @@ int main(int argc, char **argv)
         if (apply(&opts[k], val) != 0) return 2;
     }
     cfg.max_body = (size_t)max_body;
+    /* the token from a file (not visible in ps as an argument is) */
+    if (token_file[0]) {
+        FILE *tf = fopen(token_file, "r");
+        char line[sizeof cfg.auth_token + 2] = "";
+        if (!tf || !fgets(line, sizeof line, tf)) {
+            fprintf(stderr, "mfud: --auth-token-file %s: %s\n", token_file, tf ? "empty" : strerror(errno));
+            if (tf) fclose(tf);
+            return 2;
+        }
+        fclose(tf);
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0] || strlen(line) >= sizeof cfg.auth_token) {
+            fprintf(stderr, "mfud: --auth-token-file %s: the first line must be a token of 1..%zu characters\n",
+                    token_file, sizeof cfg.auth_token - 1);
+            return 2;
+        }
+        snprintf(cfg.auth_token, sizeof cfg.auth_token, "%s", line);
+    }
     cfg.max_trace_bytes = (size_t)max_trace;
     if (cfg.max_search_s < 0.001) { /* a request's deadline_s is at least 0.001 */
         fprintf(stderr, "mfud: --max-search-s must be seconds in 0.001..3600\n");

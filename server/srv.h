@@ -36,6 +36,7 @@ struct srv_config {
     double max_search_s;       /* cap on a request's search.deadline_s */
     int log_level;             /* SRV_LOG_* */
     char auth_token[256];      /* "" = no auth; else Bearer token for POST routes */
+    int reuse_port;            /* 1: SO_REUSEPORT (several processes on one port) */
     int test_job_delay_ms;     /* tests only: hold each job before searching */
     int64_t mem_cache;         /* bytes of finished results kept rendered in memory */
 };

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[256];
@@ -245,24 +246,37 @@ static void on_pending(void *ctx, const char *id, const char *request)
 
 static void test_requeue(void)
 {
-    struct mfu_db *db = open_db("rq.db", 0);
-    if (!db) return;
     char q[65], run[65], done[65], failed[65];
     make_id(q, 20);
     make_id(run, 21);
     make_id(done, 22);
     make_id(failed, 23);
-    CHECK_EQ_I(put(db, run, "{\"norm\":\"run\"}", "{\"in\":\"run\"}", NULL, 1000), DB_OK);
-    CHECK_EQ_I(put(db, q, "{\"norm\":\"q\"}", NULL, NULL, 2000), DB_OK);
-    CHECK_EQ_I(put(db, done, "{}", NULL, NULL, 500), DB_OK);
-    CHECK_EQ_I(put(db, failed, "{}", NULL, NULL, 600), DB_OK);
-    CHECK_EQ_I(db_set_running(db, run, 1100), DB_OK);
-    CHECK_EQ_I(db_finish(db, done, "done", "{}", NULL, 0, 0, 0, 700), DB_OK);
-    CHECK_EQ_I(db_finish(db, failed, "failed", NULL, "{}", 0, 0, 0, 700), DB_OK);
-    /* No db_close: the process "crashes" (the handle is abandoned, as after
-     * kill -9; WAL keeps what was committed). */
-    struct mfu_db *crashed = db;
-    db = open_db("rq.db", 0);
+    /* A child process writes and "crashes": it exits without db_close,
+     * as after kill -9 (WAL keeps what was committed; its lock goes with
+     * it). Its checks report through the exit status. */
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        struct mfu_db *db = open_db("rq.db", 0);
+        int ok = db && put(db, run, "{\"norm\":\"run\"}", "{\"in\":\"run\"}", NULL, 1000) == DB_OK &&
+                 put(db, q, "{\"norm\":\"q\"}", NULL, NULL, 2000) == DB_OK &&
+                 put(db, done, "{}", NULL, NULL, 500) == DB_OK && put(db, failed, "{}", NULL, NULL, 600) == DB_OK &&
+                 db_set_running(db, run, 1100) == DB_OK &&
+                 db_finish(db, done, "done", "{}", NULL, 0, 0, 0, 700) == DB_OK &&
+                 db_finish(db, failed, "failed", NULL, "{}", 0, 0, 0, 700) == DB_OK;
+        /* while it runs, a second open of the same file is refused */
+        char p[512], err[256] = "";
+        path_of(p, sizeof p, "rq.db");
+        struct mfu_db *second = NULL;
+        ok = ok && db_open(p, 0, &second, err, sizeof err) == DB_EBUSY && second == NULL &&
+             strstr(err, "in use") != NULL;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct mfu_db *db = open_db("rq.db", 0);
     if (!db) return;
     struct pending p = {0};
     CHECK_EQ_I(db_requeue(db, on_pending, &p), 2);
@@ -284,7 +298,9 @@ static void test_requeue(void)
     CHECK_STR(r.status, "failed");
     db_row_fini(&r);
     db_close(db);
-    db_close(crashed);
+    /* closed: the file is free again */
+    db = open_db("rq.db", 0);
+    db_close(db);
 }
 
 struct evicted {

@@ -1,0 +1,139 @@
+#!/bin/bash
+# tests/integration/reliability2.sh -- issue 14 (Reliability II), the items
+# built so far, each a check that failed before:
+#   4  two daemons on one database file: the second refuses to start
+#      (an exclusive lock, <db>.lock), the first keeps serving;
+#   7  a second daemon on the same port: "address in use", exit non-zero;
+#      sharing only with --reuse-port 1;
+#   9  /metrics%00x is no route (was served as /metrics); Transfer-Encoding
+#      other than chunked answers 501 at once (hung until the timeout); two
+#      different Content-Length values answer 400;
+#  10  a running search's progress and evaluated never go back (they did at
+#      every shard), polled through a multi-second search;
+#  12  --auth-token= (empty) and --wait nan are refused; the token can come
+#      from a file (not visible in ps).
+# Ends with "N passed, N failed".
+[ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+if [ ! -x "$MFUD" ]; then echo "FAIL: $MFUD not built"; fail=1; finish; fi
+for t in python3 curl; do
+    command -v $t >/dev/null 2>&1 || { skip "reliability2.sh ($t not installed)"; finish; }
+done
+
+start() { # start LOG args...; sets PID, PORT, BASE
+    local log=$1; shift
+    : >"$log"
+    "$MFUD" --log-level info "$@" 2>"$log" &
+    PID=$!
+    wait_port "$log"
+}
+
+# ---- 4: one daemon per database file ----------------------------------------------
+start "$T/a.log" --port 0 --db "$T/one.db" --workers 1
+APID=$PID
+ABASE=$BASE
+check "daemon A starts" [ -n "$PORT" ]
+APORT=$PORT
+"$MFUD" --port 0 --db "$T/one.db" 2>"$T/b.log" &
+BPID=$!
+for _ in $(seq 1 100); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "$BPID" 2>/dev/null; then
+    bad "daemon B on A's database is still running"
+    kill -9 "$BPID"
+else
+    wait "$BPID"; rc=$?
+    check "daemon B on A's database exits non-zero" [ "$rc" -ne 0 ]
+    check "... saying the database is in use, with A's pid" grep -q "in use by another process pid $APID" "$T/b.log"
+fi
+check "A still serves" [ "$(curl -s -o /dev/null -w '%{http_code}' "$ABASE/healthz")" = 200 ]
+
+# ---- 7: a port in use is an error --------------------------------------------------
+"$MFUD" --port "$APORT" --db "$T/two.db" 2>"$T/c.log" &
+CPID=$!
+for _ in $(seq 1 100); do kill -0 "$CPID" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "$CPID" 2>/dev/null; then
+    bad "daemon C on A's port is still running (SO_REUSEPORT?)"
+    kill -9 "$CPID"
+else
+    wait "$CPID"; rc=$?
+    check "daemon C on A's port exits non-zero" [ "$rc" -ne 0 ]
+    check "... saying the address is in use" grep -qi "address already in use" "$T/c.log"
+fi
+check "A still answers every GET (no second listener takes some)" bash -c "
+for i in \$(seq 1 20); do [ \"\$(curl -s -o /dev/null -w '%{http_code}' '$ABASE/healthz')\" = 200 ] || exit 1; done"
+
+# ---- 9: paths and framing -----------------------------------------------------------
+check "/metrics%00x: 404, not the metrics" [ "$(curl -s -o /dev/null -w '%{http_code}' "$ABASE/metrics%00x")" = 404 ]
+check "/metrics: 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$ABASE/metrics")" = 200 ]
+out=$(python3 - "$APORT" <<'EOF'
+import socket, sys, time
+port = int(sys.argv[1])
+def first_line(data):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(5)
+    t = time.time()
+    s.sendall(data)
+    b = b""
+    try:
+        while b"\r\n" not in b:
+            c = s.recv(4096)
+            if not c:
+                break
+            b += c
+    except socket.timeout:
+        return "timeout"
+    return "%s %.1f" % (b.split(b"\r\n")[0].split(b" ")[1].decode() if b else "closed", time.time() - t)
+print(first_line(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"))
+print(first_line(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 2\r\nContent-Length: 7\r\n\r\n{}"))
+EOF
+)
+te=$(echo "$out" | sed -n 1p)
+cl=$(echo "$out" | sed -n 2p)
+check "Transfer-Encoding: gzip, chunked: 501 at once (got $te)" bash -c "[ '${te%% *}' = 501 ] && awk 'BEGIN{exit !(${te##* } < 1.0)}'"
+check "two different Content-Length values: 400 (got $cl)" [ "${cl%% *}" = 400 ]
+
+# ---- 10: progress never goes back ------------------------------------------------------
+# DeepSeek-V3 on 16,384 H800 over a batch range: longer than its 4 s deadline on one worker
+BODY='{"model": {"preset": "deepseek-v3"}, "hardware": {"preset": "h800"}, "devices": 16384, "training": {"seq_len": 4096, "global_batch_tokens": 67108864}, "search": {"batch_seqs": [1024, 32768], "top_k": 3, "deadline_s": 4}}'
+ID=$(curl -s "$ABASE/search" -H 'Content-Type: application/json' -H 'Prefer: respond-async' -d "$BODY" |
+     python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+python3 - "$ABASE" "$ID" >"$T/poll.txt" <<'EOF'
+import json, sys, time, urllib.request
+base, i = sys.argv[1], sys.argv[2]
+t0 = time.time()
+while time.time() - t0 < 120:
+    d = json.load(urllib.request.urlopen("%s/results/%s" % (base, i)))
+    print(d["status"], d["progress"], d["evaluated"])
+    if d["status"] in ("done", "failed"):
+        break
+    time.sleep(0.05)
+EOF
+check "the search ran and was polled while running ($(grep -c running "$T/poll.txt") polls)" \
+    [ "$(grep -c running "$T/poll.txt")" -ge 5 ]
+check "progress and evaluated never went back" python3 -c "
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.startswith('running')]
+p = [float(r[1]) for r in rows]; e = [int(r[2]) for r in rows]
+assert all(b >= a for a, b in zip(p, p[1:])), p
+assert all(b >= a for a, b in zip(e, e[1:])), e" "$T/poll.txt"
+kill "$APID"; wait "$APID" 2>/dev/null; PID=""
+
+# ---- 12: small ones -----------------------------------------------------------------------
+timeout 5 "$MFUD" --auth-token= --port 0 --db "$T/three.db" 2>"$T/d.log"
+check "--auth-token= (empty): refused, exit 2" bash -c "[ $? = 2 ] && grep -q 'must not be empty' '$T/d.log'"
+timeout 5 "$MFUD" --wait nan --port 0 --db "$T/three.db" 2>"$T/e.log"
+check "--wait nan: refused, exit 2" [ $? = 2 ]
+timeout 5 "$MFUD" --max-search-s nan --port 0 --db "$T/three.db" 2>"$T/e.log"
+check "--max-search-s nan: refused, exit 2" [ $? = 2 ]
+printf 's3cret-token\n' >"$T/token"
+start "$T/f.log" --port 0 --db "$T/four.db" --auth-token-file "$T/token"
+check "POST without the file's token: 401" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/roofline" -H 'Content-Type: application/json' -d @examples/roofline.json)" = 401 ]
+check "POST with it: 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/roofline" -H 'Content-Type: application/json' -H 'Authorization: Bearer s3cret-token' -d @examples/roofline.json)" = 200 ]
+check "the token is not in the daemon's command line" bash -c "! grep -q s3cret /proc/$PID/cmdline"
+kill "$PID"; wait "$PID" 2>/dev/null; PID=""
+timeout 5 "$MFUD" --port 0 --db "$T/five.db" --auth-token-file "$T/none" 2>"$T/g.log"
+check "--auth-token-file of a missing file: exit 2" [ $? = 2 ]
+finish
