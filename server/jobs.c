@@ -113,7 +113,24 @@ static struct {
     size_t n_touch;
     const char *finishing_id;    /* the row db_finish is writing */
     int finishing_evicted;       /* ... and its own eviction removed it */
+    /* finished jobs whose outcome could not be written (disk full, file
+     * size limit: issue 14 items 1 and 2), oldest first: kept in memory,
+     * answered from here, written again every second */
+    struct held *held;
+    int n_held;
+    atomic_int store_ok;         /* 0 while some outcome is held */
+    char store_err[160];
 } app;
+
+struct held {
+    struct held *next;
+    char id[65];
+    char outcome[8];
+    char *result, *error;
+    int has_best;
+    double best_mfu;
+    int64_t evaluated, created_ms, started_ms, finished_ms;
+};
 
 /* ---- the job table ----------------------------------------------------- */
 
@@ -216,8 +233,38 @@ static void touch(const char *id, int hit)
     touch_at(id, hit, srv_now_ms());
 }
 
+static struct held *held_find(const char *id)
+{
+    for (struct held *h = app.held; h; h = h->next)
+        if (!strcmp(h->id, id)) return h;
+    return NULL;
+}
+
+/* Write the held outcomes again, oldest first; the store is healthy again
+ * once none is left. */
+static void flush_held(void)
+{
+    while (app.held) {
+        struct held *h = app.held;
+        if (db_finish(app.db, h->id, h->outcome, h->result, h->error, h->has_best, h->best_mfu, h->evaluated,
+                      h->finished_ms) != DB_OK) {
+            snprintf(app.store_err, sizeof app.store_err, "%s", db_errmsg(app.db));
+            return;
+        }
+        srv_log(SRV_LOG_INFO, "msg=\"held result written\" id=%.12s", h->id);
+        app.held = h->next;
+        app.n_held--;
+        free(h->result);
+        free(h->error);
+        free(h);
+    }
+    if (!atomic_load(&app.store_ok)) srv_log(SRV_LOG_WARN, "msg=\"database writes work again\"");
+    atomic_store(&app.store_ok, 1);
+}
+
 static void on_flush_timer(uv_timer_t *t)
 {
+    if (app.held) flush_held();
     flush_touches();
     if (app.db) srv_metrics_db_size(db_size_bytes(app.db));
 }
@@ -493,9 +540,31 @@ static void after_work_cb(uv_work_t *w, int status)
         int frc = db_finish(app.db, j->id, outcome, j->result, j->error, j->has_best,
                             j->best_mfu, j->n_evaluated, now);
         app.finishing_id = NULL;
-        if (frc != DB_OK)
-            srv_log(SRV_LOG_ERROR, "msg=\"db finish failed\" id=%.12s err=\"%s\"", j->id,
+        if (frc != DB_OK) {
+            /* held in memory, answered from there and written again every
+             * second; meanwhile not ready, and no new jobs (503) */
+            srv_log(SRV_LOG_ERROR, "msg=\"db finish failed; result held in memory\" id=%.12s err=\"%s\"", j->id,
                     db_errmsg(app.db));
+            struct held *h = calloc(1, sizeof *h);
+            if (h) {
+                memcpy(h->id, j->id, 65);
+                snprintf(h->outcome, sizeof h->outcome, "%s", outcome);
+                h->result = j->result ? strdup(j->result) : NULL;
+                h->error = j->error ? strdup(j->error) : NULL;
+                h->has_best = j->has_best;
+                h->best_mfu = j->best_mfu;
+                h->evaluated = j->n_evaluated;
+                h->created_ms = j->created_ms;
+                h->started_ms = atomic_load(&j->started_ms);
+                h->finished_ms = now;
+                struct held **t = &app.held;
+                while (*t) t = &(*t)->next;
+                *t = h;
+                app.n_held++;
+            }
+            snprintf(app.store_err, sizeof app.store_err, "%s", db_errmsg(app.db));
+            atomic_store(&app.store_ok, 0);
+        }
         j->finished_ms = now;
         if (j->result) store_subs(j, now);
         struct srv_rentry *e = NULL;
@@ -508,7 +577,7 @@ static void after_work_cb(uv_work_t *w, int status)
             v.evaluated = j->n_evaluated;
             v.finished_ms = now;
             e = srv_rcache_put(&v, j->result);
-            if (e && (frc != DB_OK || app.finishing_evicted)) srv_rcache_remove(j->id);
+            if (e && frc == DB_OK && app.finishing_evicted) srv_rcache_remove(j->id);
         }
         srv_log(SRV_LOG_INFO, "msg=job_end id=%.12s outcome=%s evaluated=%lld ms=%lld", j->id,
                 outcome, (long long)j->n_evaluated,
@@ -797,6 +866,8 @@ static void cmd_traces(struct srv_req *r)
     pool_start(r, tw, tw ? &tw->work : NULL, trace_work, trace_after);
 }
 
+static void cmd_result(struct srv_req *r);
+
 static void cmd_search(struct srv_req *r)
 {
     struct job *j = job_find(r->id);
@@ -832,6 +903,17 @@ static void cmd_search(struct srv_req *r)
         return;
     }
     srv_metrics_cache(0);
+    if (!atomic_load(&app.store_ok) || held_find(r->id)) {
+        if (held_find(r->id)) {
+            /* finished and held: its answer, not a second run */
+            r->route = ROUTE_RESULT;
+            cmd_result(r);
+            return;
+        }
+        answer_overloaded(r, "the database cannot be written (disk full?); results are held in memory; retry later");
+        srv_http_resume(r);
+        return;
+    }
     if (app.n_active >= app.cfg->queue_limit) {
         answer_overloaded(r, "the job queue is full; retry later");
         srv_http_resume(r);
@@ -855,8 +937,9 @@ static void cmd_search(struct srv_req *r)
     struct db_new_job nj = {r->id, r->normalized, r->input, r->model, r->hardware, r->devices,
                             srv_now_ms()};
     if (db_put_job(app.db, &nj) != DB_OK) {
+        /* not acknowledged: the client may retry (a full disk may free) */
         srv_log(SRV_LOG_ERROR, "msg=\"db put failed\" err=\"%s\"", db_errmsg(app.db));
-        srv_answer_problem(r, 500, "Internal Server Error", "database error");
+        answer_overloaded(r, "the database cannot be written (disk full?); retry later");
         srv_http_resume(r);
         return;
     }
@@ -882,6 +965,23 @@ static void cmd_result(struct srv_req *r)
     struct job *j = job_find(r->id);
     if (j) {
         view_from_job(&r->view, j);
+        answer_view(r, 200);
+        srv_http_resume(r);
+        return;
+    }
+    struct held *h = held_find(r->id);
+    if (h && !srv_rcache_get(r->id, 0)) {
+        /* finished, not yet written: the held copy */
+        memset(&r->view, 0, sizeof r->view);
+        memcpy(r->view.id, h->id, 65);
+        r->view.status = strcmp(h->outcome, "done") ? "failed" : "done";
+        r->view.progress = 1.0;
+        r->view.evaluated = h->evaluated;
+        r->view.created_ms = h->created_ms;
+        r->view.started_ms = h->started_ms;
+        r->view.finished_ms = h->finished_ms;
+        r->view.result = h->result ? strdup(h->result) : NULL;
+        r->view.error = h->error ? strdup(h->error) : NULL;
         answer_view(r, 200);
         srv_http_resume(r);
         return;
@@ -1105,6 +1205,10 @@ int srv_jobs_ready(char *why, size_t whylen)
         snprintf(why, whylen, "worker pool not running");
         return 0;
     }
+    if (!atomic_load(&app.store_ok)) {
+        snprintf(why, whylen, "database writes failing; finished results held in memory until they are written");
+        return 0;
+    }
     int n = atomic_load(&app.n_active_pub);
     if (n >= app.cfg->queue_limit) {
         snprintf(why, whylen, "job queue full (%d of %d)", n, app.cfg->queue_limit);
@@ -1209,6 +1313,7 @@ int srv_jobs_init(const struct srv_config *cfg)
         return -1;
     }
     atomic_store(&app.db_ok, 1);
+    atomic_store(&app.store_ok, 1);
     srv_rcache_init(cfg->mem_cache > 0 ? (size_t)cfg->mem_cache : 0);
     db_set_evict_hook(app.db, on_db_evict, NULL);
     srv_metrics_db_size(db_size_bytes(app.db));
@@ -1235,6 +1340,17 @@ int srv_jobs_init(const struct srv_config *cfg)
 void srv_jobs_run(void)
 {
     uv_run(app.loop, UV_RUN_DEFAULT);
+    /* held results: one last try; if the database still cannot take them,
+     * their rows stay running and the jobs run again at the next start */
+    if (app.held) flush_held();
+    while (app.held) {
+        struct held *h = app.held;
+        srv_log(SRV_LOG_WARN, "msg=\"held result not written; its job runs again at the next start\" id=%.12s", h->id);
+        app.held = h->next;
+        free(h->result);
+        free(h->error);
+        free(h);
+    }
     atomic_store(&app.db_ok, 0);
     uv_loop_close(app.loop);
     db_close(app.db);
