@@ -17,6 +17,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 enum {
     ST_GET,
@@ -38,6 +39,8 @@ enum {
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
+    ST_RESET,
+    ST_INPUT,
     ST_N
 };
 
@@ -46,18 +49,18 @@ enum {
 
 static const char *const stmt_sql[ST_N] = {
     [ST_GET] = "SELECT " ROW_COLS " FROM results WHERE id = ?1",
-    [ST_GET_BODIES] = "SELECT " ROW_COLS ", request, result, error FROM results WHERE id = ?1",
+    [ST_GET_BODIES] = "SELECT " ROW_COLS ", request, result, error, body_crc FROM results WHERE id = ?1",
     [ST_INSERT] = "INSERT OR IGNORE INTO results (id, request, input, status, model, hardware,"
                   " devices, created_ms, accessed_ms, size)"
                   " VALUES (?1, ?2, ?7, 'queued', ?3, ?4, ?5, ?6, ?6, 0)",
-    [ST_REQUEUE_FAILED] = "UPDATE results SET status = 'queued', error = NULL, result = NULL, input = ?3,"
+    [ST_REQUEUE_FAILED] = "UPDATE results SET status = 'queued', error = NULL, result = NULL, body_crc = NULL, input = ?3,"
                           " started_ms = NULL, finished_ms = NULL, size = 0, accessed_ms = ?2"
                           " WHERE id = ?1 AND status = 'failed' RETURNING 1",
     [ST_SET_RUNNING] = "UPDATE results SET status = 'running', started_ms = ?2 WHERE id = ?1",
     [ST_SET_QUEUED] = "UPDATE results SET status = 'queued', started_ms = NULL WHERE id = ?1"
                       " AND status IN ('queued', 'running')",
     [ST_FINISH] = "UPDATE results SET status = ?2, result = ?3, error = ?4, best_mfu = ?5,"
-                  " evaluated = ?6, finished_ms = ?7, accessed_ms = ?7, size = ?8 WHERE id = ?1",
+                  " evaluated = ?6, finished_ms = ?7, accessed_ms = ?7, size = ?8, body_crc = ?9 WHERE id = ?1",
     [ST_RUNNING_TO_QUEUED] = "UPDATE results SET status = 'queued', started_ms = NULL"
                              " WHERE status = 'running'",
     [ST_PENDING] = "SELECT id, coalesce(input, request) FROM results WHERE status = 'queued'"
@@ -76,6 +79,9 @@ static const char *const stmt_sql[ST_N] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
+    [ST_RESET] = "UPDATE results SET status = 'queued', result = NULL, error = NULL, body_crc = NULL,"
+                 " started_ms = NULL, finished_ms = NULL, size = 0 WHERE id = ?1",
+    [ST_INPUT] = "SELECT coalesce(input, request) FROM results WHERE id = ?1",
 };
 
 /* Migrations: migrations[i] takes the schema from version i to i + 1.
@@ -103,11 +109,17 @@ static const char *const migrations[] = {
     "CREATE INDEX results_created ON results (created_ms, id);"
     "CREATE INDEX results_accessed ON results (accessed_ms) WHERE status IN ('done', 'failed');"
     "CREATE INDEX results_status ON results (status);",
+    /* 2: a CRC-32 of the stored result (or error), checked on every read
+     * (issue 14 item 5); NULL for rows written before */
+    "ALTER TABLE results ADD COLUMN body_crc INTEGER;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
 struct mfu_db {
     int lock_fd;          /* <path>.lock, held exclusively while open; -1 none */
+    char path[4096];      /* "" for :memory: */
+    dev_t dev;            /* the file opened (db_file_ok) */
+    ino_t ino;
     sqlite3 *h;
     sqlite3_stmt *st[ST_N];
     int64_t cache_max_bytes;
@@ -253,6 +265,12 @@ int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char
         snprintf(err, errlen, "pragmas: %s", sqlite3_errmsg(db->h));
         goto fail;
     }
+    struct stat sb;
+    if (strcmp(path, ":memory:") != 0 && stat(path, &sb) == 0) {
+        snprintf(db->path, sizeof db->path, "%s", path);
+        db->dev = sb.st_dev;
+        db->ino = sb.st_ino;
+    }
     rc = migrate(db, err, errlen);
     if (rc != DB_OK) goto fail;
     rc = DB_ERROR;
@@ -282,6 +300,23 @@ void db_close(struct mfu_db *db)
     }
     if (db->lock_fd >= 0) close(db->lock_fd);
     free(db);
+}
+
+int db_file_ok(struct mfu_db *db, char *why, size_t whylen)
+{
+    if (!db || !db->path[0]) return 1;
+    struct stat sb;
+    if (stat(db->path, &sb) != 0) {
+        snprintf(why, whylen, "the database file %s is gone (%s): what is written now is lost at exit", db->path,
+                 strerror(errno));
+        return 0;
+    }
+    if (sb.st_dev != db->dev || sb.st_ino != db->ino) {
+        snprintf(why, whylen, "the database file %s was replaced by another file: what is written now is lost at exit",
+                 db->path);
+        return 0;
+    }
+    return 1;
 }
 
 int db_schema_version(struct mfu_db *db)
@@ -328,6 +363,13 @@ static void read_row(sqlite3_stmt *s, struct db_row *r)
     r->hits = sqlite3_column_int64(s, 11);
 }
 
+/* CRC-32 (zlib) of a row's body: its result, else its error. */
+static uint32_t body_crc(const char *result, const char *error)
+{
+    const char *b = result ? result : error ? error : "";
+    return (uint32_t)crc32(0L, (const Bytef *)b, (uInt)strlen(b));
+}
+
 int db_get(struct mfu_db *db, const char *id, int with_bodies, struct db_row *out)
 {
     sqlite3_stmt *s = db->st[with_bodies ? ST_GET_BODIES : ST_GET];
@@ -337,12 +379,20 @@ int db_get(struct mfu_db *db, const char *id, int with_bodies, struct db_row *ou
     int src = sqlite3_step(s);
     if (src == SQLITE_ROW) {
         read_row(s, out);
+        rc = DB_OK;
         if (with_bodies) {
             out->request = col_dup(s, 12);
             out->result = col_dup(s, 13);
             out->error = col_dup(s, 14);
+            /* a body that is not what was written is never served */
+            if (sqlite3_column_type(s, 15) != SQLITE_NULL &&
+                (uint32_t)sqlite3_column_int64(s, 15) != body_crc(out->result, out->error)) {
+                free(out->result);
+                free(out->error);
+                out->result = out->error = NULL;
+                rc = DB_ECORRUPT;
+            }
         }
-        rc = DB_OK;
     } else {
         rc = src == SQLITE_DONE ? DB_ENOTFOUND : DB_ERROR;
     }
@@ -360,6 +410,24 @@ void db_row_fini(struct db_row *r)
     free(r->model);
     free(r->hardware);
     r->request = r->result = r->error = r->model = r->hardware = NULL;
+}
+
+int db_reset(struct mfu_db *db, const char *id, char **input)
+{
+    *input = NULL;
+    sqlite3_stmt *s = db->st[ST_RESET];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (step_done(db, s) != DB_OK) return DB_ERROR;
+    s = db->st[ST_INPUT];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    int rc = DB_ENOTFOUND;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        *input = col_dup(s, 0);
+        rc = *input ? DB_OK : DB_ENOMEM;
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
 }
 
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
@@ -427,6 +495,7 @@ int db_finish(struct mfu_db *db, const char *id, const char *status, const char 
     sqlite3_bind_int64(s, 6, evaluated);
     sqlite3_bind_int64(s, 7, now_ms);
     sqlite3_bind_int64(s, 8, size);
+    sqlite3_bind_int64(s, 9, (int64_t)body_crc(result, error));
     int rc = step_done(db, s);
     if (rc != DB_OK) return rc;
     if (sqlite3_changes(db->h) > 0) db->size_bytes += size;

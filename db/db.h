@@ -32,9 +32,10 @@
 #define DB_ENOMEM    (-3)
 #define DB_EVERSION  (-4) /* file written by a newer schema */
 #define DB_EBUSY     (-5) /* another process has the database open (its <path>.lock) */
+#define DB_ECORRUPT  (-6) /* db_get: the stored body fails its checksum (bodies not given) */
 
 /* Current schema version (PRAGMA user_version after migrations). */
-#define DB_SCHEMA_VERSION 1
+#define DB_SCHEMA_VERSION 2
 
 struct mfu_db;
 
@@ -75,10 +76,16 @@ int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char
 /* Finalize statements, checkpoint the WAL and close. NULL is a no-op. */
 void db_close(struct mfu_db *db);
 const char *db_errmsg(struct mfu_db *db);
+/* Is the file at the path still the one opened? 0 (and why) when it was
+ * deleted or replaced while open: the handle writes to a file nobody will
+ * read again (issue 14 item 3). 1 for :memory:. */
+int db_file_ok(struct mfu_db *db, char *why, size_t whylen);
 int db_schema_version(struct mfu_db *db);
 
-/* Fetch a row. with_bodies: also copy request, result and error.
- * DB_ENOTFOUND if absent. */
+/* Fetch a row. with_bodies: also copy request, result and error, checked
+ * against the CRC-32 written with them: DB_ECORRUPT (the row's fields and
+ * request given, no result or error) when they differ. DB_ENOTFOUND if
+ * absent. */
 int db_get(struct mfu_db *db, const char *id, int with_bodies, struct db_row *out);
 void db_row_fini(struct db_row *row);
 
@@ -86,6 +93,9 @@ void db_row_fini(struct db_row *row);
  * An existing queued/running/done row is left alone. */
 int db_put_job(struct mfu_db *db, const struct db_new_job *job);
 int db_set_running(struct mfu_db *db, const char *id, int64_t now_ms);
+/* A corrupted row back to queued (its body dropped); *input: what the job
+ * runs (the input request, else the normalized one), malloc'd. */
+int db_reset(struct mfu_db *db, const char *id, char **input);
 /* Back to queued (a job interrupted by shutdown). */
 int db_set_queued(struct mfu_db *db, const char *id);
 /* Store the outcome: status "done" with result, or "failed" with error.

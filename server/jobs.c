@@ -119,6 +119,7 @@ static struct {
     struct held *held;
     int n_held;
     atomic_int store_ok;         /* 0 while some outcome is held */
+    atomic_int file_ok;          /* 0 once the database file was deleted or replaced */
     char store_err[160];
 } app;
 
@@ -264,6 +265,16 @@ static void flush_held(void)
 
 static void on_flush_timer(uv_timer_t *t)
 {
+    /* the file deleted or replaced under us: loudly, not ready, no new
+     * jobs, until a restart opens the file at the path again */
+    if (app.db && atomic_load(&app.file_ok)) {
+        char why[sizeof app.store_err];
+        if (!db_file_ok(app.db, why, sizeof why)) {
+            srv_log(SRV_LOG_ERROR, "msg=\"database file lost\" detail=\"%s\"", why);
+            snprintf(app.store_err, sizeof app.store_err, "%s", why);
+            atomic_store(&app.file_ok, 0);
+        }
+    }
     if (app.held) flush_held();
     flush_touches();
     if (app.db) srv_metrics_db_size(db_size_bytes(app.db));
@@ -868,6 +879,48 @@ static void cmd_traces(struct srv_req *r)
 
 static void cmd_result(struct srv_req *r);
 
+/* A stored body that failed its checksum (issue 14 item 5): never served.
+ * A search or comparison runs again from its stored input (answered like a
+ * new job: 202, or waited on); an uploaded trace, which cannot be measured
+ * again without its bytes, becomes a failed row saying so. Takes the row. */
+static void recover_corrupt(struct srv_req *r, struct db_row *row, int may_wait)
+{
+    srv_log(SRV_LOG_ERROR, "msg=\"stored result failed its checksum; not served\" id=%.12s", r->id);
+    int trace = row->request && !strncmp(row->request, "{\"trace\"", 8);
+    int64_t created = row->created_ms;
+    db_row_fini(row);
+    if (trace) {
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 500, "", "the stored trace measurement was corrupted; upload the trace again");
+        json_t *p = api_problem_json(&st);
+        char *e = p ? json_dumps(p, JSON_COMPACT) : NULL;
+        json_decref(p);
+        if (e) db_finish(app.db, r->id, "failed", NULL, e, 0, 0.0, 0, srv_now_ms());
+        free(e);
+        srv_answer_problem(r, 500, "Internal Server Error",
+                           "the stored trace measurement was corrupted; upload the trace again");
+        srv_http_resume(r);
+        return;
+    }
+    char *input = NULL;
+    struct job *j = NULL;
+    if (db_reset(app.db, r->id, &input) == DB_OK) j = job_start(r->id, input, created, NULL);
+    free(input);
+    if (!j) {
+        srv_answer_problem(r, 500, "Internal Server Error", "a corrupted stored result could not be recomputed");
+        srv_http_resume(r);
+        return;
+    }
+    if (!may_wait || r->prefer_async || r->wait_s <= 0) {
+        view_from_job(&r->view, j);
+        answer_view(r, 202);
+        srv_http_resume(r);
+    } else {
+        add_waiter(r, j);
+    }
+}
+
 static void cmd_search(struct srv_req *r)
 {
     struct job *j = job_find(r->id);
@@ -894,6 +947,10 @@ static void cmd_search(struct srv_req *r)
         answer_done_row(r, &row);
         return;
     }
+    if (rc == DB_ECORRUPT) {
+        recover_corrupt(r, &row, 1);
+        return;
+    }
     int64_t created = rc == DB_OK ? row.created_ms : srv_now_ms();
     if (rc == DB_OK) db_row_fini(&row);
     if (rc != DB_OK && rc != DB_ENOTFOUND) {
@@ -903,6 +960,11 @@ static void cmd_search(struct srv_req *r)
         return;
     }
     srv_metrics_cache(0);
+    if (!atomic_load(&app.file_ok)) {
+        answer_overloaded(r, "the database file was deleted or replaced while open; restart mfud");
+        srv_http_resume(r);
+        return;
+    }
     if (!atomic_load(&app.store_ok) || held_find(r->id)) {
         if (held_find(r->id)) {
             /* finished and held: its answer, not a second run */
@@ -990,6 +1052,10 @@ static void cmd_result(struct srv_req *r)
     if (answer_from_rcache(r, 0)) return;
     struct db_row row;
     int rc = db_get(app.db, r->id, 1, &row);
+    if (rc == DB_ECORRUPT) {
+        recover_corrupt(r, &row, 0);
+        return;
+    }
     if (rc == DB_ENOTFOUND) {
         srv_answer_problem(r, 404, "Not Found", "no result with this id");
     } else if (rc != DB_OK) {
@@ -1205,6 +1271,10 @@ int srv_jobs_ready(char *why, size_t whylen)
         snprintf(why, whylen, "worker pool not running");
         return 0;
     }
+    if (!atomic_load(&app.file_ok)) {
+        snprintf(why, whylen, "the database file was deleted or replaced while open: restart mfud");
+        return 0;
+    }
     if (!atomic_load(&app.store_ok)) {
         snprintf(why, whylen, "database writes failing; finished results held in memory until they are written");
         return 0;
@@ -1314,6 +1384,7 @@ int srv_jobs_init(const struct srv_config *cfg)
     }
     atomic_store(&app.db_ok, 1);
     atomic_store(&app.store_ok, 1);
+    atomic_store(&app.file_ok, 1);
     srv_rcache_init(cfg->mem_cache > 0 ? (size_t)cfg->mem_cache : 0);
     db_set_evict_hook(app.db, on_db_evict, NULL);
     srv_metrics_db_size(db_size_bytes(app.db));

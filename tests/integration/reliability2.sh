@@ -1,6 +1,10 @@
 #!/bin/bash
 # tests/integration/reliability2.sh -- issue 14 (Reliability II), the items
 # built so far, each a check that failed before:
+#   3  the database file deleted while running: not ready, loudly logged, no
+#      new job acknowledged;
+#   5  a stored result corrupted on disk fails its checksum: never served,
+#      recomputed from its stored input, the same answer again;
 #   4  two daemons on one database file: the second refuses to start
 #      (an exclusive lock, <db>.lock), the first keeps serving;
 #   7  a second daemon on the same port: "address in use", exit non-zero;
@@ -120,6 +124,51 @@ p = [float(r[1]) for r in rows]; e = [int(r[2]) for r in rows]
 assert all(b >= a for a, b in zip(p, p[1:])), p
 assert all(b >= a for a, b in zip(e, e[1:])), e" "$T/poll.txt"
 kill "$APID"; wait "$APID" 2>/dev/null; PID=""
+
+# ---- 3: the database file deleted while running ------------------------------------------
+start "$T/h.log" --port 0 --db "$T/gone/m.db" --workers 1
+check "a search before: 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/search" -H 'Content-Type: application/json' -H 'Prefer: wait=30' -d @examples/search.json)" = 200 ]
+rm -f "$T/gone/m.db" "$T/gone/m.db-wal" "$T/gone/m.db-shm"
+lost=0
+for _ in $(seq 1 40); do [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/readyz")" = 503 ] && { lost=1; break; }; sleep 0.1; done
+check "deleted: /readyz not ready within 4 s" [ "$lost" = 1 ]
+check "deleted: said loudly in the log" grep -q "database file lost" "$T/h.log"
+check "deleted: a new search is not acknowledged (503)" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/search" -H 'Content-Type: application/json' -d @examples/search-async.json)" = 503 ]
+kill "$PID"; wait "$PID" 2>/dev/null; PID=""
+
+# ---- 5: a corrupted stored result is never served ----------------------------------------
+start "$T/k.log" --port 0 --db "$T/crc/m.db" --workers 1 --mem-cache 0
+curl -s "$BASE/search" -H 'Content-Type: application/json' -H 'Prefer: wait=30' -d @examples/search.json >"$T/orig.json"
+CID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/orig.json")
+kill "$PID"; wait "$PID" 2>/dev/null; PID=""
+# one digit of the best MFU changed on disk
+python3 - "$T/crc/m.db" "$CID" <<'EOF'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+r = c.execute("SELECT result FROM results WHERE id = ?", (sys.argv[2],)).fetchone()[0]
+i = r.index('"mfu":') + 8
+r = r[:i] + ("1" if r[i] != "1" else "2") + r[i + 1:]
+c.execute("UPDATE results SET result = ? WHERE id = ?", (r, sys.argv[2]))
+c.commit()
+EOF
+start "$T/k2.log" --port 0 --db "$T/crc/m.db" --workers 1 --mem-cache 0
+c=$(curl -s -o "$T/c1.json" -w '%{http_code}' "$BASE/results/$CID")
+check "corrupted on disk: not served as done (got $c, $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status"))' "$T/c1.json"))" \
+    bash -c "[ '$c' != 200 ] || python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))[\"status\"] != \"done\"' '$T/c1.json'"
+check "... said in the log" grep -q "failed its checksum" "$T/k2.log"
+done_again=0
+for _ in $(seq 1 100); do
+    s=$(curl -s "$BASE/results/$CID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null)
+    [ "$s" = done ] && { done_again=1; break; }
+    sleep 0.1
+done
+check "... recomputed: done again within 10 s" [ "$done_again" = 1 ]
+check "... and equal to the original answer" python3 -c "
+import json, sys, urllib.request
+a = json.load(open(sys.argv[1]))['result']
+b = json.load(urllib.request.urlopen(sys.argv[2]))['result']
+assert a['configs'] == b['configs']" "$T/orig.json" "$BASE/results/$CID"
+kill "$PID"; wait "$PID" 2>/dev/null; PID=""
 
 # ---- 12: small ones -----------------------------------------------------------------------
 timeout 5 "$MFUD" --auth-token= --port 0 --db "$T/three.db" 2>"$T/d.log"

@@ -114,7 +114,7 @@ check "SQL in the cursor: 400" [ "$CODE" = 400 ]
 stop
 if command -v sqlite3 >/dev/null 2>&1; then
     check "integrity_check ok after SQL strings" [ "$(sqlite3 "$T/mfud.db" 'PRAGMA integrity_check')" = ok ]
-    check "schema version intact" [ "$(sqlite3 "$T/mfud.db" 'PRAGMA user_version')" = 1 ]
+    check "schema version intact" [ "$(sqlite3 "$T/mfud.db" 'PRAGMA user_version')" = 2 ]
     check "rows intact (${#SQLS[@]} done)" [ "$(sqlite3 "$T/mfud.db" "SELECT count(*) FROM results WHERE status = 'done'")" = "${#SQLS[@]}" ]
     check "only the results table" [ "$(sqlite3 "$T/mfud.db" "SELECT group_concat(name) FROM sqlite_master WHERE type = 'table'")" = results ]
     # read back with bound parameters too (python's sqlite3)
