@@ -67,6 +67,8 @@ static void usage(FILE *f)
             "  --auth-token T     require 'Authorization: Bearer T' on POST (MFUD_AUTH_TOKEN;\n"
             "                     an argument shows in ps: prefer the variable or the file)\n"
             "  --auth-token-file F  the token is F's first line (MFUD_AUTH_TOKEN_FILE)\n"
+            "  --cors-origin O    allow web pages of origin O (or *) to call mfud (CORS;\n"
+            "                     default: none) (MFUD_CORS_ORIGIN)\n"
             "  --reuse-port 0|1   share the port with other processes (SO_REUSEPORT; default 0:\n"
             "                     a port in use is an error) (MFUD_REUSE_PORT)\n"
             "  --version, --help\n");
@@ -176,6 +178,7 @@ int main(int argc, char **argv)
         {"--auth-token", "MFUD_AUTH_TOKEN", 1, cfg.auth_token, sizeof cfg.auth_token, 0, 0},
         {"--auth-token-file", "MFUD_AUTH_TOKEN_FILE", 1, token_file, sizeof token_file, 0, 0},
         {"--reuse-port", "MFUD_REUSE_PORT", 0, &cfg.reuse_port, sizeof(int), 0, 1},
+        {"--cors-origin", "MFUD_CORS_ORIGIN", 1, cfg.cors_origin, sizeof cfg.cors_origin, 0, 0},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     for (size_t i = 0; i < n_opts; i++) {

@@ -221,10 +221,21 @@ struct srv_rentry *srv_rcache_get(const char *id, int hit)
     return e;
 }
 
+/* set once before serving (srv_http_start), read after */
+static char cors_origin[256];
+
+void srv_rcache_set_cors(const char *origin)
+{
+    snprintf(cors_origin, sizeof cors_origin, "%s", origin ? origin : "");
+}
+
 static void add_common(struct MHD_Response *resp, const char *etag, const char *cache_control)
 {
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-    MHD_add_response_header(resp, "Access-Control-Expose-Headers", SRV_EXPOSE_HEADERS);
+    if (cors_origin[0]) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", cors_origin);
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers", SRV_EXPOSE_HEADERS);
+        if (strcmp(cors_origin, "*")) MHD_add_response_header(resp, "Vary", "Origin");
+    }
     MHD_add_response_header(resp, "ETag", etag);
     MHD_add_response_header(resp, "Cache-Control", cache_control);
 }

@@ -37,6 +37,7 @@ struct srv_config {
     int log_level;             /* SRV_LOG_* */
     char auth_token[256];      /* "" = no auth; else Bearer token for POST routes */
     int reuse_port;            /* 1: SO_REUSEPORT (several processes on one port) */
+    char cors_origin[256];     /* "" = no CORS headers; else Access-Control-Allow-Origin */
     int test_job_delay_ms;     /* tests only: hold each job before searching */
     int64_t mem_cache;         /* bytes of finished results kept rendered in memory */
 };
@@ -184,6 +185,8 @@ char *srv_render_done_doc(const struct srv_view *v, const char *result, size_t *
 
 struct srv_rentry;
 void srv_rcache_init(size_t max_bytes);
+/* The Access-Control-Allow-Origin of prebuilt responses ("" none). */
+void srv_rcache_set_cors(const char *origin);
 /* A reference to the cached entry for id, or NULL. Records an access (and a
  * cache hit when hit is nonzero) for the database's hit count and LRU. Any
  * thread. */

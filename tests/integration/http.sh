@@ -75,7 +75,7 @@ REQ='{"model": {"preset": "llama3-8b"}, "hardware": {"preset": "h100-sxm"}, "dev
 req_dev() { echo "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"devices\": $1, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 4194304}}"; }
 JSONH=(-H 'Content-Type: application/json')
 
-start --workers 2 --max-body 65536
+start --workers 2 --max-body 65536 --cors-origin http://dash.example
 
 # ---- operations ------------------------------------------------------------
 req GET /healthz; check "healthz 200" [ "$CODE" = 200 ]
@@ -91,6 +91,7 @@ check "OPTIONS 204" [ "$CODE" = 204 ]
 check "CORS exposes ETag, Location, Retry-After" \
     bash -c "grep -i '^Access-Control-Expose-Headers:' '$HDR' | grep -q 'ETag' && grep -i '^Access-Control-Expose-Headers:' '$HDR' | grep -q 'Location' && grep -i '^Access-Control-Expose-Headers:' '$HDR' | grep -q 'Retry-After'"
 check "CORS allows Prefer" bash -c "grep -i '^Access-Control-Allow-Headers:' '$HDR' | grep -qi prefer"
+check "CORS names the one origin configured (--cors-origin), not *" [ "$(hdr Access-Control-Allow-Origin)" = "http://dash.example" ]
 
 # ---- POST -> 202 -> poll with ETag -> 304 -> done -> POST -> 200 cached ------
 hits0=$(metric 'mfud_cache_lookups_total{result="hit"}')

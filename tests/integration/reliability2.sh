@@ -9,6 +9,13 @@
 #      (an exclusive lock, <db>.lock), the first keeps serving;
 #   7  a second daemon on the same port: "address in use", exit non-zero;
 #      sharing only with --reuse-port 1;
+#   6  an oversized body sent without Expect: 100-continue is read and
+#      dropped, so the client reads its 413 (it got a reset);
+#   8  GET /results?offset beyond 10000 is refused (each skipped row cost
+#      the loop thread): deep pages go by cursor;
+#  11  no CORS headers unless --cors-origin; a POST body must say it is JSON
+#      (form types, which pages of other origins send without preflight,
+#      and a missing type answer 415);
 #   9  /metrics%00x is no route (was served as /metrics); Transfer-Encoding
 #      other than chunked answers 501 at once (hung until the timeout); two
 #      different Content-Length values answer 400;
@@ -124,6 +131,29 @@ p = [float(r[1]) for r in rows]; e = [int(r[2]) for r in rows]
 assert all(b >= a for a, b in zip(p, p[1:])), p
 assert all(b >= a for a, b in zip(e, e[1:])), e" "$T/poll.txt"
 kill "$APID"; wait "$APID" 2>/dev/null; PID=""
+
+# ---- 6: an oversized body sent without Expect: the client reads the 413 ---------------------
+start "$T/l.log" --port 0 --db "$T/big/m.db" --workers 1
+check "1, 2, 8, 64 MiB + 1 without Expect (Python http.client): each reads its 413" python3 - "$PORT" <<'EOF'
+import http.client, sys
+for mb in (1, 2, 8, 64):
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+    c.request("POST", "/search", body=b"x" * (mb * 1048576 + 1), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 413, (mb, r.status)
+EOF
+# ---- 11: no CORS unless asked for; POST bodies must say JSON -----------------------------------
+check "no Access-Control-Allow-Origin by default" bash -c "! curl -s -D - -o /dev/null '$BASE/healthz' -H 'Origin: http://evil.example' | grep -qi '^Access-Control-Allow-Origin'"
+check "a form's content type (a page of another origin may send it without preflight): 415" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/roofline" -H 'Content-Type: application/x-www-form-urlencoded' --data-binary @examples/roofline.json)" = 415 ]
+check "text/plain: 415" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/roofline" -H 'Content-Type: text/plain' --data-binary @examples/roofline.json)" = 415 ]
+check "no content type: 415" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/roofline" -H 'Content-Type:' --data-binary @examples/roofline.json)" = 415 ]
+check "application/json: 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/roofline" -H 'Content-Type: application/json' --data-binary @examples/roofline.json)" = 200 ]
+
+# ---- 8: deep offsets go by cursor ------------------------------------------------------------
+check "GET /results?offset=10001: 400 (page by cursor)" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/results?offset=10001")" = 400 ]
+check "GET /results?offset=10000: 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/results?offset=10000")" = 200 ]
+kill "$PID"; wait "$PID" 2>/dev/null; PID=""
 
 # ---- 3: the database file deleted while running ------------------------------------------
 start "$T/h.log" --port 0 --db "$T/gone/m.db" --workers 1
