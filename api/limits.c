@@ -53,9 +53,10 @@ static void key_push(scan_frame *f, char c)
     if (f->key_len + 1 <= sizeof f->key) f->key[f->key_len++] = c;
 }
 
-int api_scan_depth(const char *text, size_t len, api_status *st)
+/* Scan text[0..len): the open containers are left in f[0..*depth_out).
+ * -1 (st set) when nesting passes API_MAX_DEPTH. */
+static int scan_bytes(const char *text, size_t len, api_status *st, scan_frame *f, int *depth_out)
 {
-    scan_frame f[API_MAX_DEPTH];
     int depth = 0;
     int in_string = 0, escaped = 0;
     for (size_t i = 0; i < len; i++) {
@@ -109,7 +110,32 @@ int api_scan_depth(const char *text, size_t len, api_status *st)
             break;
         }
     }
+    *depth_out = depth;
     return 0;
+}
+
+int api_scan_depth(const char *text, size_t len, api_status *st)
+{
+    scan_frame f[API_MAX_DEPTH];
+    int depth = 0;
+    return scan_bytes(text, len, st, f, &depth);
+}
+
+/* The JSON pointer of the number that ends at (or just before) byte pos:
+ * jansson stops at a number it cannot hold (beyond int64, or beyond a
+ * double) and says only where. The text before it parsed, so the scan's
+ * open containers name the value. */
+static void number_pointer(const char *text, size_t len, size_t pos, char *out, size_t cap)
+{
+    size_t i = pos < len ? pos : len;
+    while (i > 0 && !strchr("0123456789.eE+-", text[i - 1])) i--;
+    while (i > 0 && strchr("0123456789.eE+-", text[i - 1])) i--;
+    scan_frame f[API_MAX_DEPTH];
+    int depth = 0;
+    api_status tmp;
+    api_status_init(&tmp);
+    out[0] = '\0';
+    if (scan_bytes(text, i, &tmp, f, &depth) == 0) scan_pointer(f, depth, out, cap);
 }
 
 /* ---- the tree walk ---------------------------------------------------------- */
@@ -183,6 +209,14 @@ json_t *api_parse_json(const char *text, size_t len, size_t flags, api_status *s
     if (api_scan_depth(text ? text : "", text ? len : 0, st)) return NULL;
     json_error_t err;
     json_t *doc = json_loadb(text ? text : "", text ? len : 0, flags, &err);
+    if (!doc && (strstr(err.text, "too big") || strstr(err.text, "overflow"))) {
+        /* valid JSON (RFC 8259 sets no range), a number no field takes:
+         * 422 at its pointer (issue 14 item 12) */
+        char p[256];
+        number_pointer(text ? text : "", text ? len : 0, (size_t)err.position, p, sizeof p);
+        api_fail(st, 422, p, "number out of range (%s): beyond every field's limit", err.text);
+        return NULL;
+    }
     if (!doc) {
         api_fail(st, 400, "", "malformed JSON at line %d, column %d: %s", err.line, err.column,
                  err.text);

@@ -846,6 +846,22 @@ json_t *api_roofline(json_t *request, api_status *st)
         api_request_free(&r);
         return NULL;
     }
+    /* search options do not change the roofline, and the page sends its
+     * whole search request here, so they are not refused; but they are
+     * checked as POST /search would, not passed over when invalid (issue
+     * 14 item 12), against devices (1 when not given; api_parse_request
+     * checked their range). */
+    json_t *sj = json_object_get(request, "search");
+    if (sj) {
+        mfu_system sys;
+        mfu_search_opts o;
+        double deadline;
+        if (system_init(&sys, &r, ops, st) || parse_search(sj, &sys, &o, &deadline, st)) {
+            free(ops);
+            api_request_free(&r);
+            return NULL;
+        }
+    }
     mfu_roofline roof;
     int rc = mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof);
     if (rc != MFU_OK) {

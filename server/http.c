@@ -143,10 +143,149 @@ static int parse_int(const char *s, long lo, long hi, int *out)
 
 /* ---- rendering a job view ---------------------------------------------- */
 
-/* Slice result.configs to [offset, offset + top_k). Returns a new result
- * text or NULL (then the full text is used). */
-static char *slice_result(const char *text, size_t len, int top_k, int offset)
+/* Slicing a stored result without parsing it (issue 14 item 8): a 4 MB
+ * result took 130-210 ms to load into jansson and dump again on an HTTP
+ * thread for every ?top_k GET; scanning its text for the bounds of
+ * configs[offset .. offset + top_k) costs one pass over the bytes (about
+ * 100 times less) and builds no tree. The text is one the daemon itself
+ * stored (json_dumps output, checked by its CRC-32), so it is valid JSON;
+ * anything unexpected still falls back to parsing. */
+
+static const char *skip_ws(const char *p, const char *end)
 {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+/* The byte after the string starting at p ('"'), or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\') p++;
+        else if (*p == '"') return p + 1;
+    }
+    return NULL;
+}
+
+/* The byte after the JSON value starting at p, or NULL. */
+static const char *skip_value(const char *p, const char *end)
+{
+    int depth = 0;
+    while (p < end) {
+        char ch = *p;
+        if (ch == '"') {
+            if (!(p = skip_string(p, end))) return NULL;
+            if (depth == 0) return p;
+            continue;
+        }
+        if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            if (depth == 0) return p; /* a scalar ended by its container */
+            if (--depth == 0) return p + 1;
+        } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')) {
+            return p; /* a number, true, false or null ended */
+        }
+        p++;
+    }
+    return depth == 0 ? p : NULL;
+}
+
+/* Find the top-level "configs" array of the object text: its '[' and the
+ * byte after its ']'. 0 when found. */
+static int find_configs(const char *text, const char *end, const char **open, const char **close)
+{
+    const char *p = skip_ws(text, end);
+    if (p >= end || *p != '{') return -1;
+    for (p = skip_ws(p + 1, end); p < end && *p == '"';) {
+        const char *k = p, *ke = skip_string(p, end);
+        if (!ke) return -1;
+        p = skip_ws(ke, end);
+        if (p >= end || *p != ':') return -1;
+        const char *v = skip_ws(p + 1, end), *ve = skip_value(v, end);
+        if (!ve || ve == v) return -1;
+        if (ke - k == 9 && !memcmp(k, "\"configs\"", 9)) {
+            if (*v != '[') return -1;
+            *open = v;
+            *close = ve;
+            return 0;
+        }
+        p = skip_ws(ve, end);
+        if (p < end && *p == ',') p = skip_ws(p + 1, end);
+    }
+    return -1;
+}
+
+/* Where result.configs[i] lie in the text: {open, close, n, start_0,
+ * end_0, ..., start_n-1, end_n-1}, byte offsets ('[' and the byte after
+ * ']'); malloc'd, NULL when the text is not as expected. Built once per
+ * cached result (srv_rentry_index), so a later slice is a copy of the
+ * bytes it keeps. */
+static size_t *configs_index(const char *text, size_t len)
+{
+    const char *end = text + len, *open, *close;
+    if (find_configs(text, end, &open, &close) != 0) return NULL;
+    size_t cap = 64, n = 0;
+    size_t *ix = malloc((3 + 2 * cap) * sizeof *ix);
+    if (!ix) return NULL;
+    const char *p = skip_ws(open + 1, close);
+    while (p < close && *p != ']') {
+        const char *e = skip_value(p, close);
+        if (!e || e == p) {
+            free(ix);
+            return NULL;
+        }
+        if (n == cap) {
+            size_t *g = realloc(ix, (3 + 4 * cap) * sizeof *ix);
+            if (!g) {
+                free(ix);
+                return NULL;
+            }
+            ix = g;
+            cap *= 2;
+        }
+        ix[3 + 2 * n] = (size_t)(p - text);
+        ix[4 + 2 * n] = (size_t)(e - text);
+        n++;
+        p = skip_ws(e, close);
+        if (p < close && *p == ',') p = skip_ws(p + 1, close);
+    }
+    ix[0] = (size_t)(open - text);
+    ix[1] = (size_t)(close - text);
+    ix[2] = n;
+    return ix;
+}
+
+/* The result text with configs cut to [offset, offset + top_k), by index. */
+static char *slice_indexed(const char *text, size_t len, const size_t *ix, int top_k, int offset)
+{
+    size_t n = ix[2], from = offset > 0 ? (size_t)offset : 0;
+    size_t count = top_k >= 0 ? (size_t)top_k : n;
+    if (from > n) from = n;
+    if (count > n - from) count = n - from;
+    size_t head = ix[0] + 1, tail = len - (ix[1] - 1); /* through '[', from ']' */
+    size_t mid = count ? ix[4 + 2 * (from + count - 1)] - ix[3 + 2 * from] : 0;
+    char *out = malloc(head + mid + tail + 1);
+    if (!out) return NULL;
+    memcpy(out, text, head);
+    if (mid) memcpy(out + head, text + ix[3 + 2 * from], mid);
+    memcpy(out + head + mid, text + ix[1] - 1, tail);
+    out[head + mid + tail] = '\0';
+    return out;
+}
+
+/* Slice result.configs to [offset, offset + top_k). ix: the text's index
+ * when the cache has one. Returns a new result text or NULL (then the
+ * full text is used). */
+static char *slice_result(const char *text, size_t len, const size_t *ix, int top_k, int offset)
+{
+    if (ix) return slice_indexed(text, len, ix, top_k, offset);
+    size_t *mine = configs_index(text, len);
+    if (mine) {
+        char *out = slice_indexed(text, len, mine, top_k, offset);
+        free(mine);
+        return out;
+    }
     json_t *res = json_loadb(text, len, 0, NULL);
     if (!res) return NULL;
     json_t *configs = json_object_get(res, "configs");
@@ -382,7 +521,8 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
         const char *body = srv_rentry_body(e, &n);
         resp = entry_response(e, body, n);
     } else if (done && result) {
-        char *sliced_text = sliced ? slice_result(result, result_len, r->top_k, r->res_offset) : NULL;
+        const size_t *ix = sliced && e ? srv_rentry_index(e, configs_index) : NULL;
+        char *sliced_text = sliced ? slice_result(result, result_len, ix, r->top_k, r->res_offset) : NULL;
         if (sliced && !sliced_text) {
             *code = 500;
             return NULL;
@@ -479,8 +619,10 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     add_common_headers(resp);
     if (etag[0]) {
         MHD_add_response_header(resp, "ETag", etag);
+        /* a 304 carries the Cache-Control its 200 would (RFC 9110
+         * 15.4.5; they differed: issue 14 item 12) */
         MHD_add_response_header(resp, "Cache-Control",
-                                (etag[0] == '"' && r->route == ROUTE_RESULT && code != 304 &&
+                                (etag[0] == '"' && r->route == ROUTE_RESULT &&
                                  strcmp(r->view.status, "done") == 0)
                                     ? "public, max-age=31536000, immutable"
                                     : "no-cache");
@@ -1138,6 +1280,38 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
+/* At most this many query parameters (mfud's routes take four). Beyond
+ * them the query is cut off before libmicrohttpd parses it: 0.9.75 keeps
+ * every parameter as a header record in the connection's 32 KiB pool, and
+ * at about 460 the pool is full and the connection stalls for the whole
+ * connection timeout without an answer (issue 14 item 9). The request is
+ * then answered 414 by on_request. */
+#define QUERY_PARAMS_MAX 64
+
+static char too_many_params; /* its address marks such a request */
+
+/* MHD_OPTION_URI_LOG_CALLBACK: called with the request line's target
+ * before its query is parsed; what it returns is the request's first
+ * *con_cls. The target lies in the connection's own read buffer, which
+ * libmicrohttpd has already cut into strings. 0.9.75 has already noted
+ * where the query starts (the byte after '?') and parses it right after
+ * this call, so ending the string at that byte leaves nothing to parse.
+ * Writing through the const pointer is outside the documented contract:
+ * reliability2.sh checks the effect on the version CI runs (Debian 12). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    char *q = strchr(uri, '?');
+    if (!q) return NULL;
+    int n = 1;
+    for (const char *p = q; *p; p++)
+        if (*p == '&' || *p == ';') n++;
+    if (n <= QUERY_PARAMS_MAX) return NULL;
+    q[1] = '\0';
+    return &too_many_params;
+}
+
 /* Header values a request may carry once: a second Content-Length that
  * differs from the first is a request smuggling attempt (RFC 9112
  * 6.3: invalid, 400). */
@@ -1154,12 +1328,46 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
     return MHD_YES;
 }
 
+/* An answer decided from the headers alone (404, 405, 401, 415, 414).
+ * Queued at once, libmicrohttpd closes the connection after it (the body,
+ * if any, is unread), so a keep-alive client paid a new connection for
+ * each such answer (issue 14 item 12). It waits for the end of the
+ * request instead: a request without a body gets it on the next call, a
+ * body within the limit is read and dropped first. A larger body, a
+ * chunked one, or one the client holds back (Expect: 100-continue) gets
+ * it at once, and the connection closes. */
+static enum MHD_Result answer_after_body(struct srv_req *r)
+{
+    struct MHD_Connection *c = r->conn;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+    if (!te && (!cl || !strcmp(cl, "0"))) {
+        r->drop_body = 1;
+        return MHD_YES;
+    }
+    if (!te && !ex && cl) {
+        char *end;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (*end == '\0' && n <= body_limit(r)) {
+            r->drop_body = 1;
+            return MHD_YES;
+        }
+    }
+    return queue_answer(r);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
     struct srv_req *r = *con_cls;
+    int params_cut = 0;
+    if (r == (void *)&too_many_params) {
+        params_cut = 1;
+        r = NULL;
+    }
     if (!r) {
         /* First call: headers only. */
         r = calloc(1, sizeof *r);
@@ -1178,6 +1386,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * connection timeout (issue 14 item 9) */
         struct hdr_count hc = {0, 0, NULL};
         MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hc);
+        if (params_cut) {
+            api_status st;
+            api_status_init(&st);
+            api_fail(&st, 414, "", "more than %d query parameters", QUERY_PARAMS_MAX);
+            snprintf(st.title, sizeof st.title, "URI Too Long");
+            snprintf(st.type, sizeof st.type, "/problems/invalid-query-parameter");
+            answer_status(r, &st);
+            return answer_after_body(r);
+        }
         if (hc.cl_differ)
             return queue_problem(r, 400, "Bad Request", "Content-Length given twice with different values");
         const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
@@ -1190,10 +1407,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return queue_answer(r);
         }
 
-        if (r->route == ROUTE_OTHER)
-            return queue_problem(r, 404, "Not Found", "no such route");
-        if (!route_allows(r->route, r->method))
-            return queue_problem(r, 405, "Method Not Allowed", "method not allowed on this route");
+        if (r->route == ROUTE_OTHER) {
+            srv_answer_problem(r, 404, "Not Found", "no such route");
+            return answer_after_body(r);
+        }
+        if (!route_allows(r->route, r->method)) {
+            srv_answer_problem(r, 405, "Method Not Allowed", "method not allowed on this route");
+            return answer_after_body(r);
+        }
         if (r->method == SRV_M_OPTIONS) {
             struct MHD_Response *resp =
                 MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -1214,7 +1435,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (r->method == SRV_M_POST) {
             if (!auth_ok(c)) {
                 answer_reset(r);
-                return queue_problem(r, 401, "Unauthorized", "a valid bearer token is required");
+                srv_answer_problem(r, 401, "Unauthorized", "a valid bearer token is required");
+                return answer_after_body(r);
             }
             const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
             if (r->route == ROUTE_TRACES ? !trace_media_type_ok(ct) : !media_type_ok(ct)) {
@@ -1225,7 +1447,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                            : "Content-Type must be application/json");
                 snprintf(st.title, sizeof st.title, "Unsupported Media Type");
                 answer_status(r, &st);
-                return queue_answer(r);
+                return answer_after_body(r);
             }
             const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
             if (cl) {
@@ -1262,7 +1484,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                     cfg->conn_timeout_s);
             return MHD_NO;
         }
-        if (r->too_large) return MHD_YES;
+        if (r->too_large || r->drop_body) return MHD_YES;
         if (r->len + n > body_limit(r)) {
             r->too_large = 1;
             free(r->body);
@@ -1379,6 +1601,7 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *config, int *out_port
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         /* a port in use is an error unless sharing is asked for (issue 14
          * item 7: SO_REUSEPORT split a fresh result's GETs between two
          * daemons); libmicrohttpd's default is SO_REUSEADDR only */

@@ -61,6 +61,7 @@ struct srv_rentry {
     struct MHD_Response *resp304;
     char *csv;                    /* lazily rendered, under the lock */
     size_t csv_len;
+    size_t *index;                /* where result.configs[i] lie, lazily built */
     size_t cost;                  /* bytes charged to the budget */
     int touch_slot;               /* index in pend[], or -1 */
     int in_table;
@@ -103,6 +104,7 @@ static void entry_free(struct srv_rentry *e)
 {
     free(e->body);
     free(e->csv);
+    free(e->index);
     free(e);
 }
 
@@ -274,7 +276,8 @@ struct srv_rentry *srv_rcache_put(const struct srv_view *v, const char *result)
     e->resp304 = MHD_create_response_from_buffer_with_free_callback_cls(0, body, resp_free_cb, e);
     if (e->resp304) {
         atomic_fetch_add(&e->refs, 1);
-        add_common(e->resp304, etag, "no-cache");
+        /* the same Cache-Control as the 200 (RFC 9110 15.4.5) */
+        add_common(e->resp304, etag, "public, max-age=31536000, immutable");
     }
     if (!e->resp200 || !e->resp304 || rc.max_bytes == 0 || e->cost > rc.max_bytes) {
         /* Not cached: the caller still gets a usable entry. */
@@ -403,4 +406,24 @@ const char *srv_rentry_csv(struct srv_rentry *e, size_t *len,
     }
     if (len) *len = e->csv_len;
     return csv;
+}
+
+const size_t *srv_rentry_index(struct srv_rentry *e, size_t *(*build)(const char *result, size_t result_len))
+{
+    pthread_mutex_lock(&rc.lock);
+    size_t *ix = e->index;
+    pthread_mutex_unlock(&rc.lock);
+    if (!ix) {
+        size_t *mine = build(e->result, e->result_len);
+        if (!mine) return NULL;
+        pthread_mutex_lock(&rc.lock);
+        if (!e->index) {
+            e->index = mine;
+            mine = NULL;
+        }
+        ix = e->index;
+        pthread_mutex_unlock(&rc.lock);
+        free(mine);
+    }
+    return ix;
 }

@@ -112,6 +112,7 @@ struct srv_req {
     char *body;
     size_t len, cap;
     int too_large;
+    int drop_body;             /* answered from the headers: the body is read and dropped */
     int suspended;
 
     /* inputs the loop needs */
@@ -215,6 +216,9 @@ const char *srv_rentry_result(const struct srv_rentry *e, size_t *len);
 /* The ranked table as CSV, rendered once by render() and kept. */
 const char *srv_rentry_csv(struct srv_rentry *e, size_t *len,
                            char *(*render)(const char *result, size_t result_len));
+/* An index of the result's text built once by build() and kept (http.c:
+ * where each ranked configuration lies, so a slice is a copy). */
+const size_t *srv_rentry_index(struct srv_rentry *e, size_t *(*build)(const char *result, size_t result_len));
 
 /* ---- jobs and the loop (server/jobs.c) --------------------------------- */
 
