@@ -1395,14 +1395,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             answer_status(r, &st);
             return answer_after_body(r);
         }
-        if (hc.cl_differ)
-            return queue_problem(r, 400, "Bad Request", "Content-Length given twice with different values");
+        if (hc.cl_differ) {
+            api_status st;
+            api_status_init(&st);
+            api_fail(&st, 400, "", "Content-Length given twice with different values");
+            snprintf(st.title, sizeof st.title, "Bad framing");
+            snprintf(st.type, sizeof st.type, "/problems/bad-framing");
+            answer_status(r, &st);
+            return queue_answer(r);
+        }
         const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
         if (te && strcasecmp(te, "chunked") != 0) {
             api_status st;
             api_status_init(&st);
             api_fail(&st, 501, "", "Transfer-Encoding %.40s is not supported (only chunked)", te);
-            snprintf(st.title, sizeof st.title, "Not Implemented");
+            snprintf(st.title, sizeof st.title, "Bad framing");
+            snprintf(st.type, sizeof st.type, "/problems/bad-framing");
             answer_status(r, &st);
             return queue_answer(r);
         }

@@ -27,6 +27,7 @@ __asm__(".section .rodata\n"
         PAGE(mfud_problem_invalid_request, "docs/problems/invalid-request.md")
         PAGE(mfud_problem_internal, "docs/problems/internal.md")
         PAGE(mfud_problem_overloaded, "docs/problems/overloaded.md")
+        PAGE(mfud_problem_bad_framing, "docs/problems/bad-framing.md")
         ".previous\n");
 
 #define DECL(sym) extern const char sym[], sym##_end[];
@@ -40,6 +41,7 @@ DECL(mfud_problem_unsupported_media_type)
 DECL(mfud_problem_invalid_request)
 DECL(mfud_problem_internal)
 DECL(mfud_problem_overloaded)
+DECL(mfud_problem_bad_framing)
 
 static const struct {
     const char *name;
@@ -56,6 +58,7 @@ static const struct {
     ROW("invalid-request", mfud_problem_invalid_request),
     ROW("internal", mfud_problem_internal),
     ROW("overloaded", mfud_problem_overloaded),
+    ROW("bad-framing", mfud_problem_bad_framing),
 #undef ROW
 };
 

@@ -112,6 +112,27 @@ te=$(echo "$out" | sed -n 1p)
 cl=$(echo "$out" | sed -n 2p)
 check "Transfer-Encoding: gzip, chunked: 501 at once (got $te)" bash -c "[ '${te%% *}' = 501 ] && awk 'BEGIN{exit !(${te##* } < 1.0)}'"
 check "two different Content-Length values: 400 (got $cl)" [ "${cl%% *}" = 400 ]
+check "both framing answers have the type /problems/bad-framing, whose page is served" python3 - "$APORT" <<'EOF'
+import json, socket, sys, urllib.request
+port = int(sys.argv[1])
+for req in (b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+            b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 2\r\nContent-Length: 7\r\n\r\n{}"):
+    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(5)
+    s.sendall(req)
+    b = b""
+    while True:
+        c = s.recv(65536)
+        if not c: break
+        b += c
+        head, _, body = b.partition(b"\r\n\r\n")
+        n = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+        if n and len(body) >= n[0]: break
+    d = json.loads(b.partition(b"\r\n\r\n")[2])
+    assert d["type"] == "/problems/bad-framing", d
+assert urllib.request.urlopen("http://127.0.0.1:%d/problems/bad-framing" % port).status == 200
+EOF
 
 # ---- 10: progress never goes back ------------------------------------------------------
 # DeepSeek-V3 on 16,384 H800 over a batch range: longer than its 4 s deadline on one worker
