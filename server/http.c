@@ -655,6 +655,18 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     return ret;
 }
 
+/* A problem of its own type (type: "/problems/<name>") and title. */
+static void answer_typed(struct srv_req *r, int code, const char *type, const char *title,
+                         const char *detail)
+{
+    api_status st;
+    api_status_init(&st);
+    api_fail(&st, code, "", "%s", detail);
+    snprintf(st.title, sizeof st.title, "%s", title);
+    snprintf(st.type, sizeof st.type, "%s", type);
+    answer_status(r, &st);
+}
+
 static enum MHD_Result queue_problem(struct srv_req *r, int code, const char *title,
                                      const char *detail)
 {
@@ -838,13 +850,10 @@ static int accepts_csv(const char *accept)
 
 static enum MHD_Result bad_query(struct srv_req *r, const char *name, const char *detail)
 {
-    api_status st;
-    api_status_init(&st);
-    api_fail(&st, 400, "", "query parameter %s: %s", name, detail);
-    snprintf(st.title, sizeof st.title, "Invalid query parameter");
+    char d[300];
+    snprintf(d, sizeof d, "query parameter %s: %s", name, detail);
     /* its own type: 400 otherwise means a malformed body */
-    snprintf(st.type, sizeof st.type, "/problems/invalid-query-parameter");
-    answer_status(r, &st);
+    answer_typed(r, 400, "/problems/invalid-query-parameter", "Invalid query parameter", d);
     return queue_answer(r);
 }
 
@@ -1386,32 +1395,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * connection timeout (issue 14 item 9) */
         struct hdr_count hc = {0, 0, NULL};
         MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hc);
+        char d[128];
         if (params_cut) {
-            api_status st;
-            api_status_init(&st);
-            api_fail(&st, 414, "", "more than %d query parameters", QUERY_PARAMS_MAX);
-            snprintf(st.title, sizeof st.title, "URI Too Long");
-            snprintf(st.type, sizeof st.type, "/problems/invalid-query-parameter");
-            answer_status(r, &st);
+            snprintf(d, sizeof d, "more than %d query parameters", QUERY_PARAMS_MAX);
+            answer_typed(r, 414, "/problems/invalid-query-parameter", "URI Too Long", d);
             return answer_after_body(r);
         }
         if (hc.cl_differ) {
-            api_status st;
-            api_status_init(&st);
-            api_fail(&st, 400, "", "Content-Length given twice with different values");
-            snprintf(st.title, sizeof st.title, "Bad framing");
-            snprintf(st.type, sizeof st.type, "/problems/bad-framing");
-            answer_status(r, &st);
+            answer_typed(r, 400, "/problems/bad-framing", "Bad framing",
+                         "Content-Length given twice with different values");
             return queue_answer(r);
         }
         const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
         if (te && strcasecmp(te, "chunked") != 0) {
-            api_status st;
-            api_status_init(&st);
-            api_fail(&st, 501, "", "Transfer-Encoding %.40s is not supported (only chunked)", te);
-            snprintf(st.title, sizeof st.title, "Bad framing");
-            snprintf(st.type, sizeof st.type, "/problems/bad-framing");
-            answer_status(r, &st);
+            snprintf(d, sizeof d, "Transfer-Encoding %.40s is not supported (only chunked)", te);
+            answer_typed(r, 501, "/problems/bad-framing", "Bad framing", d);
             return queue_answer(r);
         }
 
@@ -1473,7 +1471,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                         r->too_large = 1;
                         return MHD_YES;
                     }
-                    char d[128];
                     snprintf(d, sizeof d, "the body is larger than the limit of %zu bytes",
                              body_limit(r));
                     return queue_problem(r, 413, "Content Too Large", d);
