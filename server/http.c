@@ -984,10 +984,10 @@ static enum MHD_Result handle_results_list(struct srv_req *r)
         parse_int(s, 1, 100, &r->limit) != 0)
         return bad_query(r, "limit", "must be an integer in 1..100");
     if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset")) &&
-        parse_int(s, 0, 10000, &r->offset) != 0)
+        parse_int(s, 0, 1000, &r->offset) != 0)
         /* each skipped row costs the loop thread (issue 14 item 8): deep
          * pages go by cursor */
-        return bad_query(r, "offset", "must be an integer in 0..10000 (page further with cursor, as next_cursor gives)");
+        return bad_query(r, "offset", "must be an integer in 0..1000 (page further with cursor, as next_cursor gives)");
     if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "cursor"))) {
         /* cursor = <created_ms>.<id>, as returned in next_cursor */
         char *dot = strchr(s, '.');
