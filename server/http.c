@@ -1408,7 +1408,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
         if (te && strcasecmp(te, "chunked") != 0) {
-            snprintf(d, sizeof d, "Transfer-Encoding %.40s is not supported (only chunked)", te);
+            /* the header echoed as printable ASCII: its bytes may be any
+             * (a cut or invalid UTF-8 made the answer unrenderable, a 500;
+             * found by fuzz target http) */
+            char shown[41];
+            size_t k = 0;
+            for (; te[k] && k < sizeof shown - 1; k++)
+                shown[k] = te[k] >= 0x20 && te[k] < 0x7f ? te[k] : '?';
+            shown[k] = '\0';
+            snprintf(d, sizeof d, "Transfer-Encoding %s is not supported (only chunked)", shown);
             answer_typed(r, 501, "/problems/bad-framing", "Bad framing", d);
             return queue_answer(r);
         }
@@ -1529,6 +1537,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     struct srv_req *r = *con_cls;
     conn_watch_set(c, 0); /* waiting for the next request (keep-alive) */
+    /* on_uri's mark, left when the request ended before its headers did
+     * (on_request never ran): nothing to free (found by fuzz target http) */
+    if (r == (void *)&too_many_params) r = *con_cls = NULL;
     if (!r) return;
     double dt = srv_now_mono() - r->t_start;
     if (r->code) srv_metrics_request(r->route, r->code, dt);
