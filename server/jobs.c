@@ -1372,6 +1372,20 @@ static void on_db_evict(void *ctx, const char *id)
     srv_rcache_remove(id);
 }
 
+void srv_process_init(const struct srv_config *cfg)
+{
+    /* The pool size is read by libuv when the pool first starts. */
+    char nw[16];
+    snprintf(nw, sizeof nw, "%d", cfg->workers);
+    setenv("UV_THREADPOOL_SIZE", nw, 1);
+    /* a write to a connection the peer closed is an error, not a signal */
+    signal(SIGPIPE, SIG_IGN);
+    /* a write past the file-size limit (ulimit -f) fails with EFBIG, as on
+     * a full disk, instead of killing the daemon (issue 14 item 2) */
+    signal(SIGXFSZ, SIG_IGN);
+    srv_metrics_init(cfg->workers);
+}
+
 int srv_jobs_init(const struct srv_config *cfg)
 {
     app.cfg = cfg;

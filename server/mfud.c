@@ -250,15 +250,7 @@ int main(int argc, char **argv)
     }
     srv_log_level = cfg.log_level;
 
-    /* The pool size is read by libuv when the pool first starts. */
-    char nw[16];
-    snprintf(nw, sizeof nw, "%d", cfg.workers);
-    setenv("UV_THREADPOOL_SIZE", nw, 1);
-    signal(SIGPIPE, SIG_IGN);
-    /* a write past the file-size limit (ulimit -f) fails with EFBIG, as on
-     * a full disk, instead of killing the daemon (issue 14 item 2) */
-    signal(SIGXFSZ, SIG_IGN);
-    srv_metrics_init(cfg.workers);
+    srv_process_init(&cfg);
 
     if (srv_jobs_init(&cfg) != 0) return 1;
     int port = 0;

@@ -223,6 +223,9 @@ const size_t *srv_rentry_index(struct srv_rentry *e, size_t *(*build)(const char
 /* ---- jobs and the loop (server/jobs.c) --------------------------------- */
 
 /* Open the DB, re-queue interrupted jobs, set up the loop handles. */
+/* The process around the daemon, before srv_jobs_init: libuv's pool size,
+ * SIGPIPE and SIGXFSZ ignored, the metrics. */
+void srv_process_init(const struct srv_config *cfg);
 int srv_jobs_init(const struct srv_config *cfg);
 /* Run the loop on the calling thread until shutdown; then close the DB. */
 void srv_jobs_run(void);
