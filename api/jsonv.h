@@ -23,6 +23,12 @@ int jv_bool(json_t *obj, const char *key, const char *ptr, int required, int def
 /* String from a fixed list: *out = index into choices (NULL-terminated). */
 int jv_enum(json_t *obj, const char *key, const char *ptr, int required, int def,
             const char *const *choices, int *out, api_status *st);
+/* Every key of obj must be in known (NULL-terminated): each other one
+ * fails 422 at ptr/key with "unknown field; <what> has <the known list>"
+ * (a misspelt optional field was passed over in silence). 0 when all are
+ * known. */
+int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *known,
+             api_status *st);
 /* Build "ptr/key" (RFC 6901 escaping of key) into buf. */
 const char *jv_ptr(char *buf, size_t n, const char *ptr, const char *key);
 const char *jv_ptr_i(char *buf, size_t n, const char *ptr, size_t index);

@@ -311,6 +311,11 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
         api_fail(st, 422, ptr, "must be an object");
         return -1;
     }
+    /* the contract's SearchOptions (openapi.yaml) */
+    static const char *const OPTIONS[] = {"top_k", "rank_by", "max_evaluations", "deadline_s", "batch_seqs",
+                                          "max_tp", "max_mbs", "max_vpp", "partial_recompute", "allowed",
+                                          "fix", "frameworks", "distinct", NULL};
+    if (jv_known(sj, ptr, "search", OPTIONS, st)) return -1;
     int64_t k = 10, me = 0;
     bad |= jv_int(sj, "top_k", ptr, JV_OPTIONAL, 10, 1, MFU_MAX_TOP_K, &k, st);
     o->top_k = (int)k;
@@ -468,19 +473,8 @@ static int parse_cost(json_t *req, json_t *tj, api_request *r, api_status *st)
         api_fail(st, 422, "/cost", "must be an object {price_per_device_hour, currency, power_per_device_w, pue}");
         return -1;
     }
-    const char *k;
-    json_t *v;
-    json_object_foreach(cj, k, v) {
-        static const char *const COST_KEYS[] = {"price_per_device_hour", "currency", "power_per_device_w", "pue", NULL};
-        int known = 0;
-        for (int i = 0; COST_KEYS[i]; i++) known |= !strcmp(k, COST_KEYS[i]);
-        if (!known) {
-            char p[256];
-            api_fail(st, 422, jv_ptr(p, sizeof p, "/cost", k),
-                     "unknown field; cost has price_per_device_hour, currency, power_per_device_w, pue");
-            bad = -1;
-        }
-    }
+    static const char *const COST_KEYS[] = {"price_per_device_hour", "currency", "power_per_device_w", "pue", NULL};
+    if (jv_known(cj, "/cost", "cost", COST_KEYS, st)) bad = -1;
     bad |= jv_num(cj, "price_per_device_hour", "/cost", JV_OPTIONAL, 0.0, 0.0, 1e6, &r->price_per_device_hour, st);
     bad |= jv_num(cj, "pue", "/cost", JV_OPTIONAL, 1.0, 1.0, 5.0, &r->pue, st);
     if (json_object_get(cj, "power_per_device_w")) {
@@ -511,21 +505,10 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
         return -1;
     }
     if (api_check_limits(req, st)) return -1;
+    /* a normalized request carries its provenance (_source); it is not an input */
     static const char *const KNOWN[] = {"model", "hardware", "devices", "training", "mfu_convention",
-                                        "search", "measured", "cost", NULL};
-    const char *k;
-    json_t *v;
-    json_object_foreach(req, k, v) {
-        /* a normalized request carries its provenance; it is not an input */
-        int known = !strcmp(k, "_source");
-        for (int i = 0; KNOWN[i]; i++) known |= !strcmp(k, KNOWN[i]);
-        if (!known) {
-            char p[256];
-            api_fail(st, 422, jv_ptr(p, sizeof p, "", k),
-                     "unknown field; a request has model, hardware, devices, training, mfu_convention, search, measured, cost");
-        }
-    }
-    if (st->status) return -1;
+                                        "search", "measured", "cost", "_source", NULL};
+    if (jv_known(req, "", "a request", KNOWN, st)) return -1;
     json_t *mj = json_object_get(req, "model");
     if (!mj) { api_fail(st, 422, "/model", "required field is missing"); return -1; }
     r->model_ir = api_resolve_model(mj, &r->model_source, &r->model_overridden, st);
@@ -546,6 +529,11 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
         api_fail(st, 422, "/training", "required object {seq_len, global_batch_tokens, dtype} is missing");
         return -1;
     }
+    /* the contract's Training (openapi.yaml) */
+    static const char *const TRAINING[] = {"seq_len", "global_batch_tokens", "dtype", "attention_impl",
+                                           "tp_overlap", "ep_overlap", "overlap_grad_reduce", "grad_dtype",
+                                           "adam_moments_dtype", "tokens", NULL};
+    if (jv_known(tj, "/training", "training", TRAINING, st)) return -1;
     int64_t seq;
     bad |= jv_int(tj, "seq_len", "/training", JV_REQUIRED, 0, 1, API_MAX_SEQ, &seq, st);
     if (bad) return -1;
@@ -644,6 +632,9 @@ static int parse_measured(json_t *meas, int engine, double *t, json_t **trace, a
         api_fail(st, 422, "/measured", "must be an object {config, step_time_s, trace}");
         return -1;
     }
+    /* the contract's Measured (openapi.yaml) */
+    static const char *const MEASURED[] = {"config", "step_time_s", "trace", "layer_time_s", NULL};
+    if (jv_known(meas, "/measured", "measured", MEASURED, st)) return -1;
     json_t *tr = json_object_get(meas, "trace");
     double tt = 0;
     if (tr) {

@@ -70,6 +70,31 @@ json_t *api_problem_json(const api_status *st)
                      "detail", detail, "errors", errs);
 }
 
+int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *known,
+             api_status *st)
+{
+    char list[512] = "";
+    size_t len = 0;
+    for (int i = 0; known[i]; i++) {
+        if (known[i][0] == '_') continue; /* internal: not offered */
+        int w = snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", known[i]);
+        if (w < 0 || (size_t)w >= sizeof list - len) break;
+        len += (size_t)w;
+    }
+    int bad = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        int ok = 0;
+        for (int i = 0; known[i] && !ok; i++) ok = !strcmp(k, known[i]);
+        if (ok) continue;
+        char p[256];
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, k), "unknown field; %s has %s", what, list);
+        bad = -1;
+    }
+    return bad;
+}
+
 const char *jv_ptr(char *buf, size_t n, const char *ptr, const char *key)
 {
     size_t len = (size_t)snprintf(buf, n, "%s/", ptr ? ptr : "");

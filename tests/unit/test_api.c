@@ -95,6 +95,32 @@ int main(void)
     }
 
     /* errors carry the pointer of the offending field */
+    /* a misspelt optional field is refused at its pointer, inside each
+     * object as at the top (it was passed over: "tp_overlapp": true left
+     * TP overlap off without a word) */
+    expect_error(api_roofline, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"tp_overlapp\": true}}",
+                 422, "/training/tp_overlapp");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"devices\": 8, " BASE
+                 ", \"search\": {\"topk\": 3}}", 422, "/search/topk");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"devices\": 8, " BASE
+                 ", \"measured\": {\"step_time\": 1.0}}", 422, "/measured/step_time");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"devices\": 8, " BASE
+                 ", \"cost\": {\"price\": 2}}", 422, "/cost/price");
+    {
+        /* the detail lists the object's fields, not the internal _source */
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"sourcе\": 1}");
+        json_t *res = api_roofline(r, &st);
+        CHECK(res == NULL && st.n_errors >= 1);
+        if (st.n_errors) {
+            CHECK(strstr(st.errors[0].detail, "unknown field; a request has model") != NULL);
+            CHECK(strstr(st.errors[0].detail, "_source") == NULL);
+        }
+        json_decref(res);
+        json_decref(r);
+    }
     expect_error(api_roofline, "[1, 2]", 422, "");
     expect_error(api_roofline, "{\"model\": {\"preset\": \"nope\"}, " BASE "}", 422, "/model/preset");
     expect_error(api_roofline, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
