@@ -31,7 +31,6 @@
 
 static const struct srv_config *cfg;
 
-#define EXPOSE_HEADERS SRV_EXPOSE_HEADERS
 #define ALLOW_HEADERS "Content-Type, If-None-Match, Prefer, Authorization, Accept"
 /* an oversized body announced without Expect is read and dropped up to
  * this, so the client reads the 413 (issue 14 item 6) */
@@ -563,14 +562,9 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
 
 /* ---- queueing a response ----------------------------------------------- */
 
-/* CORS only when asked for (--cors-origin): with "*" any web page a
- * browser shows could drive a local mfud (issue 14 item 11). */
 static void add_common_headers(struct MHD_Response *resp)
 {
-    if (!cfg->cors_origin[0]) return;
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", cfg->cors_origin);
-    MHD_add_response_header(resp, "Access-Control-Expose-Headers", EXPOSE_HEADERS);
-    if (strcmp(cfg->cors_origin, "*")) MHD_add_response_header(resp, "Vary", "Origin");
+    srv_add_cors(resp); /* the one CORS policy (rcache.c) */
 }
 
 static enum MHD_Result queue_answer(struct srv_req *r)
@@ -624,7 +618,7 @@ static enum MHD_Result queue_answer(struct srv_req *r)
         MHD_add_response_header(resp, "Cache-Control",
                                 (etag[0] == '"' && r->route == ROUTE_RESULT &&
                                  strcmp(r->view.status, "done") == 0)
-                                    ? "public, max-age=31536000, immutable"
+                                    ? SRV_CACHE_IMMUTABLE
                                     : "no-cache");
     }
     if (r->answer == ANS_VIEW) {

@@ -231,13 +231,20 @@ void srv_rcache_set_cors(const char *origin)
     snprintf(cors_origin, sizeof cors_origin, "%s", origin ? origin : "");
 }
 
+/* CORS only when asked for (--cors-origin): with "*" any web page a
+ * browser shows could drive a local mfud (issue 14 item 11). Every
+ * response of the daemon gets its CORS headers here. */
+void srv_add_cors(struct MHD_Response *resp)
+{
+    if (!cors_origin[0]) return;
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", cors_origin);
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers", SRV_EXPOSE_HEADERS);
+    if (strcmp(cors_origin, "*")) MHD_add_response_header(resp, "Vary", "Origin");
+}
+
 static void add_common(struct MHD_Response *resp, const char *etag, const char *cache_control)
 {
-    if (cors_origin[0]) {
-        MHD_add_response_header(resp, "Access-Control-Allow-Origin", cors_origin);
-        MHD_add_response_header(resp, "Access-Control-Expose-Headers", SRV_EXPOSE_HEADERS);
-        if (strcmp(cors_origin, "*")) MHD_add_response_header(resp, "Vary", "Origin");
-    }
+    srv_add_cors(resp);
     MHD_add_response_header(resp, "ETag", etag);
     MHD_add_response_header(resp, "Cache-Control", cache_control);
 }
@@ -271,13 +278,12 @@ struct srv_rentry *srv_rcache_put(const struct srv_view *v, const char *result)
     if (e->resp200) {
         atomic_fetch_add(&e->refs, 1);
         MHD_add_response_header(e->resp200, "Content-Type", "application/json");
-        add_common(e->resp200, etag, "public, max-age=31536000, immutable");
+        add_common(e->resp200, etag, SRV_CACHE_IMMUTABLE);
     }
     e->resp304 = MHD_create_response_from_buffer_with_free_callback_cls(0, body, resp_free_cb, e);
     if (e->resp304) {
         atomic_fetch_add(&e->refs, 1);
-        /* the same Cache-Control as the 200 (RFC 9110 15.4.5) */
-        add_common(e->resp304, etag, "public, max-age=31536000, immutable");
+        add_common(e->resp304, etag, SRV_CACHE_IMMUTABLE);
     }
     if (!e->resp200 || !e->resp304 || rc.max_bytes == 0 || e->cost > rc.max_bytes) {
         /* Not cached: the caller still gets a usable entry. */

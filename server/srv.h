@@ -177,6 +177,9 @@ void srv_answer_problem(struct srv_req *r, int code, const char *title, const ch
 void srv_answer_json(struct srv_req *r, int code, json_t *body);
 
 #define SRV_EXPOSE_HEADERS "ETag, Location, Retry-After, Preference-Applied, Content-Location"
+/* A done result never changes (its id is its input's hash): its 200 and
+ * its 304 both say so (RFC 9110 15.4.5). */
+#define SRV_CACHE_IMMUTABLE "public, max-age=31536000, immutable"
 /* The full status document of a done job: {"id",...,"result":<result>}.
  * *result_off is where the result text starts in it. malloc'd. */
 char *srv_render_done_doc(const struct srv_view *v, const char *result, size_t *len,
@@ -188,6 +191,8 @@ struct srv_rentry;
 void srv_rcache_init(size_t max_bytes);
 /* The Access-Control-Allow-Origin of prebuilt responses ("" none). */
 void srv_rcache_set_cors(const char *origin);
+/* The CORS headers (none unless --cors-origin named an origin). */
+void srv_add_cors(struct MHD_Response *resp);
 /* A reference to the cached entry for id, or NULL. Records an access (and a
  * cache hit when hit is nonzero) for the database's hit count and LRU. Any
  * thread. */
