@@ -813,13 +813,14 @@ static json_t *torchtitan_recipe(const mfu_system *sys, const mfu_config *c, con
     if (c->tp_overlap && tp > 1) fprintf(f, "enable_async_tensor_parallel = true\n");
     if (pp > 1) {
         const char *sched = c->schedule == MFU_SCHED_INTERLEAVED ? "Interleaved1F1B"
-                          : c->schedule == MFU_SCHED_GPIPE      ? "GPipe" : "1F1B";
+                          : c->schedule == MFU_SCHED_GPIPE      ? "GPipe"
+                          : c->schedule == MFU_SCHED_DUALPIPEV  ? "DualPipeV" : "1F1B";
         fprintf(f, "pipeline_parallel_schedule = \"%s\"\npipeline_parallel_microbatch_size = %lld\n", sched,
                 (long long)c->mbs);
         /* pipeline_llm: 2 virtual stages per rank for multi-stage
          * schedules, 1 otherwise, split with the embedding and the output
          * weighing *_less_layers (default 1) each */
-        int64_t dflt_v = c->schedule == MFU_SCHED_INTERLEAVED ? 2 : 1;
+        int64_t dflt_v = c->schedule == MFU_SCHED_INTERLEAVED || c->schedule == MFU_SCHED_DUALPIPEV ? 2 : 1;
         if (c->vpp == dflt_v && c->split == MFU_SPLIT_EVEN)
             fprintf(f, "pipeline_parallel_first_stage_less_layers = 0\npipeline_parallel_last_stage_less_layers = 0\n");
         else if (!(c->vpp == dflt_v && c->split == MFU_SPLIT_ACCOUNT))

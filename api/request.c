@@ -23,7 +23,7 @@
 static const char *const CONVS[] = {"causal", "full", "none", NULL};
 static const char *const IMPLS[] = {"flash", "unfused", NULL};
 static const char *const DTYPES[] = {"bf16", "fp16", "fp8", "fp32", NULL};
-const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", "gpipe", NULL};
+const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", "gpipe", "dualpipev", NULL};
 /* the recompute slots of core/system.h; "custom" is what "selective" with
  * a recompute_modules list that no named policy has becomes */
 const char *const api_recompute_names[] = {"none", "selective", "minimal", "save_dot_except_mlp",
@@ -243,7 +243,9 @@ static int parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_
     c->zero = (int)zero;
     bad |= jv_enum(cj, "schedule", ptr, JV_OPTIONAL, 0, api_schedule_names, &v, st);
     c->schedule = (mfu_schedule)v;
-    bad |= jv_int(cj, "vpp", ptr, JV_OPTIONAL, 1, 1, 1024, &c->vpp, st);
+    /* DualPipeV is two stages per rank: vpp 2 unless given */
+    bad |= jv_int(cj, "vpp", ptr, JV_OPTIONAL, c->schedule == MFU_SCHED_DUALPIPEV ? 2 : 1, 1, 1024,
+                  &c->vpp, st);
     bad |= jv_int(cj, "mbs", ptr, JV_OPTIONAL, 1, 1, 1 << 20, &c->mbs, st);
     unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
     int rc = parse_recompute(cj, ptr, MFU_RC_NONE, &custom, st);
@@ -981,7 +983,7 @@ static int pinned_config(json_t *fix, const mfu_system *sys, const mfu_search_op
     c->sp = o->fix_sp >= 0 ? o->fix_sp : c->ax[MFU_AX_TP] > 1;
     c->zero = o->fix_zero >= 0 ? o->fix_zero : 0;
     c->etp = o->fix_etp > 0 ? o->fix_etp : 1;
-    c->vpp = o->fix_vpp > 0 ? o->fix_vpp : 1;
+    c->vpp = o->fix_vpp > 0 ? o->fix_vpp : o->fix_schedule == MFU_SCHED_DUALPIPEV ? 2 : 1;
     c->schedule = o->fix_schedule >= 0 ? (mfu_schedule)o->fix_schedule
                   : c->vpp > 1 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
     c->mbs = o->fix_mbs > 0 ? o->fix_mbs : 1;

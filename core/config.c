@@ -74,6 +74,16 @@ int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reas
     case MFU_SCHED_GPIPE:
         if (pp < 2 || v < 1) return illegal(reason, why, D, "gpipe needs pp >= 2");
         break;
+    case MFU_SCHED_DUALPIPEV:
+        /* two stages per rank in a V (torchtitan: "v schedules assume 2
+         * stages per rank"); DualPipe's dualpipev.py asserts num_chunks >=
+         * 2 * num_ranks */
+        if (pp < 2 || v != 2) return illegal(reason, why, D, "dualpipev needs pp >= 2 and vpp = 2");
+        if (c->grad_accum < 2 * pp)
+            return illegal(reason, why, MFU_PRUNE_BATCH, "dualpipev needs micro-batches >= 2 pp");
+        if (c->split == MFU_SPLIT_FIRST_LAST)
+            return illegal(reason, why, D, "dualpipev splits the layers evenly over its 2 pp stages (even or account)");
+        break;
     case MFU_SCHED_ZB:
         if (pp < 2) return illegal(reason, why, D, "zb needs pp >= 2");
         /* fall through */
@@ -136,7 +146,8 @@ int mfu_config_check(const mfu_system *sys, const mfu_config *c, int *reason, co
  * virtual stages; with ACCOUNT the embedding and the loss count as one
  * layer each), which is Megatron-LM's get_num_layers_to_build whenever the
  * division is exact (the only case Megatron accepts). Rank r holds virtual
- * stages r, r + p, ... (loop style). */
+ * stages r, r + p, ... (loop style), or r and 2p-1-r (V style: DualPipeV),
+ * where rank 0 holds both the embedding's and the loss's stage. */
 static int64_t stage_layers_of(const mfu_system *sys, const mfu_config *c, int64_t r)
 {
     int64_t L = sys->layers, p = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp;
@@ -149,6 +160,10 @@ static int64_t stage_layers_of(const mfu_system *sys, const mfu_config *c, int64
     int acc = c->split == MFU_SPLIT_ACCOUNT;
     int64_t S = p * v, eff = L + (acc ? 2 : 0);
     int64_t per = eff / S, rem = eff % S, n = 0;
+    if (c->schedule == MFU_SCHED_DUALPIPEV && v == 2) {
+        n = per + (r < rem ? 1 : 0) + per + (2 * p - 1 - r < rem ? 1 : 0);
+        return n - (acc && r == 0 ? 2 : 0);
+    }
     for (int64_t s = 0; s < v; s++) n += per + (r + s * p < rem ? 1 : 0);
     if (acc && r == 0) n--;
     if (acc && r == p - 1) n--;
@@ -202,7 +217,7 @@ int mfu_config_default_split(const mfu_system *sys, mfu_config *c)
     /* first/last stages take the remainder: middle stages ceil(L/p)
      * rounded up to a multiple of v; the last stage (LM head, loss) gets
      * the smaller share (Megatron: each divisible by vpp, > 0) */
-    if (p > 2) {
+    if (p > 2 && c->schedule != MFU_SCHED_DUALPIPEV) {
         int64_t mid = (L + p - 1) / p;
         mid = (mid + v - 1) / v * v;
         for (; mid >= v; mid -= v) {
@@ -240,6 +255,13 @@ double mfu_inflight(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, int64_t 
         /* MaxText layers/pipeline.py: one scan over every micro-batch with
          * each iteration's input saved; all are live when backward starts */
         return mm;
+    case MFU_SCHED_DUALPIPEV:
+        /* DualPipe dualpipev.py: every rank runs 2(p-r-1) + (r+1) forwards
+         * of its first chunk and r+1 of its second before its first
+         * backward (2p chunks), and the main step's F0 comes before its B1
+         * (+1): 2p + 1 chunks of half the rank's layers on every rank (the
+         * repository's table: "PP+1" activations of its PP = 2p stages) */
+        return fmin(2.0 * p + 1.0, 2.0 * mm) / 2.0;
     default:
         /* 1F1B (schedules.py forward_backward_pipelining_without_interleaving:
          * warmup min(p-r-1, m), +1 in steady state); ZB-H1 keeps 1F1B's
@@ -281,7 +303,7 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
         return "FW-M1: --use-torch-fsdp2 needs pp 1, ep 1, no distributed optimizer, no replica axis";
     if (c->zero == 2 && pp > 1)
         return "FW-M2: ZeRO-2 (Megatron-FSDP optim_grads) is not validated with pipeline parallelism";
-    if (c->schedule == MFU_SCHED_ZB || c->schedule == MFU_SCHED_GPIPE)
+    if (c->schedule != MFU_SCHED_1F1B && c->schedule != MFU_SCHED_INTERLEAVED)
         return "FW-M4: Megatron-LM schedules are 1F1B and interleaved 1F1B";
     if (c->schedule == MFU_SCHED_INTERLEAVED && (m < pp || m % pp))
         return "FW-M5: interleaved needs micro-batches >= pp and a multiple of pp";

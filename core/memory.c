@@ -30,17 +30,18 @@ mfu_dev_params mfu_device_params(const mfu_system *sys, const mfu_config *c, int
     mfu_dev_params p;
     p.dense = ls * sys->layer_dense_avg;
     p.expert = ls * sys->layer_expert_avg / (ep * (double)c->etp);
+    int64_t hr = mfu_head_rank(c);
     if (pp == 1) {
         p.dense += sys->embed_params + (sys->model->tie_embeddings ? 0.0 : sys->head_params);
     } else {
         /* first stage: token (+ position) embeddings; last: the LM head (a
-         * copy of the embedding when tied) */
+         * copy of the embedding when tied) -- both on rank 0 in a V */
         if (r == 0) p.dense += sys->embed_params;
-        if (r == pp - 1) p.dense += sys->head_params;
+        if (r == hr) p.dense += sys->head_params;
     }
     p.dense /= tp; /* vocab-parallel embedding and head too */
     /* the final norm (replicated over tp) on the last stage */
-    if (r == pp - 1) p.dense += sys->final_params;
+    if (r == hr) p.dense += sys->final_params;
     return p;
 }
 
@@ -142,7 +143,7 @@ static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_sh
     if (r == 0) act += inflight * k->embed_saved;
     /* the loss's logits are kept for one micro-batch: the last stage runs
      * each micro-batch's backward right after its forward (F-MEM-LOGITS) */
-    if (r == pp - 1) act += k->head_saved + k->logits_transient;
+    if (r == mfu_head_rank(c)) act += k->head_saved + k->logits_transient;
     out->activations_bytes = act;
 
     /* Buffers (F-MEM-BUF). */

@@ -197,7 +197,8 @@ typedef struct ctx {
     int rc_ok[MFU_RC_COUNT]; /* recompute policies tried (rc_usable, fixed per search) */
     int n_rc;             /* how many */
     /* the layer split per vpp for the current pp (mfu_config_default_split
-     * depends on pp and vpp only) */
+     * depends on pp and vpp only, and on whether the stages loop or form a
+     * V: slot 0 holds DualPipeV's, vpp 2 in a V) */
     int64_t split_pp;
     int split_ok[MFU_SEARCH_MAX_VPP + 1];
     mfu_config split_cfg[MFU_SEARCH_MAX_VPP + 1];
@@ -446,6 +447,7 @@ static unsigned schedule_frameworks(mfu_schedule s)
     case MFU_SCHED_1F1B: return MG | TT;
     case MFU_SCHED_INTERLEAVED: return MG | TT;
     case MFU_SCHED_GPIPE: return TT | MX;
+    case MFU_SCHED_DUALPIPEV: return TT;
     default: return 0u; /* zb: ZB-H1 */
     }
 }
@@ -468,6 +470,7 @@ static uint64_t subtree_points(const ctx *x, const mfu_config *c)
     if (pp > 1 && o->fix_schedule < 0) {
         n_sched = 2;
         for (int64_t v = 2; v <= o->max_vpp && pp * v <= x->sys->layers + 2; v++) n_sched += 2;
+        if (pp * 2 <= x->sys->layers + 2 && o->max_vpp >= 2) n_sched++; /* dualpipev */
     }
     uint64_t n_rc = o->fix_recompute >= 0 ? 1 : (uint64_t)rc_count(x);
     return n_ga * n_zero * n_sched * n_rc;
@@ -481,9 +484,16 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
         if (o->fix_schedule >= 0 && s != o->fix_schedule) continue;
         if (pp == 1 && s != MFU_SCHED_1F1B) continue;
         if (pp > 1 && !fw_admits(x, schedule_frameworks((mfu_schedule)s))) continue;
+        if (s == MFU_SCHED_DUALPIPEV && !x->any && !(x->fw_shape & schedule_frameworks((mfu_schedule)s))) {
+            /* its one framework already refused the shape (keeps the
+             * search's pace where torchtitan cannot run the model) */
+            if (o->max_vpp >= 2) prune(x, MFU_PRUNE_FRAMEWORK, o->fix_recompute >= 0 ? 1 : (uint64_t)rc_count(x));
+            continue;
+        }
         c->schedule = (mfu_schedule)s;
-        int64_t vlo = s == MFU_SCHED_INTERLEAVED ? 2 : 1;
-        int64_t vhi = (s == MFU_SCHED_INTERLEAVED || s == MFU_SCHED_GPIPE) && pp > 1 ? o->max_vpp : 1;
+        int64_t vlo = s == MFU_SCHED_INTERLEAVED || s == MFU_SCHED_DUALPIPEV ? 2 : 1;
+        int64_t vhi = (s == MFU_SCHED_INTERLEAVED || s == MFU_SCHED_GPIPE) && pp > 1 ? o->max_vpp
+                      : s == MFU_SCHED_DUALPIPEV && o->max_vpp >= 2 ? 2 : 1;
         for (int64_t v = vlo; v <= vhi && pp * v <= x->sys->layers + 2 && !x->stop; v++) {
             if (o->fix_vpp > 0 && v != o->fix_vpp) continue;
             c->vpp = v;
@@ -492,21 +502,23 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
             int reason;
             if (x->split_pp != pp) { /* a new pp: the splits of every vpp */
                 x->split_pp = pp;
-                for (int64_t w = 1; w <= MFU_SEARCH_MAX_VPP; w++) {
+                for (int64_t w = 0; w <= MFU_SEARCH_MAX_VPP; w++) {
                     mfu_config t = *c;
-                    t.vpp = w;
-                    x->split_ok[w] = w * pp <= x->sys->layers + 2 && mfu_config_default_split(x->sys, &t) == MFU_OK;
+                    t.vpp = w ? w : 2;
+                    t.schedule = w ? MFU_SCHED_1F1B : MFU_SCHED_DUALPIPEV;
+                    x->split_ok[w] = t.vpp * pp <= x->sys->layers + 2 && mfu_config_default_split(x->sys, &t) == MFU_OK;
                     x->split_cfg[w] = t;
                 }
             }
-            if (v > MFU_SEARCH_MAX_VPP || !x->split_ok[v]) {
+            int64_t slot = s == MFU_SCHED_DUALPIPEV ? 0 : v;
+            if (v > MFU_SEARCH_MAX_VPP || !x->split_ok[slot]) {
                 prune(x, MFU_PRUNE_DIVISIBILITY, n_rc);
                 continue;
             }
-            c->split = x->split_cfg[v].split;
-            c->pp_first = x->split_cfg[v].pp_first;
-            c->pp_mid = x->split_cfg[v].pp_mid;
-            c->pp_last = x->split_cfg[v].pp_last;
+            c->split = x->split_cfg[slot].split;
+            c->pp_first = x->split_cfg[slot].pp_first;
+            c->pp_mid = x->split_cfg[slot].pp_mid;
+            c->pp_last = x->split_cfg[slot].pp_last;
             if (mfu_config_check_sched(x->sys, c, &reason, &why) != MFU_OK) {
                 prune(x, reason, n_rc);
                 continue;

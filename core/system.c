@@ -352,7 +352,8 @@ static double t_a2a(double S, double n, link l)
     return (n - 1.0) / n * S / bw_at(l, S) + (n - 1.0) * l.lat;
 }
 
-double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, double w_frac)
+double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, double w_frac,
+                           double b_frac)
 {
     if (pp <= 1 || m <= 0) return 0.0;
     double p1 = (double)(pp - 1), mm = (double)m;
@@ -368,6 +369,14 @@ double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, d
          * Without that cap a slower W made the step shorter when m < p - 1
          * (the fuzzer found expected < bound). */
         return mfu_dmax(0.0, p1 - 2.0 * (mm < p1 ? mm : p1) * w_frac) / mm;
+    case MFU_SCHED_DUALPIPEV:
+        /* (PP/2 - 1)(F&B + B - 3W) over PP = 2p stages of half a rank's
+         * layers (DualPipe repository README table; m >= 2p, which the
+         * schedule requires). F&B, a chunk's forward and another's
+         * backward run together, is taken as F + B: their overlap hides
+         * communication (ep_overlap), not compute. In a rank's own
+         * F, B, W: (p-1)(F + 2B - 3W)/2 against m (F + B). */
+        return mfu_dmax(0.0, p1 * (1.0 + b_frac - 3.0 * w_frac) / 2.0) / mm;
     default: return p1 / mm;                                      /* (p-1)/m */
     }
 }
@@ -386,10 +395,12 @@ static void busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_
     }
     mfu_stages st;
     mfu_config_stages(sys, c, &st);
-    double f[3] = {(double)st.first * a->fwd_s + k->embed_fwd_s, (double)st.mid * a->fwd_s,
-                   (double)st.last * a->fwd_s + k->head_fwd_s};
-    double b[3] = {(double)st.first * a->bwd_s + k->embed_bwd_s, (double)st.mid * a->bwd_s,
-                   (double)st.last * a->bwd_s + k->head_bwd_s};
+    /* the LM head and loss: the last rank's, or rank 0's in a V */
+    int hv = mfu_head_rank(c) == 0;
+    double f[3] = {(double)st.first * a->fwd_s + k->embed_fwd_s + (hv ? k->head_fwd_s : 0.0),
+                   (double)st.mid * a->fwd_s, (double)st.last * a->fwd_s + (hv ? 0.0 : k->head_fwd_s)};
+    double b[3] = {(double)st.first * a->bwd_s + k->embed_bwd_s + (hv ? k->head_bwd_s : 0.0),
+                   (double)st.mid * a->bwd_s, (double)st.last * a->bwd_s + (hv ? 0.0 : k->head_bwd_s)};
     int64_t ls[3] = {st.first, st.mid, st.last};
     int best = 0;
     for (int i = 1; i < 3; i++)
@@ -657,7 +668,8 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     /* bubble: the pipeline's idle fraction of a micro-batch's critical path
      * (compute, recompute, in-layer exposed communication). */
     double w_frac = (t_f + t_b) > 0 ? L * a->wgrad_s / (t_f + t_b) : 0.0;
-    double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac);
+    double b_frac = c->schedule == MFU_SCHED_DUALPIPEV && (t_f + t_b) > 0 ? t_b / (t_f + t_b) : 0.0;
+    double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac, b_frac);
     double inlayer = exp_[MFU_COMM_TP] + exp_[MFU_COMM_CP] + exp_[MFU_COMM_EP] +
                      (pp > 1 && sys->hw->platform == MFU_PLATFORM_GPU ? 0.0 : exp_[MFU_COMM_FSDP]);
     tm->bubble_s = fb * (tm->compute_s + tm->recompute_s + inlayer + host_x);
@@ -766,7 +778,8 @@ double mfu_step_lower_bound(const mfu_system *sys, const mfu_config *c, const mf
     double mb = (double)c->grad_accum;
     double work = mb * (t_f + t_b) + mb * nrc * k->avg.rc_s[c->recompute];
     double w_frac = (t_f + t_b) > 0 ? L * k->avg.wgrad_s / (t_f + t_b) : 0.0;
-    double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac);
+    double b_frac = c->schedule == MFU_SCHED_DUALPIPEV && (t_f + t_b) > 0 ? t_b / (t_f + t_b) : 0.0;
+    double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac, b_frac);
     const mfu_efficiency *eff = expected && sys->hw->has_profile ? &sys->hw->eff : NULL;
     double oh = eff ? eff->step_overhead_s + mb * eff->microbatch_overhead_s : 0.0;
     return work * (1.0 + (fb > 0 ? fb : 0.0)) + oh;

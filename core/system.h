@@ -28,12 +28,17 @@
  *  1f1b        Megatron-LM / torchtitan 1F1B (PipeDream-Flush)
  *  interleaved Megatron-LM interleaved 1F1B, torchtitan Interleaved1F1B (vpp >= 2)
  *  zb          ZB-H1 (Qi et al. 2023): no framework modelled here launches it
- *  gpipe       MaxText's pipeline: GPipe, circular with vpp repeats */
+ *  gpipe       MaxText's pipeline: GPipe, circular with vpp repeats
+ *  dualpipev   DualPipeV (DeepSeek-AI DualPipe repository, "cut-in-half"
+ *              DualPipe): two virtual stages per rank in a V (rank r holds
+ *              stages r and 2p-1-r, so rank 0 holds the embedding and the
+ *              LM head), vpp = 2; torchtitan ScheduleDualPipeV */
 typedef enum {
     MFU_SCHED_1F1B = 0,
     MFU_SCHED_INTERLEAVED,
     MFU_SCHED_ZB,
     MFU_SCHED_GPIPE,
+    MFU_SCHED_DUALPIPEV,
     MFU_SCHED_COUNT
 } mfu_schedule;
 
@@ -262,7 +267,8 @@ MFU_MUST_CHECK int mfu_config_default_split(const mfu_system *sys, mfu_config *c
  * layer of the stage) held at peak by pipeline rank `stage` under the
  * schedule (docs/model.md F-PP-INFLIGHT): 1F1B and ZB-H1 min(p - r, m);
  * interleaved min(2(p-r-1) + (v-1)p + 1, m v) chunks of 1/v of the stage
- * (Megatron-LM schedules.py get_pp_rank_microbatches); GPipe m. */
+ * (Megatron-LM schedules.py get_pp_rank_microbatches); GPipe m;
+ * DualPipeV min(2p + 1, 2m) chunks of half the stage on every rank. */
 double mfu_inflight(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, int64_t stage);
 
 /* ---- evaluation --------------------------------------------------------- */
@@ -274,9 +280,12 @@ MFU_MUST_CHECK int mfu_evaluate(const mfu_system *sys, const mfu_config *c, mfu_
 
 /* Pipeline bubble as a fraction of the ideal pipeline time (Narayanan et
  * al. 2021 sec. 2.2; ZB-H1: Qi et al. 2023, DeepSeek-V3 Table 2; GPipe
- * (Huang et al. 2019) as MaxText runs it, circular with v repeats).
- * w_frac = W / (F + B): the weight-gradient share of a micro-batch. */
-double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, double w_frac);
+ * (Huang et al. 2019) as MaxText runs it, circular with v repeats;
+ * DualPipeV: the DualPipe repository's table).
+ * w_frac = W / (F + B): the weight-gradient share of a micro-batch;
+ * b_frac = B / (F + B): the backward's share. */
+double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, double w_frac,
+                           double b_frac);
 
 /* Per-shape costs of one micro-batch on one device, for one profile: what
  * the search caches per (tp, cp, ep, etp, sp, mbs). */

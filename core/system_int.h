@@ -12,6 +12,15 @@
 static inline double mfu_dmax(double a, double b) { return a > b ? a : b; }
 
 
+/* The pipeline rank holding the LM head, the final norm and the loss: the
+ * last one, except in a V-shaped schedule, whose rank 0 holds the first and
+ * the last virtual stage (DualPipeV; torchtitan pipeline_parallel.py
+ * _get_pp_rank_to_stage_indices_mapping, style "v"). */
+static inline int64_t mfu_head_rank(const mfu_config *c)
+{
+    return c->schedule == MFU_SCHED_DUALPIPEV ? 0 : c->ax[MFU_AX_PP] - 1;
+}
+
 /* Fully recomputed layers on a stage of `ls` layers under c (0 unless the
  * policy is full). */
 static inline int64_t mfu_rc_layers(const mfu_system *sys, const mfu_config *c, int64_t ls)

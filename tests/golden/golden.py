@@ -720,7 +720,12 @@ def torchtitan_rules(c, L, moe, tied, seq):
             out.append("Schedule1F1B: micro-batches < stages")
         if c["schedule"] == "interleaved" and m % max(1, m // pp):
             out.append("Interleaved1F1B: micro-batches % max(1, m // pp)")
-        if c["schedule"] not in ("1f1b", "interleaved", "gpipe") or (c["schedule"] == "gpipe" and v != 1):
+        # DualPipeV: 2 stages per rank in a V (pipeline_parallel.py
+        # _get_pp_rank_to_stage_indices_mapping: "v schedules assume 2
+        # stages per rank"); DualPipe's dualpipev.py: num_chunks >= 2 ranks
+        if c["schedule"] == "dualpipev" and (v != 2 or m < 2 * pp):
+            out.append("DualPipeV: vpp %d, micro-batches %d < 2 pp" % (v, m))
+        if c["schedule"] not in ("1f1b", "interleaved", "gpipe", "dualpipev") or (c["schedule"] == "gpipe" and v != 1):
             out.append("schedule %s vpp %d" % (c["schedule"], v))
         if tied:
             out.append("pp with tied embeddings")

@@ -419,5 +419,29 @@ int main(void)
         json_decref(d);
         free(buf);
     }
+    {
+        /* DualPipeV by name: a measured configuration without vpp gets the
+         * schedule's 2 stages per rank; search.fix keeps to the schedule */
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
+                      "\"search\": {\"top_k\": 3, \"fix\": {\"schedule\": \"dualpipev\"}}, "
+                      "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 8, \"pp\": 8}, "
+                      "\"schedule\": \"dualpipev\", \"mbs\": 1, \"grad_accum\": 16}, \"step_time_s\": 10}}");
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *mc = json_object_get(json_object_get(res, "measured"), "config");
+        CHECK_STR(json_string_value(json_object_get(mc, "schedule")), "dualpipev");
+        CHECK_EQ_I(json_integer_value(json_object_get(mc, "vpp")), 2);
+        json_t *cs = json_object_get(res, "configs");
+        CHECK(json_array_size(cs) > 0);
+        for (size_t i = 0; i < json_array_size(cs); i++) {
+            json_t *c = json_array_get(cs, i);
+            CHECK_STR(json_string_value(json_object_get(c, "schedule")), "dualpipev");
+            CHECK_EQ_I(json_integer_value(json_object_get(c, "vpp")), 2);
+        }
+        json_decref(res);
+        json_decref(r);
+    }
     return check_done();
 }

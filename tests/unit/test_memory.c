@@ -523,6 +523,96 @@ static void t_deepseek_v3(void)
         fprintf(stderr, "deepseek-v3 rank 1: act %.3f/%.3f GB, total %.3f/%.3f GB (mfud/hand)\n", st1.activations_bytes / 1e9, act / 1e9, st1.total_bytes / 1e9, total / 1e9);
 }
 
+/* DualPipeV (the DeepSeek-AI DualPipe repository's dualpipev.py, "cut-in-
+ * half" DualPipe; torchtitan's ScheduleDualPipeV): two virtual stages per
+ * rank in a V, rank r holding stages r and 2p-1-r. */
+static void t_dualpipev(void)
+{
+    /* in flight, counted from dualpipev.py's steps, p = 4 ranks, m = 8:
+     * step 1 runs 2(p-r-1) forwards of chunk 0, step 2 r+1 more of chunk 0
+     * and r+1 of chunk 1: 2(p-r-1) + 2(r+1) = 2p = 8 chunks on every rank
+     * before its first backward; step 3 (B1 W1 F1) frees one as it adds
+     * one; step 4's first F0 runs before its B1: 9 chunks of half the
+     * rank's layers = 4.5 stage-equivalents, on every rank (the README's
+     * "PP+1" activations for PP = 2p = 8 stages) */
+    for (int r = 0; r < 4; r++) CHECK_NEAR(mfu_inflight(MFU_SCHED_DUALPIPEV, 4, 2, 8, r), 4.5, 1e-12);
+    CHECK_NEAR(mfu_inflight(MFU_SCHED_DUALPIPEV, 8, 2, 64, 7), 8.5, 1e-12);
+
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_model m;
+    mfu_system s;
+    /* 14 layers over p = 4 (8 stages): 14 + embedding + loss = 16 = 8 x 2;
+     * stage 0 holds 1 layer beside the embedding, stage 7 1 beside the
+     * loss, the others 2. In a V rank 0 holds stages 0 and 7: 2 layers;
+     * rank r holds r and 7 - r: 4. (Looped, rank 0 would hold 0 and 4: 3.) */
+    CHECK(toy(&s, &m, &hw, 14, 16) == 0);
+    mfu_config c = cfg(1, 4, 1, 1, 4, 1);
+    c.schedule = MFU_SCHED_DUALPIPEV;
+    c.vpp = 2;
+    c.grad_accum = 8;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    CHECK_EQ_I(c.split, MFU_SPLIT_ACCOUNT);
+    int64_t want[4] = {2, 4, 4, 4}, sum = 0;
+    for (int r = 0; r < 4; r++) {
+        CHECK_EQ_I(mfu_stage_layers(&s, &c, r), want[r]);
+        sum += mfu_stage_layers(&s, &c, r);
+    }
+    CHECK_EQ_I(sum, 14);
+    int reason;
+    const char *why1;
+    CHECK(mfu_config_check_sched(&s, &c, &reason, &why1) == MFU_OK);
+    /* torchtitan launches it; Megatron's schedules are 1F1B and
+     * interleaved (FW-M4) */
+    const char *why[MFU_FW_COUNT];
+    CHECK_EQ_I(mfu_config_frameworks(&s, &c, why), MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    mfu_config cd = c;
+    cd.ax[MFU_AX_DP] = 4;
+    cd.ax[MFU_AX_FSDP] = 1;
+    CHECK_EQ_I(mfu_config_frameworks(&s, &cd, why), 0);
+    CHECK(strstr(why[MFU_FW_MEGATRON], "FW-M4") != NULL);
+
+    /* rank 0 holds the embedding and the LM head (and the final norm):
+     * with FSDP and PP its bf16 stage parameters stay gathered (FW-T8), so
+     * weights = 2 B x (2 layers + 2 x 32000 x 1024 + 1024); rank 3 holds 4
+     * layers and nothing else; a layer's parameters from rank 1's 4 */
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    mfu_memory m0, m1, m3;
+    mfu_memory_stage(&s, &c, &k, 0, &m0);
+    mfu_memory_stage(&s, &c, &k, 1, &m1);
+    mfu_memory_stage(&s, &c, &k, 3, &m3);
+    double lp = m1.weights_bytes / 2.0 / 4.0;
+    CHECK_NEAR(m0.weights_bytes, 2.0 * (2.0 * lp + 2.0 * 32000 * 1024 + 1024), 1e-9);
+    CHECK_NEAR(m3.weights_bytes, 2.0 * 4.0 * lp, 1e-9);
+    /* activations (recompute none): 4.5 micro-batches of the rank's
+     * layers' saved bytes S, and one layer's gradients (S) during its
+     * backward; rank 0 adds the embedding's for the 4.5 and, once, the
+     * loss's saved tensors and fp32 logits -- not the last rank */
+    double S = k.avg.saved_bytes[MFU_RC_NONE];
+    CHECK_NEAR(m1.activations_bytes, 4.5 * 4 * S + S, 1e-12);
+    CHECK_NEAR(m3.activations_bytes, 4.5 * 4 * S + S, 1e-12);
+    CHECK_NEAR(m0.activations_bytes, 4.5 * (2 * S + k.embed_saved) + S + k.head_saved + k.logits_transient,
+               1e-12);
+    CHECK(k.logits_transient > 0);
+
+    /* fewer than 2p micro-batches (dualpipev.py asserts num_chunks >=
+     * num_ranks * 2), a third stage per rank, or a Megatron first/last
+     * split: not DualPipeV */
+    c.grad_accum = 6;
+    CHECK(mfu_config_check_sched(&s, &c, &reason, &why1) != MFU_OK);
+    c.grad_accum = 8;
+    c.vpp = 3;
+    CHECK(mfu_config_check_sched(&s, &c, &reason, &why1) != MFU_OK);
+    c.vpp = 2;
+    c.split = MFU_SPLIT_FIRST_LAST;
+    c.pp_first = 2;
+    c.pp_last = 4;
+    CHECK(mfu_config_check_sched(&s, &c, &reason, &why1) != MFU_OK);
+}
+
 int main(void)
 {
     t_recompute_modules();
@@ -533,5 +623,6 @@ int main(void)
     t_gpt3_narayanan();
     t_megatron_1t();
     t_deepseek_v3();
+    t_dualpipev();
     return check_done();
 }

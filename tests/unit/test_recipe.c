@@ -275,6 +275,23 @@ static void t_torchtitan(void)
     CHECK_EQ_I(count(toml, "], ["), 15);
     CHECK(strstr(toml, "mode = \"full\"\n") != NULL);
     json_decref(rec);
+
+    /* DualPipeV: 2 virtual stages per rank is torchtitan's default for a
+     * multi-stage schedule, 80 layers over 8 stages divide evenly, so only
+     * the embedding/output weights are zeroed (no module list) */
+    p.schedule = MFU_SCHED_DUALPIPEV;
+    p.vpp = 2;
+    p.grad_accum = 8;
+    CHECK(mfu_config_default_split(&s.sys, &p) == MFU_OK);
+    rec = recipes_of(&s, &p, &ev);
+    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    toml = json_string_value(json_object_get(json_object_get(rec, "torchtitan"), "toml"));
+    toml = toml ? toml : "";
+    CHECK(strstr(toml, "pipeline_parallel_schedule = \"DualPipeV\"\n") != NULL);
+    CHECK(strstr(toml, "pipeline_parallel_first_stage_less_layers = 0\n") != NULL);
+    CHECK(strstr(toml, "module_fqns_per_model_part") == NULL);
+    CHECK(!strncmp(unavailable(rec, "megatron"), "FW-M", 4));
+    json_decref(rec);
 }
 
 /* MoE and MLA: DeepSeek-V3 (3 dense layers, then 58 MoE ones) */

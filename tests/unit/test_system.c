@@ -73,11 +73,17 @@ int main(void)
     CHECK(fabs(hfu - 0.90) < 0.005);
 
     /* ---- bubble (Narayanan sec. 2.2; ZB-H1 (p-1)(F+B-2W), DeepSeek-V3 Table 2) */
-    CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_1F1B, 4, 1, 8, 0.3), 3.0 / 8, 1e-12);
-    CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_INTERLEAVED, 4, 2, 8, 0.3), 3.0 / 16, 1e-12);
+    CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_1F1B, 4, 1, 8, 0.3, 2.0 / 3), 3.0 / 8, 1e-12);
+    CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_INTERLEAVED, 4, 2, 8, 0.3, 2.0 / 3), 3.0 / 16, 1e-12);
     /* F = 1, B = 2 (W = 1 of it): W/(F+B) = 1/3 -> (p-1)(1+2-2)/(m*3) = 1/3 of 1F1B */
-    CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_ZB, 4, 1, 8, 1.0 / 3), 3.0 / 8 / 3, 1e-12);
-    CHECK(mfu_bubble_fraction(MFU_SCHED_1F1B, 1, 1, 8, 0.3) == 0);
+    CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_ZB, 4, 1, 8, 1.0 / 3, 2.0 / 3), 3.0 / 8 / 3, 1e-12);
+    CHECK(mfu_bubble_fraction(MFU_SCHED_1F1B, 1, 1, 8, 0.3, 2.0 / 3) == 0);
+    /* DualPipeV (DualPipe README: (PP/2-1)(F&B + B - 3W) over PP = 2p
+     * stages). p = 4 ranks, m = 8, a rank's micro-batch F = 1, B = 2 (W = 1
+     * of it): a chunk (half a rank) has F 0.5, B 1, W 0.5, F&B = F + B
+     * (compute does not overlap) = 1.5; bubble 3 x (1.5 + 1 - 1.5) = 3 of
+     * the ideal 8 x 3 = 24: 1/8, a third of 1F1B's 3/8 */
+    CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_DUALPIPEV, 4, 2, 8, 1.0 / 3, 2.0 / 3), 1.0 / 8, 1e-12);
 
     mfu_model m;
     CHECK(load_model("llama3-8b", &m) == 0);
