@@ -19,6 +19,7 @@ typedef struct api_request {
     mfu_training train;
     int tp_overlap, ep_overlap;
     unsigned rc_custom;        /* the one module set no named recompute policy has */
+    unsigned rc_mx_device, rc_mx_host; /* the "maxtext" remat names (MFU_MX_*), 0 if none */
     /* time and cost to train (training.tokens, cost): 0 = not asked */
     double train_tokens;
     double price_per_device_hour;   /* 0 = no price */

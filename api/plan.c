@@ -113,6 +113,9 @@ static int fits_on(const api_request *r, const mfu_search_opts *o, int64_t n, mf
     mfu_system s;
     if (mfu_system_init(&s, &r->model, &r->hw, &r->train, n, r->rc_custom, sc->ops) != MFU_OK)
         return -1;
+    if ((r->rc_mx_device | r->rc_mx_host) &&
+        mfu_system_set_remat_names(&s, r->rc_mx_device, r->rc_mx_host) != MFU_OK)
+        return -1;
     mfu_search_opts p = *o;
     p.top_k = 1;
     p.first_fit = 1;

@@ -1088,7 +1088,23 @@ static json_t *maxtext_recipe(const mfu_system *sys, const mfu_config *c, const 
     if (rp->kind == MFU_RCK_FULL && c->recompute_layers > 0)
         note(notes, "MaxText's full policy recomputes every layer; the estimate recomputes %lld per stage.",
              (long long)c->recompute_layers);
+    if (c->recompute == MFU_RC_QKV_OFFLOADED) remat = "qkv_proj_offloaded";
+    else if (c->recompute == MFU_RC_MINIMAL_OFFLOADED) remat = "minimal_offloaded";
+    else if (c->recompute == MFU_RC_MAXTEXT) remat = "custom";
     kv_str(argv, "remat_policy", remat);
+    if (c->recompute == MFU_RC_MAXTEXT) {
+        /* base.yml's per-tensor switches, every name of each family */
+        static const struct {
+            const char *name;
+            unsigned mx;
+        } TENSORS[] = {{"decoder_layer_input", MFU_MX_INPUT}, {"query_proj", MFU_MX_QKV}, {"key_proj", MFU_MX_QKV},
+                       {"value_proj", MFU_MX_QKV},           {"qkv_proj", MFU_MX_QKV},  {"context", MFU_MX_CONTEXT},
+                       {"out_proj", MFU_MX_OUT},             {"mlpwi_0", MFU_MX_WI},    {"mlpwi_1", MFU_MX_WI},
+                       {"mlpwo", MFU_MX_WO}};
+        for (size_t i = 0; i < sizeof TENSORS / sizeof *TENSORS; i++)
+            kv_str(argv, TENSORS[i].name, rp->mx_device & TENSORS[i].mx ? "device"
+                                          : rp->mx_host & TENSORS[i].mx ? "offload" : "remat");
+    }
 
     switch (sys->train.dtype) {
     case MFU_DT_FP32: kv_str(argv, "dtype", "float32"); break;

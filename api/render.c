@@ -94,6 +94,7 @@ static json_t *times_json(const mfu_times *t)
     json_object_set_new(o, "compute_fwd_s", json_real(t->compute_fwd_s));
     json_object_set_new(o, "compute_gemm_s", json_real(t->compute_gemm_s));
     json_object_set_new(o, "compute_attention_s", json_real(t->compute_attention_s));
+    json_object_set_new(o, "offload_s", json_real(t->offload_s));
     return o;
 }
 
@@ -178,6 +179,16 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
                                   "first_stage_layers", (json_int_t)st.first,
                                   "middle_stage_layers", (json_int_t)st.mid, "last_stage_layers",
                                   (json_int_t)st.last));
+    if (mfu_rc_is_names(sys, c->recompute)) {
+        /* a MaxText name policy: where each family of named tensors lives */
+        const mfu_rc_policy *np = &sys->rc[c->recompute];
+        json_t *rm = json_object();
+        for (int k = 0; k < MFU_MX_COUNT; k++)
+            json_object_set_new(rm, mfu_mx_names[k],
+                                json_string(np->mx_device & (1u << k) ? "device"
+                                            : np->mx_host & (1u << k) ? "offload" : "remat"));
+        json_object_set_new(o, "remat", rm);
+    }
     json_object_set_new(o, "frameworks", frameworks_json(ev->frameworks));
     json_object_set_new(o, "memory", memory_json(m));
     if (ops) json_object_set_new(o, "memory_stages", memory_stages_json(sys, c, ops));

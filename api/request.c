@@ -27,9 +27,32 @@ const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", "gpipe", 
 /* the recompute slots of core/system.h; "custom" is what "selective" with
  * a recompute_modules list that no named policy has becomes */
 const char *const api_recompute_names[] = {"none", "selective", "minimal", "save_dot_except_mlp",
-                                           "mla_up", "full", "custom", NULL};
-static const char *const RC_INPUT[] = {"none", "selective", "minimal", "save_dot_except_mlp",
-                                       "mla_up", "full", NULL};
+                                           "mla_up", "full", "custom", "qkv_proj_offloaded",
+                                           "minimal_offloaded", "maxtext", NULL};
+/* the names a request may give, and the slot each is */
+static const char *const RC_INPUT[] = {"none", "selective", "minimal", "save_dot_except_mlp", "mla_up",
+                                       "full", "qkv_proj_offloaded", "minimal_offloaded", "maxtext",
+                                       NULL};
+static const int RC_INPUT_SLOT[] = {MFU_RC_NONE, MFU_RC_SELECTIVE, MFU_RC_MINIMAL,
+                                    MFU_RC_SAVE_DOT_EXCEPT_MLP, MFU_RC_MLA_UP, MFU_RC_FULL,
+                                    MFU_RC_QKV_OFFLOADED, MFU_RC_MINIMAL_OFFLOADED, MFU_RC_MAXTEXT};
+/* "recompute": "maxtext" with "remat": {name: "remat" | "device" |
+ * "offload"}, MaxText's remat_policy custom (src/maxtext/configs/base.yml
+ * names; decoder_layer_input "device", the rest "remat" by default). mfud
+ * keeps the names of one tensor family together (F-RC-MAXTEXT). */
+static const struct {
+    const char *name;
+    unsigned mx;
+} REMAT_NAMES[] = {{"decoder_layer_input", MFU_MX_INPUT}, {"query_proj", MFU_MX_QKV},
+                   {"key_proj", MFU_MX_QKV},             {"value_proj", MFU_MX_QKV},
+                   {"kv_proj", MFU_MX_QKV},              {"qkv_proj", MFU_MX_QKV},
+                   {"context", MFU_MX_CONTEXT},          {"out_proj", MFU_MX_OUT},
+                   {"mlpwi", MFU_MX_WI},                 {"mlpwi_0", MFU_MX_WI},
+                   {"mlpwi_1", MFU_MX_WI},               {"moe_mlpwi_0", MFU_MX_WI},
+                   {"moe_mlpwi_1", MFU_MX_WI},           {"mlpwo", MFU_MX_WO},
+                   {"moe_mlpwo", MFU_MX_WO}};
+#define N_REMAT_NAMES (sizeof REMAT_NAMES / sizeof *REMAT_NAMES)
+static const char *const REMAT_STATES[] = {"remat", "device", "offload", NULL};
 const char *const api_split_names[] = {"even", "account", "first_last", NULL};
 static const char *const FRAMEWORKS[] = {"megatron", "torchtitan", "maxtext", "any", NULL};
 static const char *const GRAD_DTYPES[] = {"fp32", "bf16", NULL};
@@ -174,13 +197,82 @@ static unsigned parse_modules(json_t *arr, const char *ptr, api_status *st)
 /* The recompute slot of {"recompute": name, "recompute_modules": [...]} in
  * obj (a config or search.fix). -1 if absent (def used), -2 on error.
  * *custom receives a module set no named policy has. */
-static int parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, api_status *st)
+/* The "remat" object of a "maxtext" policy -> (device, host) MFU_MX_*
+ * masks; -1 on error. */
+static int parse_remat(json_t *rj, const char *ptr, unsigned *device, unsigned *host, api_status *st)
+{
+    char q[256];
+    if (!json_is_object(rj)) {
+        api_fail(st, 422, ptr, "must be an object {name: \"remat\" | \"device\" | \"offload\"} of MaxText checkpoint names");
+        return -1;
+    }
+    int state[MFU_MX_COUNT], seen[MFU_MX_COUNT] = {0};
+    for (int k = 0; k < MFU_MX_COUNT; k++) state[k] = (1u << k) == MFU_MX_INPUT ? 1 : 0;
+    const char *key;
+    json_t *val;
+    json_object_foreach(rj, key, val) {
+        size_t i = 0;
+        while (i < N_REMAT_NAMES && strcmp(key, REMAT_NAMES[i].name)) i++;
+        if (i == N_REMAT_NAMES) {
+            api_fail(st, 422, jv_ptr(q, sizeof q, ptr, key),
+                     "unknown name; MaxText's: decoder_layer_input, query_proj, key_proj, value_proj, kv_proj, "
+                     "qkv_proj, context, out_proj, mlpwi, mlpwi_0, mlpwi_1, moe_mlpwi_0, moe_mlpwi_1, mlpwo, moe_mlpwo");
+            return -1;
+        }
+        int v;
+        if (jv_enum(rj, key, ptr, JV_REQUIRED, 0, REMAT_STATES, &v, st)) return -1;
+        int k = 0;
+        while ((1u << k) != REMAT_NAMES[i].mx) k++;
+        if (REMAT_NAMES[i].mx == MFU_MX_INPUT && v == 0) {
+            api_fail(st, 422, jv_ptr(q, sizeof q, ptr, key),
+                     "the layer input is the checkpoint recompute starts from: \"device\" or \"offload\"");
+            return -1;
+        }
+        if (seen[k] && state[k] != v) {
+            api_fail(st, 422, jv_ptr(q, sizeof q, ptr, key),
+                     "mfud keeps one choice for a tensor family (the q/k/v projections; the MLP input "
+                     "projections; the MLP outputs): this name differs from another of its family");
+            return -1;
+        }
+        seen[k] = 1;
+        state[k] = v;
+    }
+    *device = *host = 0;
+    for (int k = 0; k < MFU_MX_COUNT; k++) {
+        if (state[k] == 1) *device |= 1u << k;
+        if (state[k] == 2) *host |= 1u << k;
+    }
+    return 0;
+}
+
+static int parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, unsigned mx[2],
+                           api_status *st)
 {
     char p[256];
     json_t *name = json_object_get(obj, "recompute");
     json_t *mods = json_object_get(obj, "recompute_modules");
+    json_t *remat = json_object_get(obj, "remat");
     int v = def;
-    if (name && jv_enum(obj, "recompute", ptr, JV_REQUIRED, 0, RC_INPUT, &v, st)) return -2;
+    if (name) {
+        int k;
+        if (jv_enum(obj, "recompute", ptr, JV_REQUIRED, 0, RC_INPUT, &k, st)) return -2;
+        v = RC_INPUT_SLOT[k];
+    }
+    if (remat && v != MFU_RC_MAXTEXT) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"), "only with \"recompute\": \"maxtext\"");
+        return -2;
+    }
+    if (name && v == MFU_RC_MAXTEXT) {
+        unsigned d = MFU_MX_INPUT, h = 0;
+        if (remat && parse_remat(remat, jv_ptr(p, sizeof p, ptr, "remat"), &d, &h, st)) return -2;
+        if ((mx[0] | mx[1]) && (mx[0] != d || mx[1] != h)) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"),
+                     "a request may name one maxtext remat policy; it names two");
+            return -2;
+        }
+        mx[0] = d;
+        mx[1] = h;
+    }
     if (!mods) return name ? v : -1;
     if (name && v != MFU_RC_SELECTIVE) {
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute_modules"),
@@ -203,13 +295,14 @@ static int parse_recompute(json_t *obj, const char *ptr, int def, unsigned *cust
 
 /* The custom recompute module set of a request (measured config, search
  * fix), known before the system is built. */
-static int scan_custom_modules(json_t *req, unsigned *custom, api_status *st)
+static int scan_custom_modules(json_t *req, unsigned *custom, unsigned mx[2], api_status *st)
 {
     *custom = 0;
+    mx[0] = mx[1] = 0;
     json_t *mc = json_object_get(json_object_get(req, "measured"), "config");
     json_t *fix = json_object_get(json_object_get(req, "search"), "fix");
-    if (json_is_object(mc) && parse_recompute(mc, "/measured/config", 0, custom, st) == -2) return -1;
-    if (json_is_object(fix) && parse_recompute(fix, "/search/fix", 0, custom, st) == -2) return -1;
+    if (json_is_object(mc) && parse_recompute(mc, "/measured/config", 0, custom, mx, st) == -2) return -1;
+    if (json_is_object(fix) && parse_recompute(fix, "/search/fix", 0, custom, mx, st) == -2) return -1;
     return 0;
 }
 
@@ -248,7 +341,8 @@ static int parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_
                   &c->vpp, st);
     bad |= jv_int(cj, "mbs", ptr, JV_OPTIONAL, 1, 1, 1 << 20, &c->mbs, st);
     unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
-    int rc = parse_recompute(cj, ptr, MFU_RC_NONE, &custom, st);
+    unsigned mx[2] = {sys->rc[MFU_RC_MAXTEXT].mx_device, sys->rc[MFU_RC_MAXTEXT].mx_host};
+    int rc = parse_recompute(cj, ptr, MFU_RC_NONE, &custom, mx, st);
     if (rc == -2) bad = -1;
     c->recompute = rc < 0 ? MFU_RC_NONE : rc;
     bad |= jv_int(cj, "recompute_layers", ptr, JV_OPTIONAL, -1, -1, API_MAX_LAYERS, &c->recompute_layers, st);
@@ -360,7 +454,8 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
             if (o->fix_mbs > o->max_mbs) o->max_mbs = o->fix_mbs; }
         if (json_object_get(fix, "schedule")) { bad |= jv_enum(fix, "schedule", fp, JV_REQUIRED, 0, api_schedule_names, &v, st); o->fix_schedule = v; }
         unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
-        int rc = parse_recompute(fix, fp, MFU_RC_SELECTIVE, &custom, st);
+        unsigned mx[2] = {sys->rc[MFU_RC_MAXTEXT].mx_device, sys->rc[MFU_RC_MAXTEXT].mx_host};
+        int rc = parse_recompute(fix, fp, MFU_RC_SELECTIVE, &custom, mx, st);
         if (rc == -2) bad = -1;
         else if (rc >= 0) o->fix_recompute = rc;
         const char *kk;
@@ -368,11 +463,11 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
         json_object_foreach(fix, kk, vv) {
             int known = 0;
             for (int a = 0; AXES[a]; a++) known |= !strcmp(kk, AXES[a]);
-            const char *other[] = {"sp", "zero", "etp", "vpp", "mbs", "schedule", "recompute", "recompute_modules", NULL};
+            const char *other[] = {"sp", "zero", "etp", "vpp", "mbs", "schedule", "recompute", "recompute_modules", "remat", NULL};
             for (int a = 0; other[a]; a++) known |= !strcmp(kk, other[a]);
             if (!known) {
                 api_fail(st, 422, jv_ptr(q, sizeof q, fp, kk),
-                         "unknown switch; fixable: dp, fsdp, tp, ep, pp, cp, sp, zero, etp, vpp, mbs, schedule, recompute, recompute_modules");
+                         "unknown switch; fixable: dp, fsdp, tp, ep, pp, cp, sp, zero, etp, vpp, mbs, schedule, recompute, recompute_modules, remat");
                 bad = -1;
             }
         }
@@ -589,7 +684,11 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     r->tp_overlap = tpo;
     r->ep_overlap = epo;
     if (parse_cost(req, tj, r, st)) return -1;
-    return scan_custom_modules(req, &r->rc_custom, st);
+    unsigned mx[2];
+    if (scan_custom_modules(req, &r->rc_custom, mx, st)) return -1;
+    r->rc_mx_device = mx[0];
+    r->rc_mx_host = mx[1];
+    return 0;
 }
 
 /* ---- normal form and key ------------------------------------------------- */
@@ -601,6 +700,9 @@ static json_t *config_json_min(const mfu_system *sys, const mfu_config *c);
 static int system_init(mfu_system *sys, const api_request *r, mfu_op *ops, api_status *st)
 {
     int rc = mfu_system_init(sys, &r->model, &r->hw, &r->train, r->devices, r->rc_custom, ops);
+    if (rc == MFU_OK && (r->rc_mx_device | r->rc_mx_host) &&
+        mfu_system_set_remat_names(sys, r->rc_mx_device, r->rc_mx_host) != MFU_OK)
+        rc = MFU_EINVAL; /* parse_remat admits no such names */
     if (rc == MFU_OK) return 0;
     api_fail(st, 422, "/model", "cannot be modelled: %s", mfu_strerror(rc));
     return -1;
@@ -610,6 +712,18 @@ static int system_init(mfu_system *sys, const api_request *r, mfu_op *ops, api_s
  * "recompute_modules": [...]} into obj. */
 static void set_recompute(json_t *obj, const mfu_system *sys, int slot)
 {
+    if (slot == MFU_RC_MAXTEXT) {
+        /* the families, by one MaxText name each */
+        const mfu_rc_policy *rp = &sys->rc[slot];
+        json_object_set_new(obj, "recompute", json_string("maxtext"));
+        json_t *rm = json_object();
+        for (int k = 0; k < MFU_MX_COUNT; k++)
+            json_object_set_new(rm, mfu_mx_names[k],
+                                json_string(rp->mx_device & (1u << k) ? "device"
+                                            : rp->mx_host & (1u << k) ? "offload" : "remat"));
+        json_object_set_new(obj, "remat", rm);
+        return;
+    }
     if (slot != MFU_RC_CUSTOM) {
         json_object_set_new(obj, "recompute", json_string(api_recompute_names[slot]));
         return;

@@ -116,14 +116,23 @@ int mfu_config_check_rc(const mfu_system *sys, const mfu_config *c, int *reason,
     const int D = MFU_PRUNE_DIVISIBILITY;
     if (c->recompute < 0 || c->recompute >= MFU_RC_COUNT) return illegal(reason, why, D, "unknown recompute policy");
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
-    if (rp->kind == MFU_RCK_SELECTIVE && rp->modules == 0)
-        return illegal(reason, why, D, "selective recompute needs at least one module");
-    if ((rp->modules & MFU_RCM_MLA_UP) && !sys->has_mla)
-        return illegal(reason, why, D, "mla_up_proj recompute needs MLA attention");
-    if (c->recompute_layers == 0 || c->recompute_layers < -1)
-        return illegal(reason, why, D, "recompute_layers must be -1 (all) or >= 1");
-    if (c->recompute_layers > 0 && rp->kind != MFU_RCK_FULL)
-        return illegal(reason, why, D, "recompute_layers only with full recompute");
+    /* per point of the search: the common cases pass with few tests */
+    if (rp->kind == MFU_RCK_SELECTIVE) {
+        if (rp->modules == 0 && !(rp->mx_device | rp->mx_host))
+            return illegal(reason, why, D, c->recompute == MFU_RC_MAXTEXT
+                                               ? "maxtext recompute needs the request's remat names"
+                                               : "selective recompute needs at least one module");
+        if (rp->mx_host && !(sys->hw->host_bw_bytes_s > 0))
+            return illegal(reason, why, D, "offloading to the host needs hardware.host_bw_bytes_s");
+        if ((rp->modules & MFU_RCM_MLA_UP) && !sys->has_mla)
+            return illegal(reason, why, D, "mla_up_proj recompute needs MLA attention");
+    }
+    if (c->recompute_layers != -1) {
+        if (c->recompute_layers < 1)
+            return illegal(reason, why, D, "recompute_layers must be -1 (all) or >= 1");
+        if (rp->kind != MFU_RCK_FULL)
+            return illegal(reason, why, D, "recompute_layers only with full recompute");
+    }
     return MFU_OK;
 }
 

@@ -78,6 +78,10 @@ typedef struct mfu_hardware {
     double peak_flops[MFU_DT_COUNT]; /* dense, no sparsity; 0 = unsupported */
     double hbm_bytes;       /* as the runtime exposes it to one process */
     double hbm_bw_bytes_s;
+    /* the device's link to its host's memory, one direction (PCIe on
+     * TPUs and most GPUs): what offloaded tensors cross. 0: unknown, and
+     * nothing is offloaded (docs/model.md F-RC-MAXTEXT) */
+    double host_bw_bytes_s;
     mfu_mem_reserve reserve;
     int n_tiers;
     mfu_net_tier tiers[MFU_MAX_TIERS];

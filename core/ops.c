@@ -34,10 +34,16 @@ typedef struct builder {
     double eb; /* GEMM operand bytes */
     double ab; /* activation bytes */
     unsigned fr, rr; /* recompute masks given to the next forward ops */
+    unsigned mx;     /* MaxText name of the next forward ops' outputs */
 } builder;
 
 const char *const mfu_rcm_names[MFU_RCM_COUNT] = {"core_attn", "layernorm", "mlp", "moe_act",
                                                   "moe", "mla_up_proj", "shared_experts", "act"};
+const char *const mfu_mx_names[MFU_MX_COUNT] = {"qkv_proj", "context", "out_proj", "mlpwi", "mlpwo",
+                                                "decoder_layer_input"};
+
+/* The MaxText name of what the next forward ops produce (0: none). */
+static void mx(builder *b, unsigned cat) { b->mx = cat; }
 
 /* The recompute masks of what is pushed next: saved tensors freed by `fr`,
  * ops run again by `rr`. */
@@ -67,6 +73,8 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     o->saved_bytes = ph == MFU_FWD ? saved : 0.0;
     o->rc_free = ph == MFU_FWD ? b->fr : 0u;
     o->rc_rerun = ph == MFU_FWD ? b->rr : 0u;
+    o->mx = ph == MFU_FWD ? b->mx : 0u;
+    o->out_bytes = 0.0;
     return o;
 }
 
@@ -95,7 +103,10 @@ static void matmul3(builder *b, const char *fwd, const char *dgrad, const char *
         push(b, "fp8_cast.bwd", MFU_BWD, ct, M * N, (ab + eb) * M * N, 0);
     }
     mfu_op *o = push(b, fwd, MFU_FWD, tags, flops, eb * (M * K + wbytes) + ab * M * N, saved);
-    if (o) o->gemm_flops = flops / groups;
+    if (o) {
+        o->gemm_flops = flops / groups;
+        o->out_bytes = ab * M * N;
+    }
     o = push(b, dgrad, MFU_BWD, tags, flops, eb * (M * N + wbytes) + ab * M * K, 0);
     if (o) o->gemm_flops = flops / groups;
     o = push(b, wgrad, MFU_BWD, tags | MFU_TAG_WGRAD, flops, eb * (M * K + M * N) + 8.0 * wbytes, 0);
@@ -148,7 +159,9 @@ static void dense_mlp(builder *b, const mfu_mlp *p, double T, double Te, double 
      * the layernorm module frees */
     unsigned blk = extra ? MFU_RCM_SHARED | MFU_RCM_MOE : MFU_RCM_MLP;
     rc(b, MFU_RCM_LAYERNORM, blk);
+    mx(b, MFU_MX_WI);
     matmul3(b, names[0], names[1], names[2], t, T, h, up_n, 1.0, first_saves_input ? Te * h : 0.0);
+    mx(b, 0);
     /* activation: gated reads gate and up, writes one; saves its inputs
      * (kept when only the activation is recomputed: they are its input) */
     double n_out = T * I / tp;
@@ -158,7 +171,9 @@ static void dense_mlp(builder *b, const mfu_mlp *p, double T, double Te, double 
                 act_flops(p->act) + (p->gated ? 1.0 : 0.0), ab * n_in);
     /* its output is the down projection's saved input */
     rc(b, blk | MFU_RCM_ACT, blk);
+    mx(b, MFU_MX_WO);
     matmul3(b, names[5], names[6], names[7], t, T, I / tp, h, 1.0, n_out);
+    mx(b, 0);
 }
 
 static const char *MLP_NAMES[] = {"mlp_up", "mlp_up.dgrad", "mlp_up.wgrad", "mlp_act",
@@ -289,7 +304,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     const mfu_attention *a = &run->attn;
     const mfu_mlp *p = &run->mlp;
     builder b = {out, 0, max, r, (double)run->count, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u};
     double ab = b.ab;
     double h = (double)m->d_model;
     double tp = (double)s->tp, cp = (double)s->cp;
@@ -307,6 +322,9 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     elementwise(&b, "attn_norm", "attn_norm.bwd", L | MFU_TAG_TP_REPL, Te * h, Te * h, nf,
                 ab * Te * h);
     rc(&b, MFU_RCM_LAYERNORM, 0);
+    /* the projections under MaxText's query/key/value/kv/qkv_proj names
+     * (MLA's latent norms and RoPE between its projections among them) */
+    mx(&b, MFU_MX_QKV);
     double Hq = (double)a->n_heads / tp;
     double Hkv, dqk, dv;
     switch (a->kind) {
@@ -319,6 +337,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         double qw = (a->output_gate ? 2.0 : 1.0) * Hq;
         matmul3(&b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L, T, h, (qw + 2.0 * Hkv) * dqk,
                 1.0, Te * h);
+        mx(&b, 0); /* MaxText names the projections' outputs, before q/k norms and RoPE */
         rc(&b, 0, 0);
         double nqk = T * (Hq + Hkv) * dqk;
         if (a->qk_norm != MFU_QKN_NONE)
@@ -375,6 +394,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         rc(&b, 0, 0);
         /* in_proj_ba reads the same norm output: nothing new saved */
         matmul3(&b, "ba_proj", "ba_proj.dgrad", "ba_proj.wgrad", L, T, h, 2.0 * Hq, 1.0, 0.0);
+        mx(&b, 0);
         double nc = T * (2.0 * Hkv * dqk + Hq * dv);
         if (a->conv_size > 0)
             /* F-OP-CONV: depthwise causal conv1d (conv_size taps: a
@@ -406,7 +426,15 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         break;
     }
     }
+    mx(&b, MFU_MX_CONTEXT);
     attn_core(&b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
+    /* "context": the kernel's output, on its last forward op */
+    for (int i = (b.n < b.max ? b.n : b.max) - 1; i >= 0; i--)
+        if (b.out[i].phase == MFU_FWD) {
+            if (b.out[i].mx == MFU_MX_CONTEXT) b.out[i].out_bytes = ab * T * Hq * dv;
+            break;
+        }
+    mx(&b, 0);
     rc(&b, 0, 0);
     if (a->kind == MFU_ATTN_GLA && a->output_gate) {
         /* fused RMSNorm * swish(g) on the output */
@@ -427,7 +455,9 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         double n = T * Hq * dv;
         elementwise(&b, "attn_out_gate", "attn_out_gate.bwd", L, 2.0 * n, n, 5.0, ab * 2.0 * n);
     }
+    mx(&b, MFU_MX_OUT);
     matmul3(&b, "out_proj", "out_proj.dgrad", "out_proj.wgrad", L, T, Hq * dv, h, 1.0, T * Hq * dv);
+    mx(&b, 0);
     residual(&b, m, "attn_residual", "attn_residual.bwd", Te, h);
 
     /* ---- MLP block ---- */
@@ -445,7 +475,15 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         /* Megatron "moe" recomputes the whole layer (router, dispatch,
          * experts, combine, shared experts) from the norm output */
         rc(&b, MFU_RCM_LAYERNORM, MFU_RCM_MOE);
+        /* MaxText: routing and dispatch are rerun when the expert inputs
+         * (moe_mlpwi_*) are not kept; their outputs are not named */
+        mx(&b, MFU_MX_WI);
         matmul3(&b, "router", "router.dgrad", "router.wgrad", t, Te, h, E, 1.0, Te * h);
+        for (int i = (b.n < b.max ? b.n : b.max) - 1; i >= 0; i--)
+            if (b.out[i].phase == MFU_FWD) {
+                b.out[i].out_bytes = 0.0;
+                break;
+            }
         rc(&b, MFU_RCM_MOE, MFU_RCM_MOE);
         push(&b, "router_topk", MFU_FWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 4.0 * Te * E);
         push(&b, "router_topk.bwd", MFU_BWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 0);
@@ -472,10 +510,12 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
          * permuted_probs; by linearity the same as weighting the expert
          * outputs): it also keeps each slot's probability (fp32), and the
          * combine below is a plain unpermute that keeps nothing. */
+        mx(&b, 0);
         rc(&b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT);
         elementwise(&b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
                     act_flops(p->act) + (p->gated ? 1.0 : 0.0) + 1.0, ab * n_in + 4.0 * Ts);
         rc(&b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT, MFU_RCM_MOE);
+        mx(&b, MFU_MX_WO);
         matmul3(&b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
                 n_out);
         rc(&b, MFU_RCM_MOE, MFU_RCM_MOE);
@@ -483,6 +523,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
          * token order; its backward gathers the output gradient to the slots */
         push(&b, "moe_combine", MFU_FWD, te, slots, ab * (slots + Te * h), 0);
         push(&b, "moe_combine.bwd", MFU_BWD, te, 0, ab * (slots + Te * h), 0);
+        mx(&b, 0);
         if (p->n_shared_experts > 0) {
             double Is = (double)(p->n_shared_experts * p->shared_ffn_dim);
             dense_mlp(&b, p, T, Te, h, Is, tp, 0, MFU_TAG_SHARED, SHARED_NAMES);
@@ -510,7 +551,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
 int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
     builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u};
     double h = (double)m->d_model, ab = b.ab;
     double T = s->mbs * (double)s->seq / (double)s->cp;
     double Te = s->sp ? T / (double)s->tp : T;
@@ -534,7 +575,7 @@ int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
     builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u};
     double h = (double)m->d_model, ab = b.ab;
     double tp = (double)s->tp;
     double T = s->mbs * (double)s->seq / (double)s->cp;

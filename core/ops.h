@@ -48,6 +48,25 @@ enum {
                           MFU_RCM_MOE | MFU_RCM_MLA_UP | MFU_RCM_SHARED)
 extern const char *const mfu_rcm_names[MFU_RCM_COUNT];
 
+/* MaxText checkpoint names (src/maxtext/configs/base.yml, layers/
+ * decoders.py checkpoint_name): the output an op produces, which a MaxText
+ * remat policy saves on the device, offloads to the host, or recomputes
+ * (docs/model.md F-RC-MAXTEXT). MFU_MX_INPUT is the layer's input
+ * (decoder_layer_input), no op's output. Ops of no category (norms, RoPE,
+ * activations, residual adds, casts) are always recomputed; the down
+ * projection's output (mlpwo) feeds only the residual stream, which the
+ * next layer's input carries, so it is never recomputed. */
+enum {
+    MFU_MX_QKV = 1u << 0,     /* query/key/value/kv/qkv_proj */
+    MFU_MX_CONTEXT = 1u << 1, /* context: the attention kernel's output */
+    MFU_MX_OUT = 1u << 2,     /* out_proj */
+    MFU_MX_WI = 1u << 3,      /* mlpwi, mlpwi_0/1 (and moe_mlpwi_*: the routing before them) */
+    MFU_MX_WO = 1u << 4,      /* mlpwo (moe_mlpwo, the combine after it) */
+    MFU_MX_INPUT = 1u << 5,   /* decoder_layer_input */
+    MFU_MX_COUNT = 6
+};
+extern const char *const mfu_mx_names[MFU_MX_COUNT];
+
 typedef struct mfu_op {
     const char *name;   /* static string */
     mfu_phase phase;
@@ -60,6 +79,8 @@ typedef struct mfu_op {
     double saved_bytes; /* fwd only: bytes kept for the backward */
     unsigned rc_free;   /* MFU_RCM_*: recomputing any of these frees saved_bytes */
     unsigned rc_rerun;  /* MFU_RCM_*: recomputing any of these runs this fwd op again */
+    unsigned mx;        /* fwd only: the MaxText name of its output (MFU_MX_*), 0 for none */
+    double out_bytes;   /* fwd only, with mx: the bytes of that output */
 } mfu_op;
 
 typedef enum { MFU_ATTN_FLASH = 0, MFU_ATTN_UNFUSED } mfu_attn_impl;

@@ -194,8 +194,8 @@ typedef struct ctx {
     unsigned fw_want;     /* the admitted frameworks of the platform */
     unsigned fw_shape;    /* those the shape's rules leave */
     unsigned fw_sched;    /* ... and the schedule level's */
-    int rc_ok[MFU_RC_COUNT]; /* recompute policies tried (rc_usable, fixed per search) */
-    int n_rc;             /* how many */
+    int n_rc;             /* recompute policies tried (rc_usable_, fixed per search) */
+    int rc_list[MFU_RC_COUNT]; /* their slots, ascending */
     /* the layer split per vpp for the current pp (mfu_config_default_split
      * depends on pp and vpp only, and on whether the stages loop or form a
      * V: slot 0 holds DualPipeV's, vpp 2 in a V) */
@@ -385,12 +385,10 @@ static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce, doubl
 static int rc_usable_(const ctx *x, int rc)
 {
     const mfu_rc_policy *p = &x->sys->rc[rc];
-    if (p->kind == MFU_RCK_SELECTIVE && p->modules == 0) return 0;
+    if (p->kind == MFU_RCK_SELECTIVE && p->modules == 0 && !(p->mx_device | p->mx_host)) return 0;
     if ((p->modules & MFU_RCM_MLA_UP) && !x->sys->has_mla) return 0;
     return fw_admits(x, p->frameworks);
 }
-
-static int rc_usable(const ctx *x, int rc) { return x->rc_ok[rc]; }
 
 static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 {
@@ -398,8 +396,8 @@ static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
     double h_none = NAN, h_full = NAN;
     int fits_without = 0;
     mfu_memory_base_init(x->sys, c, &ce->bound, &x->mbase);
-    for (int rc = 0; rc < MFU_RC_COUNT && !x->stop; rc++) {
-        if (!rc_usable(x, rc)) continue;
+    for (int q = 0; q < x->n_rc && !x->stop; q++) {
+        int rc = x->rc_list[q];
         if (o->fix_recompute >= 0 && rc != o->fix_recompute) {
             prune(x, MFU_PRUNE_CONSTRAINT, 1);
             continue;
@@ -723,7 +721,8 @@ int mfu_search_shard(const mfu_system *sys, const mfu_search_opts *o, mfu_search
             x.div[b - 1] = t;
         }
     x.n_rc = 0;
-    for (int rc = 0; rc < MFU_RC_COUNT; rc++) x.n_rc += x.rc_ok[rc] = rc_usable_(&x, rc);
+    for (int rc = 0; rc < MFU_RC_COUNT; rc++)
+        if (rc_usable_(&x, rc)) x.rc_list[x.n_rc++] = rc;
     if (x.n_rc == 0) x.n_rc = 1;
     if (o->max_evaluations) {
         x.budget = mfu_search_shard_budget(o, shard);

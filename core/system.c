@@ -26,7 +26,8 @@
 
 const char *const mfu_gap_names[MFU_GAP_COUNT] = {
     "memory_bound_ops", "kernel_efficiency", "recompute", "comm_tp", "comm_cp", "comm_ep",
-    "comm_fsdp",        "comm_dp",           "comm_pp",   "bubble",  "optimizer", "overhead"};
+    "comm_fsdp",        "comm_dp",           "comm_pp",   "bubble",  "optimizer", "overhead",
+    "offload"};
 const char *const mfu_comm_names[MFU_COMM_COUNT] = {"tp", "cp", "ep", "fsdp", "dp", "pp"};
 
 /* ---- shared part ------------------------------------------------------- */
@@ -49,6 +50,18 @@ int mfu_rc_slot(mfu_rc_kind kind, unsigned modules)
     return MFU_RC_CUSTOM;
 }
 
+/* A MaxText name policy (F-RC-MAXTEXT): what is not kept is recomputed;
+ * its modules name the collectives that recompute repeats (the attention
+ * kernel's CP ring when the context is recomputed, the MLP's TP and the
+ * MoE's all-to-alls when the MLP input projections are). */
+static void names_policy(mfu_rc_policy *p, unsigned device, unsigned host, unsigned frameworks)
+{
+    unsigned keep = device | host, mods = 0u;
+    if (!(keep & MFU_MX_CONTEXT)) mods |= MFU_RCM_CORE_ATTN;
+    if (!(keep & MFU_MX_WI)) mods |= MFU_RCM_MLP | MFU_RCM_MOE;
+    *p = (mfu_rc_policy){MFU_RCK_SELECTIVE, mods, frameworks, device, host};
+}
+
 /* The recompute policy table (F-RC-POLICIES) and who can express each for
  * this model (docs/frameworks.md FW-M7, FW-T7, FW-X5). */
 static void rc_table(mfu_system *sys, unsigned custom)
@@ -59,19 +72,40 @@ static void rc_table(mfu_system *sys, unsigned custom)
     /* MaxText has no save-everything policy: remat_policy "none" (like
      * "full") gives nn.remat no policy, which saves only the layer's
      * inputs (layers/decoders.py set_remat_policy, get_remat_policy) */
-    rc[MFU_RC_NONE] = (mfu_rc_policy){MFU_RCK_NONE, 0u, MG | TT};
+    rc[MFU_RC_NONE] = (mfu_rc_policy){MFU_RCK_NONE, 0u, MG | TT, 0u, 0u};
     const unsigned *std = mfu_rc_std_modules;
-    rc[MFU_RC_SELECTIVE] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SELECTIVE], MG};
+    rc[MFU_RC_SELECTIVE] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SELECTIVE], MG, 0u, 0u};
     /* Megatron has moe_act but no module for a dense MLP's (or shared
      * experts') activation */
     unsigned act_mg = sys->has_dense_mlp ? 0u : MG;
-    rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], TT | MX | act_mg};
+    rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], TT | MX | act_mg, 0u, 0u};
     rc[MFU_RC_SAVE_DOT_EXCEPT_MLP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SAVE_DOT_EXCEPT_MLP],
-                                                     MG | MX};
-    rc[MFU_RC_MLA_UP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MLA_UP], sys->has_mla ? MG : 0u};
-    rc[MFU_RC_FULL] = (mfu_rc_policy){MFU_RCK_FULL, 0u, MFU_FW_ALL};
+                                                     MG | MX, 0u, 0u};
+    rc[MFU_RC_MLA_UP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MLA_UP], sys->has_mla ? MG : 0u, 0u, 0u};
+    rc[MFU_RC_FULL] = (mfu_rc_policy){MFU_RCK_FULL, 0u, MFU_FW_ALL, 0u, 0u};
     rc[MFU_RC_CUSTOM] = (mfu_rc_policy){MFU_RCK_SELECTIVE, custom,
-                                        custom && !(custom & ~MFU_RCM_MEGATRON) ? MG : 0u};
+                                        custom && !(custom & ~MFU_RCM_MEGATRON) ? MG : 0u, 0u, 0u};
+    /* F-RC-MAXTEXT: maxtext_utils.get_save_and_offload_names --
+     * qkv_proj_offloaded offloads query/key/value/kv_proj, minimal_offloaded
+     * every projection (q, k, v, out, mlpwi, mlpwo) but not the context;
+     * both save nothing else, the layer input (decoder_layer_input,
+     * "device" in base.yml) stays. Offered where the host link is known. */
+    unsigned off = sys->hw->host_bw_bytes_s > 0 ? MX : 0u;
+    names_policy(&rc[MFU_RC_QKV_OFFLOADED], MFU_MX_INPUT, MFU_MX_QKV, off);
+    names_policy(&rc[MFU_RC_MINIMAL_OFFLOADED], MFU_MX_INPUT,
+                 MFU_MX_QKV | MFU_MX_OUT | MFU_MX_WI | MFU_MX_WO, off);
+    rc[MFU_RC_MAXTEXT] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u}; /* none given */
+}
+
+int mfu_system_set_remat_names(mfu_system *sys, unsigned device, unsigned host)
+{
+    if (!(device & MFU_MX_INPUT) == !(host & MFU_MX_INPUT) || (device & host) ||
+        ((device | host) & ~((1u << MFU_MX_COUNT) - 1u)))
+        return MFU_EINVAL;
+    unsigned fw = MFU_FW_MASK(MFU_FW_MAXTEXT);
+    if (host && !(sys->hw->host_bw_bytes_s > 0)) fw = 0u;
+    names_policy(&sys->rc[MFU_RC_MAXTEXT], device, host, fw);
+    return MFU_OK;
 }
 
 int mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
@@ -151,8 +185,19 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
                           const mfu_efficiency *eff, mfu_layer_cost *lc)
 {
     const mfu_model *m = sys->model;
-    double saved[MFU_RC_COUNT] = {0};
+    double saved[MFU_RC_COUNT] = {0}, host_saved[MFU_RC_COUNT] = {0};
     double h = (double)m->d_model;
+    /* the policies that can be used at all: not an empty selective slot
+     * (no custom set, no maxtext names given), not an offload without a
+     * host link (the search's pace: this runs for every op of a shape) */
+    int live[MFU_RC_COUNT], n_live = 0;
+    for (int j = 0; j < MFU_RC_COUNT; j++) {
+        const mfu_rc_policy *rp = &sys->rc[j];
+        int names = (rp->mx_device | rp->mx_host) != 0;
+        if (rp->kind == MFU_RCK_SELECTIVE && rp->modules == 0 && !names) continue;
+        if (rp->mx_host && !(sys->hw->host_bw_bytes_s > 0)) continue;
+        live[n_live++] = j;
+    }
     double host = eff ? eff->host_op_s : 0.0;
     int moe = 0;
     for (int i = 0; i < n; i++) {
@@ -172,11 +217,25 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
             if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_fwd_s += t;
             /* F-RC-MODULES: a selective policy frees what its modules free
              * and runs again what they run */
-            for (int j = 0; j < MFU_RC_COUNT; j++) {
+            for (int q = 0; q < n_live; q++) {
+                int j = live[q];
                 const mfu_rc_policy *rp = &sys->rc[j];
                 if (rp->kind == MFU_RCK_FULL) {
                     lc->rc_s[j] += t;
                     lc->rc_flops[j] += o->flops;
+                    continue;
+                }
+                if (rp->mx_device | rp->mx_host) {
+                    /* F-RC-MAXTEXT: a named output is kept where the
+                     * policy says; everything else runs again, but the
+                     * down projection (its output feeds only the residual
+                     * stream the next layer's input carries) */
+                    if (o->mx & rp->mx_device) saved[j] += o->out_bytes;
+                    else if (o->mx & rp->mx_host) host_saved[j] += o->out_bytes;
+                    if (!(o->mx & (rp->mx_device | rp->mx_host | MFU_MX_WO))) {
+                        lc->rc_s[j] += t;
+                        lc->rc_flops[j] += o->flops;
+                    }
                     continue;
                 }
                 if (!(o->rc_free & rp->modules)) saved[j] += o->saved_bytes;
@@ -202,11 +261,17 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
         lc->host_fwd_exp_s += host * f_post;
         lc->host_bwd_s += host * b;
     }
-    for (int j = 0; j < MFU_RC_COUNT; j++)
-        lc->saved_bytes[j] += sys->rc[j].kind == MFU_RCK_FULL
+    for (int j = 0; j < MFU_RC_COUNT; j++) {
+        const mfu_rc_policy *rp = &sys->rc[j];
+        lc->saved_bytes[j] += rp->kind == MFU_RCK_FULL
                                   /* full: only the layer input (Korthikanti Table 2: 2sbh; /t with sp) */
                                   ? ab * Te * h
                                   : saved[j];
+        /* a name policy keeps the layer input where decoder_layer_input says */
+        if (rp->mx_device & MFU_MX_INPUT) lc->saved_bytes[j] += ab * Te * h;
+        if (rp->mx_host & MFU_MX_INPUT) host_saved[j] += ab * Te * h;
+        lc->host_bytes[j] += host_saved[j];
+    }
 }
 
 static void add_cost(mfu_layer_cost *dst, const mfu_layer_cost *src, double k)
@@ -439,6 +504,16 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     tm->compute_gemm_s = fmin(mb * L * a->gemm_s, tm->compute_s);
     tm->compute_attention_s = fmin(mb * L * a->attn_core_s, tm->compute_s - tm->compute_gemm_s);
     tm->recompute_s = mb * t_rc;
+    /* F-RC-MAXTEXT: offloaded activations cross the host link, device to
+     * host during their layer's forward and back during its backward,
+     * asynchronously under that layer's compute (XLA's host offload); only
+     * what the layer's compute cannot cover shows */
+    double host_b = c->recompute >= MFU_RC_QKV_OFFLOADED ? a->host_bytes[c->recompute] : 0.0;
+    if (host_b > 0 && sys->hw->host_bw_bytes_s > 0) {
+        double x_s = host_b / sys->hw->host_bw_bytes_s;
+        tm->offload_s = mb * L * (mfu_dmax(0.0, x_s - a->fwd_s) +
+                                  mfu_dmax(0.0, x_s - a->bwd_s - a->rc_s[c->recompute]));
+    }
 
     /* placement: tp, cp, fsdp, dp, pp innermost first; experts etp, ep */
     int64_t s_tp = c->ax[MFU_AX_TP], s_cp = s_tp * c->ax[MFU_AX_CP];
@@ -689,7 +764,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     double exposed = 0.0;
     for (int i = 0; i < MFU_COMM_COUNT; i++) exposed += exp_[i];
     double step = tm->compute_s + tm->recompute_s + exposed + tm->bubble_s + tm->optimizer_s +
-                  tm->overhead_s;
+                  tm->overhead_s + tm->offload_s;
     /* never shorter than the busiest tier's total traffic */
     double tier_tot[MFU_MAX_TIERS] = {0};
     int axis_tier[MFU_COMM_COUNT];
@@ -729,6 +804,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     tm->gap_s[MFU_GAP_BUBBLE] = tm->bubble_s;
     tm->gap_s[MFU_GAP_OPTIMIZER] = tm->optimizer_s;
     tm->gap_s[MFU_GAP_OVERHEAD] = tm->overhead_s;
+    tm->gap_s[MFU_GAP_OFFLOAD] = tm->offload_s;
 }
 
 /* The FLOP totals and batch of a configuration (what step_times reads). */

@@ -65,6 +65,12 @@ typedef enum {
     MFU_RC_MLA_UP,              /* norms and the MLA up-projections (DeepSeek-V3 sec. 3.2.3) */
     MFU_RC_FULL,                /* the whole layer */
     MFU_RC_CUSTOM,              /* a module set given in the request */
+    /* MaxText's name policies (docs/model.md F-RC-MAXTEXT): what is kept
+     * on the device, offloaded to host memory, or recomputed, by
+     * checkpoint name (layers/decoders.py get_remat_policy) */
+    MFU_RC_QKV_OFFLOADED,       /* qkv_proj_offloaded */
+    MFU_RC_MINIMAL_OFFLOADED,   /* minimal_offloaded */
+    MFU_RC_MAXTEXT,             /* remat_policy custom, the names given in the request */
     MFU_RC_COUNT
 } mfu_recompute;
 
@@ -120,6 +126,7 @@ enum {
     MFU_GAP_BUBBLE,
     MFU_GAP_OPTIMIZER,
     MFU_GAP_OVERHEAD,
+    MFU_GAP_OFFLOAD,          /* host offload transfers not hidden under compute */
     MFU_GAP_COUNT
 };
 extern const char *const mfu_gap_names[MFU_GAP_COUNT];
@@ -150,6 +157,7 @@ typedef struct mfu_times {
     double bubble_s;
     double optimizer_s;
     double overhead_s;
+    double offload_s;     /* exposed host-offload transfer (F-RC-MAXTEXT) */
     double step_time_s;
     double mfu, hfu;
     double gap_s[MFU_GAP_COUNT];           /* vs the roofline step (see system.c) */
@@ -176,8 +184,13 @@ int mfu_rc_slot(mfu_rc_kind kind, unsigned modules);
 /* One recompute policy of the table (docs/model.md F-RC-*). */
 typedef struct mfu_rc_policy {
     mfu_rc_kind kind;
-    unsigned modules;             /* MFU_RCM_* (selective) */
+    unsigned modules;             /* MFU_RCM_* (selective); for a name policy the modules
+                                   * whose collectives its recompute repeats */
     unsigned frameworks;          /* who can express it for this model */
+    /* a MaxText name policy (kind selective): MFU_MX_* kept on the device
+     * and offloaded to the host; every other named output is recomputed.
+     * Both 0: not a name policy (or the request gave none). */
+    unsigned mx_device, mx_host;
 } mfu_rc_policy;
 
 /* What every configuration shares: the model, hardware, training settings,
@@ -213,6 +226,15 @@ typedef struct mfu_system {
 MFU_MUST_CHECK int mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
                                    const mfu_training *t, int64_t devices, unsigned custom_modules,
                                    mfu_op *ops);
+/* The MFU_RC_MAXTEXT slot's names (MFU_MX_*: kept on the device, offloaded
+ * to the host; decoder_layer_input in one of them); after mfu_system_init,
+ * before any cost. MFU_EINVAL if the layer input is in neither or both. */
+MFU_MUST_CHECK int mfu_system_set_remat_names(mfu_system *sys, unsigned device, unsigned host);
+/* Whether policy slot j is a MaxText name policy. */
+static inline int mfu_rc_is_names(const mfu_system *sys, int j)
+{
+    return (sys->rc[j].mx_device | sys->rc[j].mx_host) != 0;
+}
 
 /* ---- legality ---------------------------------------------------------- */
 
@@ -297,7 +319,8 @@ typedef struct mfu_layer_cost {
     double expert_s;               /* routed-expert ops fwd + bwd (EP overlap) */
     double rc_s[MFU_RC_COUNT];     /* recomputed forward time per policy */
     double rc_flops[MFU_RC_COUNT];
-    double saved_bytes[MFU_RC_COUNT]; /* activations kept per policy */
+    double saved_bytes[MFU_RC_COUNT]; /* activations kept per policy (on the device) */
+    double host_bytes[MFU_RC_COUNT];  /* activations a name policy offloads to the host */
     double fwd_flops;
     /* F-TIME-DISPATCH (expected profile only): host time to issue the
      * layer's kernels, forward after its MoE dispatch sync (the routed

@@ -605,7 +605,7 @@ CSV_HEADER = ["rank", "dp", "fsdp", "tp", "ep", "pp", "cp", "sp", "zero", "etp",
               "expected_mfu_low", "expected_mfu_high"] + \
     ["gap_%s_points" % g for g in ("memory_bound_ops", "kernel_efficiency", "recompute", "comm_tp", "comm_cp",
                                    "comm_ep", "comm_fsdp", "comm_dp", "comm_pp", "bubble", "optimizer",
-                                   "overhead")] + \
+                                   "overhead", "offload")] + \
     ["exposed_%s_s" % a for a in ("tp", "cp", "ep", "fsdp", "dp", "pp")]
 
 

@@ -443,5 +443,65 @@ int main(void)
         json_decref(res);
         json_decref(r);
     }
+    {
+        /* MaxText's name policies by request (docs/model.md F-RC-MAXTEXT) */
+#define TPU "\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, " \
+            "\"devices\": 64, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 1048576}"
+#define MC(remat) "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 64}, \"recompute\": \"maxtext\", " \
+                  "\"remat\": " remat "}, \"step_time_s\": 1}"
+        /* "remat" only with "maxtext" */
+        expect_error(search_sync, "{" TPU ", \"measured\": {\"config\": {\"parallel\": {\"fsdp\": 64}, "
+                     "\"recompute\": \"full\", \"remat\": {}}, \"step_time_s\": 1}}", 422, "/measured/config/remat");
+        /* the layer input cannot be recomputed: it is where recompute starts */
+        expect_error(search_sync, "{" TPU ", " MC("{\"decoder_layer_input\": \"remat\"}") "}", 422,
+                     "/measured/config/remat/decoder_layer_input");
+        /* one choice per family */
+        expect_error(search_sync, "{" TPU ", " MC("{\"query_proj\": \"offload\", \"value_proj\": \"device\"}") "}",
+                     422, "/measured/config/remat/value_proj");
+        expect_error(search_sync, "{" TPU ", " MC("{\"attention_out\": \"offload\"}") "}", 422,
+                     "/measured/config/remat/attention_out");
+        expect_error(search_sync, "{" TPU ", " MC("{\"context\": \"host\"}") "}", 422,
+                     "/measured/config/remat/context");
+        /* two different custom policies in one request */
+        expect_error(search_sync, "{" TPU ", " MC("{\"context\": \"device\"}") ", \"search\": {\"fix\": "
+                     "{\"recompute\": \"maxtext\", \"remat\": {\"context\": \"offload\"}}}}", 422,
+                     "/search/fix/remat");
+        /* offloading on a chip whose host link is unknown: no such configuration */
+        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
+                     MC("{\"query_proj\": \"offload\"}") "}", 422, "/measured/config");
+        /* a MaxText custom policy, echoed with the families it keeps; its
+         * MaxText recipe sets the per-tensor switches */
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{" TPU ", " MC("{\"decoder_layer_input\": \"offload\", \"query_proj\": \"offload\", "
+                      "\"key_proj\": \"offload\", \"value_proj\": \"offload\"}") "}");
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *mc = json_object_get(json_object_get(res, "measured"), "config");
+        CHECK_STR(json_string_value(json_object_get(mc, "recompute")), "maxtext");
+        json_t *rm = json_object_get(mc, "remat");
+        CHECK_STR(json_string_value(json_object_get(rm, "qkv_proj")), "offload");
+        CHECK_STR(json_string_value(json_object_get(rm, "decoder_layer_input")), "offload");
+        CHECK_STR(json_string_value(json_object_get(rm, "context")), "remat");
+        CHECK(json_real_value(json_object_get(json_object_get(mc, "time_expected"), "offload_s")) >= 0);
+        json_t *argv = json_object_get(json_object_get(json_object_get(mc, "recipes"), "maxtext"), "argv");
+        int custom = 0, qo = 0, ctx = 0;
+        for (size_t i = 0; i < json_array_size(argv); i++) {
+            const char *a = json_string_value(json_array_get(argv, i));
+            custom += a && !strcmp(a, "remat_policy=custom");
+            qo += a && !strcmp(a, "query_proj=offload");
+            ctx += a && !strcmp(a, "context=remat");
+        }
+        CHECK(custom == 1 && qo == 1 && ctx == 1);
+        json_decref(res);
+        json_decref(r);
+        /* the names are part of the cache key */
+        char ka[65], kb[65];
+        key_of("{" TPU ", " MC("{\"context\": \"device\"}") "}", ka);
+        key_of("{" TPU ", " MC("{\"context\": \"offload\"}") "}", kb);
+        CHECK(strcmp(ka, kb) != 0 && strcmp(ka, "error") != 0);
+#undef MC
+#undef TPU
+    }
     return check_done();
 }

@@ -613,6 +613,105 @@ static void t_dualpipev(void)
     CHECK(mfu_config_check_sched(&s, &c, &reason, &why1) != MFU_OK);
 }
 
+/* MaxText's name policies (docs/model.md F-RC-MAXTEXT) on a model written
+ * out here: d 1024, 8 heads of 128 (8 KV heads), gated SiLU MLP of 4096,
+ * seq 2048, mbs 1, bf16, tp 1: per layer and micro-batch the named outputs
+ * are (2 bytes each)
+ *   layer input            2048 x 1024             =  4,194,304 B
+ *   q/k/v projections      2048 x (8+8+8) x 128    = 12,582,912 B
+ *   context                2048 x 8 x 128          =  4,194,304 B
+ *   out_proj               2048 x 1024             =  4,194,304 B
+ *   mlpwi_0 + mlpwi_1      2048 x 2 x 4096         = 33,554,432 B
+ *   mlpwo                  2048 x 1024             =  4,194,304 B */
+static void t_remat_names(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("tpu-v6e", &hw) == 0);
+    /* the preset's host link: the scaling book's 1.5e10 B/s */
+    CHECK_NEAR(hw.host_bw_bytes_s, 1.5e10, 1e-12);
+    const char *ir = "{\"d_model\": 1024, \"vocab\": 32000, \"tie_embeddings\": false, \"norm\": \"rmsnorm\", "
+                     "\"position\": \"rope\", \"layers\": [{\"count\": 4, \"attention\": {\"type\": \"mha\", "
+                     "\"n_heads\": 8, \"n_kv_heads\": 8, \"head_dim\": 128}, \"mlp\": {\"type\": \"dense\", "
+                     "\"ffn_dim\": 4096, \"gated\": true, \"activation\": \"silu\"}}]}";
+    json_error_t je;
+    json_t *j = json_loads(ir, 0, &je);
+    api_status ast;
+    api_status_init(&ast);
+    mfu_model m;
+    CHECK(api_model_from_ir(j, "/model", &m, &ast) == 0);
+    json_decref(j);
+    mfu_training tr = {2048, 2048.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    /* custom: the layer input offloaded, the context kept, the rest recomputed */
+    CHECK(mfu_system_set_remat_names(&s, MFU_MX_CONTEXT, MFU_MX_INPUT) == MFU_OK);
+    /* the layer input is the checkpoint: it must live somewhere, once */
+    mfu_system bad = s;
+    CHECK(mfu_system_set_remat_names(&bad, MFU_MX_QKV, 0) == MFU_EINVAL);
+    CHECK(mfu_system_set_remat_names(&bad, MFU_MX_INPUT, MFU_MX_INPUT) == MFU_EINVAL);
+
+    mfu_config c = cfg(1, 8, 1, 1, 1, 1);
+    c.grad_accum = 1;
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    const mfu_layer_cost *a = &k.avg;
+    double in = 4194304, qkv = 12582912, ctx = 4194304, out = 4194304, wi = 33554432, wo = 4194304;
+    CHECK_NEAR(a->saved_bytes[MFU_RC_QKV_OFFLOADED], in, 1e-12);
+    CHECK_NEAR(a->host_bytes[MFU_RC_QKV_OFFLOADED], qkv, 1e-12);
+    CHECK_NEAR(a->saved_bytes[MFU_RC_MINIMAL_OFFLOADED], in, 1e-12);
+    CHECK_NEAR(a->host_bytes[MFU_RC_MINIMAL_OFFLOADED], qkv + out + wi + wo, 1e-12);
+    CHECK_NEAR(a->saved_bytes[MFU_RC_MAXTEXT], ctx, 1e-12);
+    CHECK_NEAR(a->host_bytes[MFU_RC_MAXTEXT], in, 1e-12);
+    CHECK(a->host_bytes[MFU_RC_NONE] == 0 && a->host_bytes[MFU_RC_FULL] == 0);
+
+    /* what runs again: every forward op but the kept names' and the MLP
+     * output projection's (its output only feeds the residual stream) */
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    double t_fwd = 0, t_qkv = 0, t_ctx = 0, t_down = 0, t_wi = 0, t_out = 0;
+    for (int i = 0; i < n; i++) {
+        if (ops[i].phase != MFU_FWD) continue;
+        double t = mfu_op_time(&ops[i], &hw, MFU_DT_BF16, NULL);
+        t_fwd += t;
+        if (!strcmp(ops[i].name, "qkv_proj")) t_qkv += t;
+        if (!strcmp(ops[i].name, "attn_core")) t_ctx += t;
+        if (!strcmp(ops[i].name, "mlp_down")) t_down += t;
+        if (!strcmp(ops[i].name, "mlp_up")) t_wi += t;
+        if (!strcmp(ops[i].name, "out_proj")) t_out += t;
+    }
+    CHECK(t_qkv > 0 && t_ctx > 0 && t_down > 0 && t_wi > 0 && t_out > 0);
+    CHECK_NEAR(a->fwd_s, t_fwd, 1e-12);
+    CHECK_NEAR(a->rc_s[MFU_RC_MAXTEXT], t_fwd - t_ctx - t_down, 1e-12);
+    CHECK_NEAR(a->rc_s[MFU_RC_QKV_OFFLOADED], t_fwd - t_qkv - t_down, 1e-12);
+    CHECK_NEAR(a->rc_s[MFU_RC_MINIMAL_OFFLOADED], t_fwd - t_qkv - t_out - t_wi - t_down, 1e-12);
+
+    /* the host link: 1.5e10 B/s hides the transfers of this small model? A
+     * layer's minimal_offloaded bytes, 58.7 MB, take 3.9 ms each way; a
+     * layer's forward on a v6e is far shorter, so the step pays, per layer
+     * and micro-batch, (x - fwd) + (x - bwd - recompute) */
+    c.recompute = MFU_RC_MINIMAL_OFFLOADED;
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
+    double x = (qkv + out + wi + wo) / 1.5e10;
+    CHECK(x > a->fwd_s && x > a->bwd_s + a->rc_s[MFU_RC_MINIMAL_OFFLOADED]);
+    CHECK_NEAR(ev.bound.offload_s, 4.0 * ((x - a->fwd_s) + (x - a->bwd_s - a->rc_s[MFU_RC_MINIMAL_OFFLOADED])),
+               1e-9);
+    CHECK_NEAR(ev.bound.gap_s[MFU_GAP_OFFLOAD], ev.bound.offload_s, 1e-12);
+    /* only MaxText offers them; Megatron and torchtitan are GPU frameworks */
+    CHECK_EQ_I(ev.frameworks, MFU_FW_MASK(MFU_FW_MAXTEXT));
+    /* the same policy on a chip whose host link is unknown: not a configuration */
+    mfu_hardware gpu;
+    CHECK(load_hw("h100-sxm", &gpu) == 0);
+    CHECK(gpu.host_bw_bytes_s == 0);
+    mfu_system sg;
+    CHECK(mfu_system_init(&sg, &m, &gpu, &tr, 8, 0, ops) == MFU_OK);
+    int reason;
+    const char *why;
+    CHECK(mfu_config_check_rc(&sg, &c, &reason, &why) != MFU_OK);
+    CHECK(strstr(why, "host_bw_bytes_s") != NULL);
+}
+
 int main(void)
 {
     t_recompute_modules();
@@ -624,5 +723,6 @@ int main(void)
     t_megatron_1t();
     t_deepseek_v3();
     t_dualpipev();
+    t_remat_names();
     return check_done();
 }
