@@ -541,6 +541,8 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
             out->eff.n_gemm = (int)json_array_size(g);
         }
         bad |= jv_num(eff, "attention", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.attn_eff, st);
+        bad |= jv_num(eff, "attention_half_tokens", p, JV_OPTIONAL, 0.0, 0.0, 1e6,
+                      &out->eff.attn_half_tokens, st);
         bad |= jv_num(eff, "hbm", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.hbm_eff, st);
         bad |= jv_num(eff, "step_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e3,
                       &out->eff.step_overhead_s, st);
@@ -634,6 +636,8 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
         json_object_set_new(ej, "microbatch_overhead_s", json_real(e->microbatch_overhead_s));
         json_object_set_new(ej, "host_op_s", json_real(e->host_op_s));
         json_object_set_new(ej, "uncertainty", json_real(e->uncertainty));
+        if (e->attn_half_tokens > 0)
+            json_object_set_new(ej, "attention_half_tokens", json_real(e->attn_half_tokens));
         json_object_set_new(o, "efficiency", ej);
     }
     return o;

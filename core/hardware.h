@@ -26,11 +26,19 @@ typedef struct mfu_net_tier {
  * network efficiency, fixed per-step overhead"). The ideal profile is all 1
  * with no overhead; gemm curve points are (FLOPs of one GEMM, efficiency),
  * interpolated in log(FLOPs), clamped at both ends. */
+/* The key length the presets' attention efficiencies are stated at ("typical
+ * training lengths": docs/hardware-presets.md) */
+#define MFU_ATTN_REF_TOKENS 4096.0
+
 typedef struct mfu_efficiency {
     int n_gemm;
     double gemm_flops[MFU_MAX_EFF_POINTS];
     double gemm_eff[MFU_MAX_EFF_POINTS];
-    double attn_eff;        /* fused attention kernels vs peak */
+    double attn_eff;        /* fused attention kernels vs peak, at MFU_ATTN_REF_TOKENS keys */
+    /* F-TIME-ATTN-LEN: a fused attention kernel over S < MFU_ATTN_REF_TOKENS
+     * keys runs at attn_eff * g(S) / g(MFU_ATTN_REF_TOKENS), g(S) = S / (S +
+     * this); 0: no length dependence */
+    double attn_half_tokens;
     double hbm_eff;         /* achieved / peak HBM bandwidth */
     double net_eff[MFU_MAX_TIERS];
     /* message-size dependence of collective bandwidth per tier: a collective

@@ -75,6 +75,7 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     o->rc_rerun = ph == MFU_FWD ? b->rr : 0u;
     o->mx = ph == MFU_FWD ? b->mx : 0u;
     o->out_bytes = 0.0;
+    o->kv_len = 0.0;
     return o;
 }
 
@@ -264,11 +265,19 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
         double saved = ab * (q + (T * Hkv * dqk) + (T * Hkv * dv)) + lse;
         /* a sink: exp and add per row forward, the dsink product backward
          * (~3 FLOPs per row each) and its H logits read */
-        push(b, "attn_core", MFU_FWD, t | MFU_TAG_FUSED_ATTN,
-             2.0 * pairs * Hq * (dqk + dv) + 3.0 * sink_rows, ab * (q + k + v + o) + lse, saved);
-        push(b, "attn_core.bwd", MFU_BWD, t | MFU_TAG_FUSED_ATTN,
-             2.0 * pairs * Hq * (3.0 * dqk + 2.0 * dv) + 3.0 * sink_rows,
-             ab * (2.0 * q + 2.0 * k + 2.0 * v + 2.0 * o) + lse, 0);
+        mfu_op *f = push(b, "attn_core", MFU_FWD, t | MFU_TAG_FUSED_ATTN,
+                         2.0 * pairs * Hq * (dqk + dv) + 3.0 * sink_rows, ab * (q + k + v + o) + lse, saved);
+        mfu_op *g = push(b, "attn_core.bwd", MFU_BWD, t | MFU_TAG_FUSED_ATTN,
+                         2.0 * pairs * Hq * (3.0 * dqk + 2.0 * dv) + 3.0 * sink_rows,
+                         ab * (2.0 * q + 2.0 * k + 2.0 * v + 2.0 * o) + lse, 0);
+        /* F-TIME-ATTN-LEN: one kernel call's keys -- the sequence, or with
+         * CP one ring step's chunk of it, no longer than the window or the
+         * attention chunk */
+        double kv = (double)s->seq / cp;
+        if (a->window > 0 && (double)a->window < kv) kv = (double)a->window;
+        if (a->chunk > 0 && (double)a->chunk < kv) kv = (double)a->chunk;
+        if (f) f->kv_len = kv;
+        if (g) g->kv_len = kv;
         return;
     }
     /* Unfused (Korthikanti sec. 4.1): S = QK^T [b, a, s, s] materialised; the
@@ -628,6 +637,14 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
     if (eff) {
         if (op->tags & MFU_TAG_FUSED_ATTN) {
             e = eff->attn_eff;
+            if (eff->attn_half_tokens > 0 && op->kv_len > 0 && op->kv_len < MFU_ATTN_REF_TOKENS) {
+                /* F-TIME-ATTN-LEN: shorter key runs per call, lower
+                 * efficiency; longer ones are not credited beyond the
+                 * stated figure (a named assumption: the presets quote
+                 * "typical lengths", and the model errs optimistic) */
+                double hl = eff->attn_half_tokens;
+                e *= op->kv_len / (op->kv_len + hl) * (MFU_ATTN_REF_TOKENS + hl) / MFU_ATTN_REF_TOKENS;
+            }
             fixed = eff->kernel_overhead_s;
         } else if (op->tags & MFU_TAG_MATMUL) {
             if (dt == MFU_DT_FP8 && hw->peak_flops[MFU_DT_BF16] > 0) {

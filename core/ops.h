@@ -80,6 +80,8 @@ typedef struct mfu_op {
     unsigned rc_free;   /* MFU_RCM_*: recomputing any of these frees saved_bytes */
     unsigned rc_rerun;  /* MFU_RCM_*: recomputing any of these runs this fwd op again */
     unsigned mx;        /* fwd only: the MaxText name of its output (MFU_MX_*), 0 for none */
+    double kv_len;      /* fused softmax attention: the keys one kernel call runs over
+                         * (F-TIME-ATTN-LEN); 0 for every other op */
     double out_bytes;   /* fwd only, with mx: the bytes of that output */
 } mfu_op;
 

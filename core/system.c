@@ -509,10 +509,16 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
      * asynchronously under that layer's compute (XLA's host offload); only
      * what the layer's compute cannot cover shows */
     double host_b = c->recompute >= MFU_RC_QKV_OFFLOADED ? a->host_bytes[c->recompute] : 0.0;
+    double link_s = 0.0; /* the host link's busy time (the bound's floor) */
     if (host_b > 0 && sys->hw->host_bw_bytes_s > 0) {
         double x_s = host_b / sys->hw->host_bw_bytes_s;
-        tm->offload_s = mb * L * (mfu_dmax(0.0, x_s - a->fwd_s) +
-                                  mfu_dmax(0.0, x_s - a->bwd_s - a->rc_s[c->recompute]));
+        link_s = 2.0 * mb * L * x_s;
+        /* the bound: no layer's schedule is assumed, only that the step
+         * is no shorter than the link's traffic (below); the expected
+         * profile's layer-by-layer exposure is never less than that */
+        if (eff)
+            tm->offload_s = mb * L * (mfu_dmax(0.0, x_s - a->fwd_s) +
+                                      mfu_dmax(0.0, x_s - a->bwd_s - a->rc_s[c->recompute]));
     }
 
     /* placement: tp, cp, fsdp, dp, pp innermost first; experts etp, ep */
@@ -765,6 +771,10 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     for (int i = 0; i < MFU_COMM_COUNT; i++) exposed += exp_[i];
     double step = tm->compute_s + tm->recompute_s + exposed + tm->bubble_s + tm->optimizer_s +
                   tm->overhead_s + tm->offload_s;
+    if (link_s > step) { /* F-RC-MAXTEXT: never shorter than the host link's traffic */
+        tm->offload_s += link_s - step;
+        step = link_s;
+    }
     /* never shorter than the busiest tier's total traffic */
     double tier_tot[MFU_MAX_TIERS] = {0};
     int axis_tier[MFU_COMM_COUNT];

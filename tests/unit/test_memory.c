@@ -686,18 +686,26 @@ static void t_remat_names(void)
     CHECK_NEAR(a->rc_s[MFU_RC_QKV_OFFLOADED], t_fwd - t_qkv - t_down, 1e-12);
     CHECK_NEAR(a->rc_s[MFU_RC_MINIMAL_OFFLOADED], t_fwd - t_qkv - t_out - t_wi - t_down, 1e-12);
 
-    /* the host link: 1.5e10 B/s hides the transfers of this small model? A
-     * layer's minimal_offloaded bytes, 58.7 MB, take 3.9 ms each way; a
-     * layer's forward on a v6e is far shorter, so the step pays, per layer
-     * and micro-batch, (x - fwd) + (x - bwd - recompute) */
+    /* the host link: does 1.5e10 B/s hide the transfers of this small
+     * model? A layer's minimal_offloaded bytes, 54.5 MB, take 3.6 ms each
+     * way; a layer's forward on a v6e is far shorter, so the expected step
+     * pays, per layer and micro-batch (4 layers, 1 micro-batch),
+     * (x - fwd) + (x - bwd - recompute) with the expected profile's times;
+     * the bound assumes no schedule, only that the step is no shorter than
+     * the link's traffic, 2 x 4 x x */
     c.recompute = MFU_RC_MINIMAL_OFFLOADED;
     mfu_eval ev;
     CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
+    mfu_shape_cost ke;
+    mfu_shape_costs(&s, &sh, &hw.eff, ops, &ke);
+    const mfu_layer_cost *ae = &ke.avg;
     double x = (qkv + out + wi + wo) / 1.5e10;
-    CHECK(x > a->fwd_s && x > a->bwd_s + a->rc_s[MFU_RC_MINIMAL_OFFLOADED]);
-    CHECK_NEAR(ev.bound.offload_s, 4.0 * ((x - a->fwd_s) + (x - a->bwd_s - a->rc_s[MFU_RC_MINIMAL_OFFLOADED])),
-               1e-9);
-    CHECK_NEAR(ev.bound.gap_s[MFU_GAP_OFFLOAD], ev.bound.offload_s, 1e-12);
+    CHECK(x > ae->fwd_s && x > ae->bwd_s + ae->rc_s[MFU_RC_MINIMAL_OFFLOADED]);
+    CHECK_NEAR(ev.expected.offload_s,
+               4.0 * ((x - ae->fwd_s) + (x - ae->bwd_s - ae->rc_s[MFU_RC_MINIMAL_OFFLOADED])), 1e-9);
+    CHECK_NEAR(ev.expected.gap_s[MFU_GAP_OFFLOAD], ev.expected.offload_s, 1e-12);
+    CHECK_NEAR(ev.bound.step_time_s, 8.0 * x, 1e-9); /* this tiny model is link-bound */
+    CHECK(ev.expected.step_time_s >= ev.bound.step_time_s);
     /* only MaxText offers them; Megatron and torchtitan are GPU frameworks */
     CHECK_EQ_I(ev.frameworks, MFU_FW_MASK(MFU_FW_MAXTEXT));
     /* the same policy on a chip whose host link is unknown: not a configuration */

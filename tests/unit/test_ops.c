@@ -230,8 +230,60 @@ static void test_new_ops(void)
     CHECK(n2 > 60 && n2 <= MFU_MAX_LAYER_OPS);
 }
 
+/* F-TIME-ATTN-LEN: a fused attention kernel over fewer keys runs slower.
+ * The H100 preset's curve, g(S) = S / (S + 240), normalised at 4096 keys,
+ * fits FlashAttention-3's forward on H100 at head dim 128 (pytorch/benchmark
+ * PR #2391: 430, 517, 566, 590, 614, 621 TFLOP/s at 512 .. 16k keys):
+ * g(512)/g(16384) = 0.691 against 430/621 = 0.692. */
+static void test_attention_length(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    CHECK_NEAR(hw.eff.attn_half_tokens, 240.0, 1e-12);
+    CHECK_NEAR((512.0 / 752.0) / (16384.0 / 16624.0), 430.0 / 621.0, 0.005);
+    mfu_efficiency e = hw.eff;
+    e.kernel_overhead_s = 0;
+    e.attn_eff = 0.5;
+    mfu_op op;
+    memset(&op, 0, sizeof op);
+    op.tags = MFU_TAG_FUSED_ATTN | MFU_TAG_ATTN_CORE;
+    op.flops = 1e12;
+    op.bytes = 1.0;
+    double peak = hw.peak_flops[MFU_DT_BF16];
+    /* 512 keys: 0.5 x (512/752) / (4096/4336) = 0.36037 of peak */
+    op.kv_len = 512;
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / (peak * 0.5 * (512.0 / 752.0) / (4096.0 / 4336.0)),
+               1e-12);
+    /* at 4096 and beyond: the stated figure, no credit for longer runs */
+    op.kv_len = 4096;
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / (peak * 0.5), 1e-12);
+    op.kv_len = 32768;
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / (peak * 0.5), 1e-12);
+    /* the inventory says how many keys a call runs over: the sequence, a
+     * CP ring step's chunk of it, or the sliding window */
+    mfu_model m;
+    CHECK(load_model("llama3-8b", &m) == 0);
+    mfu_shape sh = {1, 8192, 1, 4, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    int found = 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i].tags & MFU_TAG_FUSED_ATTN) {
+            CHECK_NEAR(ops[i].kv_len, 2048.0, 0);
+            found++;
+        } else {
+            CHECK(ops[i].kv_len == 0);
+        }
+    CHECK_EQ_I(found, 2);
+    m.runs[0].attn.window = 1024;
+    sh.cp = 1;
+    n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    for (int i = 0; i < n; i++)
+        if (ops[i].tags & MFU_TAG_FUSED_ATTN) CHECK_NEAR(ops[i].kv_len, 1024.0, 0);
+}
+
 int main(void)
 {
+    test_attention_length();
     /* No inventory is cut short (issue 9: a 128-run MoE/MLA model kept 40
      * runs, dropped the LM head and gave a 243 % roofline). The worst layer
      * (MLA with a q low-rank path, unfused attention with dropout, MoE with
