@@ -629,7 +629,7 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     /* the contract's Training (openapi.yaml) */
     static const char *const TRAINING[] = {"seq_len", "global_batch_tokens", "dtype", "attention_impl",
                                            "tp_overlap", "ep_overlap", "overlap_grad_reduce", "grad_dtype",
-                                           "adam_moments_dtype", "tokens", NULL};
+                                           "adam_moments_dtype", "tokens", "moe_imbalance", NULL};
     if (jv_known(tj, "/training", "training", TRAINING, st)) return -1;
     int64_t seq;
     bad |= jv_int(tj, "seq_len", "/training", JV_REQUIRED, 0, 1, API_MAX_SEQ, &seq, st);
@@ -677,6 +677,8 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     bad |= jv_bool(tj, "overlap_grad_reduce", "/training", JV_OPTIONAL, 1, &ogr, st);
     r->train.no_grad_overlap = !ogr;
     bad |= jv_enum(tj, "grad_dtype", "/training", JV_OPTIONAL, 0, GRAD_DTYPES, &gd, st);
+    /* F-MOE-LOAD: a dropless run's busiest expert rank, tokens over the mean */
+    bad |= jv_num(tj, "moe_imbalance", "/training", JV_OPTIONAL, 1.0, 1.0, 64.0, &r->train.moe_imbalance, st);
     bad |= jv_enum(tj, "adam_moments_dtype", "/training", JV_OPTIONAL, 0, GRAD_DTYPES, &md, st);
     if (bad) return -1;
     r->train.grad_bf16 = gd;
@@ -870,6 +872,9 @@ json_t *api_normalize(json_t *request, api_status *st)
                     "adam_moments_dtype", GRAD_DTYPES[r.train.moments_bf16], "overlap_grad_reduce",
                     !r.train.no_grad_overlap, "mfu_convention",
                     CONVS[r.train.conv], "search", search);
+    /* only when stated: keys of requests without it stay as they were */
+    if (out && r.train.moe_imbalance > 1.0)
+        json_object_set_new(json_object_get(out, "training"), "moe_imbalance", json_real(r.train.moe_imbalance));
     if (!out) { /* as api_roofline */
         json_decref(mj);
         api_fail(st, 500, "", "normal form has a non-finite number");

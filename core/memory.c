@@ -155,7 +155,7 @@ static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_sh
     if (sys->moe_mlp) {
         /* all-to-all send and receive buffers of one MoE layer's token slots */
         const mfu_mlp *mp = sys->moe_mlp;
-        double Ts = T * (double)mp->top_k * mp->capacity_factor * (double)c->etp / (double)s->tp;
+        double Ts = T * (double)mp->top_k * mfu_moe_load(mp, s->moe_load) * (double)c->etp / (double)s->tp;
         buf += 2.0 * ab * Ts * h;
     }
     if (pp > 1) buf += 2.0 * ab * T * h / (c->sp ? (double)s->tp : 1.0); /* p2p send/recv */

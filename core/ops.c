@@ -500,7 +500,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
          * capacity factor; spread evenly over the ep group; with etp = tp the
          * tp ranks share slots and split expert widths, with etp = 1 the
          * tokens are split over tp instead (Megatron-Core MoE). */
-        double Ts = T * k * p->capacity_factor * etp / tp;
+        double Ts = T * k * mfu_moe_load(p, s->moe_load) * etp / tp;
         double local = E / ep;
         double slots = Ts * h;
         push(&b, "moe_dispatch", MFU_FWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);

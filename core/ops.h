@@ -95,7 +95,19 @@ typedef struct mfu_shape {
     int sp;              /* sequence parallel (with tp) */
     mfu_dtype dtype;
     mfu_attn_impl attn_impl;
+    /* dropless MoE: the busiest expert-parallel rank's routed tokens over the
+     * mean (training.moe_imbalance, F-MOE-LOAD); 0 or 1 = balanced */
+    double moe_load;
 } mfu_shape;
+
+/* Routed token slots on the busiest expert rank relative to the mean
+ * (F-MOE-LOAD): a capacity factor above 1 pads every expert to capacity
+ * (tokens beyond it are dropped, so no rank exceeds it); a dropless layer
+ * (capacity_factor 1) carries the stated imbalance. */
+static inline double mfu_moe_load(const mfu_mlp *p, double moe_load)
+{
+    return p->capacity_factor > 1.0 ? p->capacity_factor : moe_load > 1.0 ? moe_load : 1.0;
+}
 
 /* Sizes from the limits, so no inventory is ever cut short: one layer run
  * has at most MFU_MAX_LAYER_OPS ops (worst case today: MLA + unfused

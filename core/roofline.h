@@ -26,6 +26,7 @@ typedef struct mfu_training {
     int grad_bf16;              /* gradients kept and reduced in bf16 */
     int moments_bf16;           /* Adam moments in bf16 (DeepSeek-V3 sec. 3.3.3) */
     int no_grad_overlap;        /* gradient reduction not overlapped with the backward */
+    double moe_imbalance;       /* dropless MoE: busiest EP rank's tokens / the mean (0, 1: balanced) */
 } mfu_training;
 
 typedef struct mfu_roofline {

@@ -179,6 +179,7 @@ void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s)
     s->sp = c->sp;
     s->dtype = sys->train.dtype;
     s->attn_impl = sys->train.attn_impl;
+    s->moe_load = sys->train.moe_imbalance;
 }
 
 static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, double ab, double Te,
@@ -601,7 +602,7 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     if (ep > 1 && sys->moe_layers > 0) {
         const mfu_mlp *mp = sys->moe_mlp;
         double kk = (double)mp->top_k;
-        double tok = T * mp->capacity_factor * (double)c->etp / tp; /* tokens routed per device */
+        double tok = T * mfu_moe_load(mp, s->moe_load) * (double)c->etp / tp; /* tokens routed per device */
         double d0 = (double)sys->hw->tiers[0].domain_size;
         double one;
         if ((double)s_ep <= d0 || sys->hw->n_tiers == 1) {

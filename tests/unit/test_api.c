@@ -503,5 +503,20 @@ int main(void)
 #undef MC
 #undef TPU
     }
+    {
+        /* training.moe_imbalance (F-MOE-LOAD): at least 1; part of the key
+         * when stated, the key of a request without it unchanged by 1 */
+        expect_error(search_sync, "{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                     "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 0.5}}",
+                     422, "/training/moe_imbalance");
+        char k0[65], ki1[65], ki2[65];
+        key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, " BASE "}", k0);
+        key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+               "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 1}}", ki1);
+        key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+               "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 1.3}}", ki2);
+        CHECK_STR(k0, ki1);
+        CHECK(strcmp(k0, ki2) != 0 && strcmp(ki2, "error") != 0);
+    }
     return check_done();
 }

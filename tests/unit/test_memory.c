@@ -720,6 +720,64 @@ static void t_remat_names(void)
     CHECK(strstr(why, "host_bw_bytes_s") != NULL);
 }
 
+/* F-MOE-LOAD: a dropless run's stated imbalance sizes the busiest expert
+ * rank's work; a capacity factor above 1 caps it instead. Mixtral 8x7B
+ * (8 experts, top 2, ffn 14336, d 4096), seq 4096, mbs 1, tp 1, ep 8:
+ * the busiest rank's expert up projection runs 4096 x 2 x load token
+ * slots through 2 x 14336 outputs over 4096 inputs. */
+static void t_moe_load(void)
+{
+    mfu_model m;
+    CHECK(load_model("mixtral-8x7b", &m) == 0);
+    mfu_shape sh = {1, 4096, 1, 1, 8, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    int r = 0;
+    while (r < m.n_runs && m.runs[r].mlp.kind == MFU_MLP_DENSE) r++;
+    CHECK(r < m.n_runs);
+    double f[3];
+    double loads[3] = {0.0, 1.0, 1.25};
+    for (int i = 0; i < 3; i++) {
+        sh.moe_load = loads[i];
+        int n = mfu_ops_layer(&m, r, &sh, ops, MFU_MAX_OPS);
+        f[i] = 0;
+        for (int j = 0; j < n; j++)
+            if (!strcmp(ops[j].name, "expert_up")) f[i] = ops[j].flops;
+    }
+    CHECK_NEAR(f[0], 2.0 * (4096.0 * 2 * 1.0) * 4096 * (2 * 14336), 1e-12);
+    CHECK_NEAR(f[1], f[0], 1e-12);
+    CHECK_NEAR(f[2], 2.0 * (4096.0 * 2 * 1.25) * 4096 * (2 * 14336), 1e-12);
+    /* a capacity factor of 1.5 pads to capacity: the imbalance is moot */
+    m.runs[r].mlp.capacity_factor = 1.5;
+    sh.moe_load = 1.25;
+    int n = mfu_ops_layer(&m, r, &sh, ops, MFU_MAX_OPS);
+    for (int j = 0; j < n; j++)
+        if (!strcmp(ops[j].name, "expert_up")) CHECK_NEAR(ops[j].flops, f[0] * 1.5, 1e-12);
+    m.runs[r].mlp.capacity_factor = 1.0;
+
+    /* through a system: the stated 1.25 makes the all-to-all and the
+     * dispatch buffers 1.25 x, MFU's model FLOPs unchanged */
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s1, s2;
+    CHECK(mfu_system_init(&s1, &m, &hw, &tr, 64, 0, ops) == MFU_OK);
+    tr.moe_imbalance = 1.25;
+    CHECK(mfu_system_init(&s2, &m, &hw, &tr, 64, 0, ops) == MFU_OK);
+    mfu_config c = cfg(1, 64, 1, 8, 1, 1);
+    c.grad_accum = 1;
+    c.recompute = MFU_RC_FULL;
+    mfu_eval e1, e2;
+    CHECK(mfu_evaluate(&s1, &c, ops, &e1) == MFU_OK);
+    CHECK(mfu_evaluate(&s2, &c, ops, &e2) == MFU_OK);
+    CHECK(e1.bound.comm_total_s[MFU_COMM_EP] > 0);
+    /* per MoE layer and micro-batch 4 all-to-alls forward and backward and
+     * 2 more for the full recompute, each (n-1)/n S/W + (n-1) latency over
+     * NVLink: only the S part grows; 32 layers x 6 x 7 x latency stays */
+    double lat = 32.0 * 6.0 * 7.0 * hw.tiers[0].latency_s;
+    CHECK_NEAR(e2.bound.comm_total_s[MFU_COMM_EP] - lat, 1.25 * (e1.bound.comm_total_s[MFU_COMM_EP] - lat), 1e-9);
+    CHECK_NEAR(e2.f_useful_flops, e1.f_useful_flops, 1e-12);
+    CHECK(e2.bound.step_time_s > e1.bound.step_time_s);
+}
+
 int main(void)
 {
     t_recompute_modules();
@@ -732,5 +790,6 @@ int main(void)
     t_deepseek_v3();
     t_dualpipev();
     t_remat_names();
+    t_moe_load();
     return check_done();
 }
