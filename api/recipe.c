@@ -1074,6 +1074,12 @@ static json_t *maxtext_recipe(const mfu_system *sys, const mfu_config *c, const 
         }
     }
     if (c->zero == 1) kv_str(argv, "shard_optimizer_over_data", "true");
+    if (sys->train.optimizer_offload) kv_str(argv, "optimizer_memory_host_offload", "true");
+    if (sys->train.vocab_tiles > 1) {
+        char t[24];
+        snprintf(t, sizeof t, "%lld", (long long)sys->train.vocab_tiles);
+        kv_str(argv, "num_vocab_tiling", t);
+    }
 
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     const char *remat = "full";

@@ -115,13 +115,16 @@ static json_t *gap_json(const mfu_system *sys, const mfu_times *t, int with_kern
 
 static json_t *memory_json(const mfu_memory *m)
 {
-    return json_pack("{s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "stage", (json_int_t)m->stage,
-                     "layers", (json_int_t)m->layers, "inflight_micro_batches", m->inflight,
-                     "weights_bytes", m->weights_bytes, "grads_bytes", m->grads_bytes,
-                     "optimizer_bytes", m->optimizer_bytes, "activations_bytes", m->activations_bytes,
-                     "buffers_bytes", m->buffers_bytes, "reserve_bytes", m->reserve_bytes,
-                     "total_bytes", m->total_bytes, "capacity_bytes", m->capacity_bytes,
-                     "headroom_bytes", m->headroom_bytes);
+    json_t *o = json_pack("{s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "stage", (json_int_t)m->stage,
+                          "layers", (json_int_t)m->layers, "inflight_micro_batches", m->inflight,
+                          "weights_bytes", m->weights_bytes, "grads_bytes", m->grads_bytes,
+                          "optimizer_bytes", m->optimizer_bytes, "activations_bytes", m->activations_bytes,
+                          "buffers_bytes", m->buffers_bytes, "reserve_bytes", m->reserve_bytes,
+                          "total_bytes", m->total_bytes, "capacity_bytes", m->capacity_bytes,
+                          "headroom_bytes", m->headroom_bytes);
+    /* the optimizer state in host memory (F-MEM-OPT-OFFLOAD), when any */
+    if (o && m->host_bytes > 0) json_object_set_new(o, "host_bytes", json_real(m->host_bytes));
+    return o;
 }
 
 /* Every pipeline stage's memory (bound costs of c's shape). */

@@ -629,7 +629,8 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     /* the contract's Training (openapi.yaml) */
     static const char *const TRAINING[] = {"seq_len", "global_batch_tokens", "dtype", "attention_impl",
                                            "tp_overlap", "ep_overlap", "overlap_grad_reduce", "grad_dtype",
-                                           "adam_moments_dtype", "tokens", "moe_imbalance", NULL};
+                                           "adam_moments_dtype", "tokens", "moe_imbalance", "vocab_tiles",
+                                           "optimizer_offload", NULL};
     if (jv_known(tj, "/training", "training", TRAINING, st)) return -1;
     int64_t seq;
     bad |= jv_int(tj, "seq_len", "/training", JV_REQUIRED, 0, 1, API_MAX_SEQ, &seq, st);
@@ -679,6 +680,16 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     bad |= jv_enum(tj, "grad_dtype", "/training", JV_OPTIONAL, 0, GRAD_DTYPES, &gd, st);
     /* F-MOE-LOAD: a dropless run's busiest expert rank, tokens over the mean */
     bad |= jv_num(tj, "moe_imbalance", "/training", JV_OPTIONAL, 1.0, 1.0, 64.0, &r->train.moe_imbalance, st);
+    /* MaxText's num_vocab_tiling and optimizer_memory_host_offload */
+    bad |= jv_int(tj, "vocab_tiles", "/training", JV_OPTIONAL, 1, 1, 1 << 20, &r->train.vocab_tiles, st);
+    int oo = 0;
+    bad |= jv_bool(tj, "optimizer_offload", "/training", JV_OPTIONAL, 0, &oo, st);
+    r->train.optimizer_offload = oo;
+    if (!bad && oo && !(r->hw.host_bw_bytes_s > 0)) {
+        api_fail(st, 422, "/training/optimizer_offload", "needs the hardware's host link (hardware.host_bw_bytes_s); %s has none",
+                 r->hw.name);
+        bad = -1;
+    }
     bad |= jv_enum(tj, "adam_moments_dtype", "/training", JV_OPTIONAL, 0, GRAD_DTYPES, &md, st);
     if (bad) return -1;
     r->train.grad_bf16 = gd;
@@ -875,6 +886,10 @@ json_t *api_normalize(json_t *request, api_status *st)
     /* only when stated: keys of requests without it stay as they were */
     if (out && r.train.moe_imbalance > 1.0)
         json_object_set_new(json_object_get(out, "training"), "moe_imbalance", json_real(r.train.moe_imbalance));
+    if (out && r.train.vocab_tiles > 1)
+        json_object_set_new(json_object_get(out, "training"), "vocab_tiles", json_integer(r.train.vocab_tiles));
+    if (out && r.train.optimizer_offload)
+        json_object_set_new(json_object_get(out, "training"), "optimizer_offload", json_true());
     if (!out) { /* as api_roofline */
         json_decref(mj);
         api_fail(st, 500, "", "normal form has a non-finite number");

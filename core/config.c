@@ -302,6 +302,8 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
             return "FW-M3: MoE with tp > 1 needs sequence parallel (MoELayer raises without it)";
         if (fsdp > 1 && sys->model->tie_embeddings)
             return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
+        if (sys->train.vocab_tiles > 1 || sys->train.optimizer_offload)
+            return "FW-M9: Megatron-LM has no token-chunked loss with recomputed logits nor host-resident optimizer moments";
     }
     if (lv & MFU_LV_RC) {
         if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_MEGATRON)))
@@ -364,6 +366,8 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
         if (ep > 1 && ((c->etp != 1 && c->etp != tp) || (fsdp * cp * tp) % (ep * c->etp)))
             return "FW-T4: ep borrows from fsdp * cp * tp (not the replica axis); etp is 1 or tp";
         if (sys->moe_layers == 0 && c->etp != 1) return "FW-T4: etp needs MoE";
+        if (sys->train.vocab_tiles > 1 || sys->train.optimizer_offload)
+            return "FW-T13: torchtitan has no token-chunked loss with recomputed logits nor host-resident optimizer moments";
         for (int r = 0; r < sys->model->n_runs; r++) {
             const mfu_attention *at = &sys->model->runs[r].attn;
             if (at->kind != MFU_ATTN_MLA && at->n_kv_heads % tp)

@@ -45,9 +45,28 @@ mfu_dev_params mfu_device_params(const mfu_system *sys, const mfu_config *c, int
     return p;
 }
 
-/* Weights, gradients, optimizer state (F-MEM-STATE). */
+static void state_bytes_(const mfu_system *sys, const mfu_config *c, mfu_dev_params d, int64_t layers,
+                         mfu_memory *out);
+
+/* Weights, gradients, optimizer state (F-MEM-STATE); with the optimizer
+ * offloaded (MaxText optimizer_memory_host_offload: opt_state, Adam's
+ * moments, in pinned host memory, moved to the device for the update --
+ * pre_train/train.py, maxtext_utils.py), the moments are host_bytes. */
 static void state_bytes(const mfu_system *sys, const mfu_config *c, mfu_dev_params d, int64_t layers,
                         mfu_memory *out)
+{
+    state_bytes_(sys, c, d, layers, out);
+    out->host_bytes = 0.0;
+    if (sys->train.optimizer_offload) {
+        double opt = sys->master_bytes + sys->moment_bytes;
+        double moments = opt > 0 ? out->optimizer_bytes * sys->moment_bytes / opt : 0.0;
+        out->optimizer_bytes -= moments;
+        out->host_bytes = moments;
+    }
+}
+
+static void state_bytes_(const mfu_system *sys, const mfu_config *c, mfu_dev_params d, int64_t layers,
+                         mfu_memory *out)
 {
     double wb = sys->weight_bytes, gb = sys->grad_bytes;
     double opt = sys->master_bytes + sys->moment_bytes;
@@ -195,6 +214,11 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
     out->activations_bytes = act;
     double used = out->weights_bytes + out->grads_bytes + out->optimizer_bytes +
                   out->activations_bytes + out->buffers_bytes;
+    /* offloaded moments come back for the update, when the activations
+     * are gone: the peak is the larger of the two moments of the step */
+    double update = out->weights_bytes + out->grads_bytes + out->optimizer_bytes + out->host_bytes +
+                    out->buffers_bytes;
+    if (update > used) used = update;
     out->reserve_bytes = fixed->reserve_bytes + sys->hw->reserve.fragmentation * used;
     out->total_bytes = used + out->reserve_bytes;
     out->headroom_bytes = out->capacity_bytes - out->total_bytes;

@@ -27,6 +27,9 @@ typedef struct mfu_training {
     int moments_bf16;           /* Adam moments in bf16 (DeepSeek-V3 sec. 3.3.3) */
     int no_grad_overlap;        /* gradient reduction not overlapped with the backward */
     double moe_imbalance;       /* dropless MoE: busiest EP rank's tokens / the mean (0, 1: balanced) */
+    /* MaxText memory savers (docs/model.md F-MEM-VOCAB-TILES, F-MEM-OPT-OFFLOAD) */
+    int64_t vocab_tiles;        /* num_vocab_tiling: the loss in this many token chunks (0, 1: off) */
+    int optimizer_offload;      /* optimizer_memory_host_offload: Adam moments in host memory */
 } mfu_training;
 
 typedef struct mfu_roofline {

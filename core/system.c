@@ -316,16 +316,27 @@ static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_e
             out[p].embed_saved += ops[i].saved_bytes;
         }
     n = mfu_ops_head(m, s, ops, MFU_SCRATCH_OPS);
+    /* F-MEM-VOCAB-TILES: MaxText's num_vocab_tiling runs the LM head and the
+     * loss over token chunks in a custom VJP that keeps only the hidden
+     * states (utils/vocabulary_tiling.py): the loss keeps nothing, one
+     * chunk's logits (bf16 and their fp32 softmax) are live at a time, and
+     * the backward runs each chunk's head and loss forward again */
+    int64_t tiles = sys->train.vocab_tiles > 1 ? sys->train.vocab_tiles : 1;
     for (int p = 0; p < np; p++)
         for (int i = 0; i < n; i++) {
             double t = mfu_op_time(&ops[i], sys->hw, s->dtype, effs[p]);
+            int tiled_fwd = tiles > 1 && ops[i].phase == MFU_FWD &&
+                            (!strcmp(ops[i].name, "lm_head") || !strcmp(ops[i].name, "loss"));
             if (ops[i].phase == MFU_FWD) out[p].head_fwd_s += t; else out[p].head_bwd_s += t;
-            out[p].head_saved += ops[i].saved_bytes;
+            if (tiled_fwd) out[p].head_bwd_s += t;
+            if (!(tiles > 1 && !strcmp(ops[i].name, "loss"))) out[p].head_saved += ops[i].saved_bytes;
         }
     /* F-MEM-LOGITS: the LM head's bf16 logits live until the loss has made
      * its fp32 copy (Megatron vocab_parallel_cross_entropy(logits.float())),
      * and again as the logits' gradient in the backward */
-    for (int p = 0; p < np; p++) out[p].logits_transient = ab * T * (double)m->vocab / (double)s->tp;
+    double nl = T * (double)m->vocab / (double)s->tp;
+    for (int p = 0; p < np; p++)
+        out[p].logits_transient = tiles > 1 ? (ab + 4.0) * nl / (double)tiles : ab * nl;
 }
 
 void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,
@@ -765,6 +776,10 @@ static void step_times(const mfu_system *sys, const mfu_config *c, const mfu_sha
     else if (c->zero >= 1) P_opt = dpar.dense / mfu_dense_replicas(c) + dpar.expert / mfu_expert_dp(c);
     else P_opt = P_dev;
     tm->optimizer_s = 38.0 * P_opt / (sys->hw->hbm_bw_bytes_s * (eff ? eff->hbm_eff : 1.0));
+    /* F-MEM-OPT-OFFLOAD: the moments cross the host link to the device for
+     * the update and back, after the last backward: exposed */
+    if (sys->train.optimizer_offload && sys->hw->host_bw_bytes_s > 0)
+        tm->optimizer_s += 2.0 * sys->moment_bytes * P_opt / sys->hw->host_bw_bytes_s;
     /* F-TIME-HOST: per step, and per micro-batch pass of each stage */
     tm->overhead_s = eff ? eff->step_overhead_s + mb * eff->microbatch_overhead_s + host_x : 0.0;
 

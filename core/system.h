@@ -139,6 +139,7 @@ extern const char *const mfu_comm_names[MFU_COMM_COUNT];
 typedef struct mfu_memory {
     double weights_bytes, grads_bytes, optimizer_bytes, activations_bytes, buffers_bytes,
         reserve_bytes, total_bytes, capacity_bytes, headroom_bytes;
+    double host_bytes;        /* optimizer state kept in host memory (F-MEM-OPT-OFFLOAD) */
     int64_t stage;            /* pipeline rank these figures are for */
     int64_t layers;           /* transformer layers on it */
     double inflight;          /* micro-batches whose activations it holds (layer-equivalents / layers) */

@@ -518,5 +518,34 @@ int main(void)
         CHECK_STR(k0, ki1);
         CHECK(strcmp(k0, ki2) != 0 && strcmp(ki2, "error") != 0);
     }
+    {
+        /* MaxText's optimizer offload needs a host link; vocabulary tiling
+         * and the offload reach the MaxText recipe */
+        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                     "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
+                     "\"optimizer_offload\": true}}", 422, "/training/optimizer_offload");
+        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, "
+                     "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
+                     "\"vocab_tiles\": 0}}", 422, "/training/vocab_tiles");
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, "
+                      "\"devices\": 64, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 1048576, "
+                      "\"vocab_tiles\": 4, \"optimizer_offload\": true}, \"search\": {\"top_k\": 1}}");
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
+        CHECK(json_real_value(json_object_get(json_object_get(c0, "memory"), "host_bytes")) > 0);
+        json_t *argv = json_object_get(json_object_get(json_object_get(c0, "recipes"), "maxtext"), "argv");
+        int tiles = 0, off = 0;
+        for (size_t i = 0; i < json_array_size(argv); i++) {
+            const char *a = json_string_value(json_array_get(argv, i));
+            tiles += a && !strcmp(a, "num_vocab_tiling=4");
+            off += a && !strcmp(a, "optimizer_memory_host_offload=true");
+        }
+        CHECK(tiles == 1 && off == 1);
+        json_decref(res);
+        json_decref(r);
+    }
     return check_done();
 }

@@ -778,6 +778,80 @@ static void t_moe_load(void)
     CHECK(e2.bound.step_time_s > e1.bound.step_time_s);
 }
 
+/* MaxText's num_vocab_tiling and optimizer_memory_host_offload (docs/model.md
+ * F-MEM-VOCAB-TILES, F-MEM-OPT-OFFLOAD): Llama 3 8B (vocab 128,256), seq
+ * 8192, mbs 1, tp 1 on TPU v6e: the logits are n = 8192 x 128256 =
+ * 1,050,673,152 elements. */
+static void t_maxtext_savers(void)
+{
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model("llama3-8b", &m) == 0);
+    CHECK(load_hw("tpu-v6e", &hw) == 0);
+    double n = 8192.0 * 128256.0;
+    mfu_training tr = {8192, 8192.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s0, s4;
+    CHECK(mfu_system_init(&s0, &m, &hw, &tr, 64, 0, ops) == MFU_OK);
+    tr.vocab_tiles = 4;
+    CHECK(mfu_system_init(&s4, &m, &hw, &tr, 64, 0, ops) == MFU_OK);
+    mfu_config c = cfg(1, 64, 1, 1, 1, 1);
+    c.grad_accum = 1;
+    c.recompute = MFU_RC_FULL;
+    mfu_shape sh;
+    mfu_config_shape(&s0, &c, &sh);
+    mfu_shape_cost k0, k4;
+    mfu_shape_costs(&s0, &sh, NULL, ops, &k0);
+    mfu_shape_costs(&s4, &sh, NULL, ops, &k4);
+    /* untiled: the loss keeps the fp32 softmax (4n), the bf16 logits (2n)
+     * are transient; tiled in 4: the loss keeps nothing, one chunk's bf16
+     * logits and fp32 softmax (6n / 4) are live */
+    CHECK_NEAR(k0.head_saved - k4.head_saved, 4.0 * n, 1e-12);
+    CHECK_NEAR(k0.logits_transient, 2.0 * n, 1e-12);
+    CHECK_NEAR(k4.logits_transient, 6.0 * n / 4.0, 1e-12);
+    /* the backward runs the head's GEMM and the loss forward again */
+    int nh = mfu_ops_head(&m, &sh, ops, MFU_MAX_OPS);
+    double again = 0;
+    for (int i = 0; i < nh; i++)
+        if (ops[i].phase == MFU_FWD && (!strcmp(ops[i].name, "lm_head") || !strcmp(ops[i].name, "loss")))
+            again += mfu_op_time(&ops[i], &hw, MFU_DT_BF16, NULL);
+    CHECK(again > 0);
+    CHECK_NEAR(k4.head_bwd_s - k0.head_bwd_s, again, 1e-9);
+    /* only MaxText launches it: on a GPU no framework does (FW-M9, FW-T13) */
+    mfu_hardware gpu;
+    CHECK(load_hw("h100-sxm", &gpu) == 0);
+    mfu_system sg;
+    CHECK(mfu_system_init(&sg, &m, &gpu, &tr, 64, 0, ops) == MFU_OK);
+    const char *why[MFU_FW_COUNT];
+    c.recompute = MFU_RC_NONE;
+    CHECK_EQ_I(mfu_config_frameworks(&sg, &c, why), 0);
+    CHECK(strstr(why[MFU_FW_MEGATRON], "FW-M9") != NULL);
+    CHECK(strstr(why[MFU_FW_TORCHTITAN], "FW-T13") != NULL);
+    c.recompute = MFU_RC_FULL;
+    CHECK_EQ_I(mfu_config_frameworks(&s4, &c, NULL), MFU_FW_MASK(MFU_FW_MAXTEXT));
+
+    /* optimizer offload, FSDP over 64: of the 12 optimizer bytes per
+     * parameter shard (fp32 parameter 4, moments 8) the moments go to the
+     * host; the step pays them over the link twice (1.5e10 B/s) */
+    mfu_training to = {8192, 8192.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    to.optimizer_offload = 1;
+    mfu_system so;
+    CHECK(mfu_system_init(&so, &m, &hw, &to, 64, 0, ops) == MFU_OK);
+    mfu_memory a0, ao;
+    mfu_memory_stage(&s0, &c, &k0, 0, &a0);
+    mfu_memory_stage(&so, &c, &k0, 0, &ao);
+    CHECK_NEAR(ao.host_bytes, a0.optimizer_bytes * 8.0 / 12.0, 1e-12);
+    CHECK_NEAR(ao.optimizer_bytes, a0.optimizer_bytes * 4.0 / 12.0, 1e-12);
+    double used = ao.weights_bytes + ao.grads_bytes + ao.optimizer_bytes + ao.activations_bytes + ao.buffers_bytes;
+    double upd = ao.weights_bytes + ao.grads_bytes + ao.optimizer_bytes + ao.host_bytes + ao.buffers_bytes;
+    CHECK_NEAR(ao.total_bytes - ao.reserve_bytes, used > upd ? used : upd, 1e-12);
+    CHECK(ao.total_bytes < a0.total_bytes);
+    mfu_eval e0, eo;
+    CHECK(mfu_evaluate(&s0, &c, ops, &e0) == MFU_OK);
+    CHECK(mfu_evaluate(&so, &c, ops, &eo) == MFU_OK);
+    CHECK_NEAR(eo.bound.optimizer_s - e0.bound.optimizer_s, 2.0 * ao.host_bytes / 1.5e10, 1e-9);
+    CHECK_EQ_I(eo.frameworks, MFU_FW_MASK(MFU_FW_MAXTEXT));
+}
+
 int main(void)
 {
     t_recompute_modules();
@@ -791,5 +865,6 @@ int main(void)
     t_dualpipev();
     t_remat_names();
     t_moe_load();
+    t_maxtext_savers();
     return check_done();
 }
