@@ -556,7 +556,24 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
         note(notes, "ZeRO-2 is Megatron-FSDP's optim_grads strategy (its own sharded buffers and "
                     "communication schedule, not the distributed optimizer's buckets the estimate prices).");
     }
-    if (fsdp > 1) {
+    if (fsdp > 1 && (dp > 1 || c->ax[MFU_AX_EP] > 1)) {
+        /* experts or a replica axis: Megatron-FSDP's ZeRO-3
+         * ("optim_grads_params: shards gradients, optimizer states and
+         * parameters", megatron_fsdp.py), HSDP as dp instances of the
+         * sharded optimizer over the fsdp ranks
+         * (DistributedDataParallelConfig.num_distributed_optimizer_instances);
+         * validate_args: fsdp_dtensor checkpoints, the distributed
+         * optimizer with v1 */
+        word(argv, "--use-megatron-fsdp");
+        opt_str(argv, "--data-parallel-sharding-strategy", "optim_grads_params");
+        word(argv, "--use-distributed-optimizer");
+        if (dp > 1) opt_int(argv, "--num-distributed-optimizer-instances", dp);
+        opt_str(argv, "--ckpt-format", "fsdp_dtensor");
+        word(argv, "--no-gradient-accumulation-fusion");
+        note(notes, "FSDP with %s is Megatron-FSDP's optim_grads_params (ZeRO-3): its own sharded buffers and "
+                    "prefetching, which the estimate prices as per-layer gathers and reduce-scatters.",
+             dp > 1 ? "a replica axis (HSDP)" : "experts");
+    } else if (fsdp > 1) {
         /* validate_args: not with gradient accumulation fusion */
         word(argv, "--use-torch-fsdp2");
         word(argv, "--no-gradient-accumulation-fusion");

@@ -292,12 +292,17 @@ unsigned mfu_platform_frameworks(const mfu_hardware *hw)
  * batch, schedule, vpp, split), MFU_LV_RC (recompute). */
 static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
 {
-    int64_t dp = c->ax[MFU_AX_DP], fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
-    int64_t pp = c->ax[MFU_AX_PP], ep = c->ax[MFU_AX_EP], v = c->vpp;
+    int64_t fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
+    int64_t pp = c->ax[MFU_AX_PP], v = c->vpp;
     int64_t L = sys->layers, m = c->grad_accum;
     if (lv & MFU_LV_SHAPE) {
-        if (fsdp > 1 && (pp > 1 || ep > 1 || dp > 1))
-            return "FW-M1: --use-torch-fsdp2 needs pp 1, ep 1, no distributed optimizer, no replica axis";
+        /* FSDP: torch FSDP2 (--use-torch-fsdp2: pp 1, ep 1) or, with
+         * experts or a replica axis (HSDP), Megatron-FSDP's
+         * optim_grads_params (--use-megatron-fsdp; HSDP through
+         * --num-distributed-optimizer-instances); neither with PP (FSDP2
+         * asserts pp 1; Megatron-FSDP with PP is unvalidated, as FW-M2) */
+        if (fsdp > 1 && pp > 1)
+            return "FW-M1: FSDP (torch FSDP2 or Megatron-FSDP) with pipeline parallelism";
         if (sys->moe_layers > 0 && tp > 1 && !c->sp)
             return "FW-M3: MoE with tp > 1 needs sequence parallel (MoELayer raises without it)";
         if (fsdp > 1 && sys->model->tie_embeddings)
@@ -311,7 +316,7 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
     }
     if (!(lv & MFU_LV_SCHED)) return NULL;
     if (fsdp > 1 && c->zero)
-        return "FW-M1: --use-torch-fsdp2 needs pp 1, ep 1, no distributed optimizer, no replica axis";
+        return "FW-M1: FSDP shards the optimizer already (ZeRO-1/2 on top of it is not a Megatron setting)";
     if (c->zero == 2 && pp > 1)
         return "FW-M2: ZeRO-2 (Megatron-FSDP optim_grads) is not validated with pipeline parallelism";
     if (c->schedule != MFU_SCHED_1F1B && c->schedule != MFU_SCHED_INTERLEAVED)

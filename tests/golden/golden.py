@@ -676,8 +676,11 @@ def megatron_rules(c, L, moe, tied):
     transformer_block.py get_num_layers_to_build, TransformerConfig."""
     par, ps, v, pp, m = c["parallel"], c["pipeline_split"], c["vpp"], c["parallel"]["pp"], c["grad_accum"]
     out = []
-    if par["fsdp"] > 1 and (pp > 1 or par["ep"] > 1 or par["zero"] or par["dp"] > 1):
-        out.append("--use-torch-fsdp2 asserts pp == 1, ep == 1, no distributed optimizer")
+    # --use-torch-fsdp2 asserts pp == 1 and ep == 1; with experts or a
+    # replica axis (HSDP) FSDP is Megatron-FSDP's optim_grads_params, which
+    # is not validated with PP; ZeRO-1/2 on top of FSDP is no setting
+    if par["fsdp"] > 1 and (pp > 1 or par["zero"]):
+        out.append("FSDP with pp > 1 or ZeRO-1/2")
     if par["zero"] == 2 and pp > 1:
         out.append("Megatron-FSDP optim_grads is not validated with pp")
     if moe and par["tp"] > 1 and not par["sp"]:

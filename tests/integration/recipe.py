@@ -124,6 +124,16 @@ def megatron(name, c, seq, layers, moe):
             "--sequence-parallel": bool(par["sp"] and par["tp"] > 1),
             "--use-distributed-optimizer": par["zero"] >= 1, "--use-megatron-fsdp": par["zero"] == 2,
             "--use-torch-fsdp2": par["fsdp"] > 1}
+    # FSDP with experts or a replica axis (HSDP) is Megatron-FSDP's
+    # optim_grads_params (ZeRO-3), HSDP as dp distributed-optimizer instances
+    mfsdp = par["fsdp"] > 1 and (par["dp"] > 1 or par["ep"] > 1)
+    if mfsdp:
+        want["--use-torch-fsdp2"] = False
+        want["--use-megatron-fsdp"] = True
+        want["--use-distributed-optimizer"] = True
+        want["--data-parallel-sharding-strategy"] = "optim_grads_params"
+        want["--num-distributed-optimizer-instances"] = par["dp"] if par["dp"] > 1 else None
+        want["--ckpt-format"] = "fsdp_dtensor"
     if moe:
         want["--expert-model-parallel-size"] = par["ep"]
         want["--expert-tensor-parallel-size"] = par["etp"]

@@ -852,6 +852,43 @@ static void t_maxtext_savers(void)
     CHECK_EQ_I(eo.frameworks, MFU_FW_MASK(MFU_FW_MAXTEXT));
 }
 
+/* Megatron-FSDP (issue 9 item 5): FSDP with a replica axis (HSDP) or with
+ * experts is Megatron-FSDP's optim_grads_params, which Megatron launches
+ * (megatron/training/arguments.py: --use-megatron-fsdp has no pp, ep or
+ * replica assert; torch FSDP2's --use-torch-fsdp2 keeps pp 1 and ep 1);
+ * with pipeline parallelism neither (FW-M1). */
+static void t_megatron_fsdp(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_model m;
+    mfu_system s;
+    CHECK(toy(&s, &m, &hw, 32, 64) == 0);
+    const char *why[MFU_FW_COUNT];
+    mfu_config c = cfg(4, 16, 1, 1, 1, 1); /* HSDP: 4 replicas of 16-way FSDP */
+    c.grad_accum = 4;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    CHECK(mfu_config_frameworks(&s, &c, why) & MFU_FW_MASK(MFU_FW_MEGATRON));
+    c = cfg(1, 8, 1, 1, 8, 1); /* FSDP with PP: not Megatron */
+    c.grad_accum = 8;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    CHECK(!(mfu_config_frameworks(&s, &c, why) & MFU_FW_MASK(MFU_FW_MEGATRON)));
+    CHECK(strstr(why[MFU_FW_MEGATRON], "FW-M1") != NULL);
+    /* experts sharded over FSDP: Mixtral, FSDP 64, EP 8 */
+    mfu_model mx;
+    CHECK(load_model("mixtral-8x7b", &mx) == 0);
+    mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system se;
+    CHECK(mfu_system_init(&se, &mx, &hw, &tr, 64, 0, ops) == MFU_OK);
+    c = cfg(1, 64, 1, 8, 1, 1);
+    c.grad_accum = 1;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&se, &c) == MFU_OK);
+    CHECK(mfu_config_frameworks(&se, &c, why) & MFU_FW_MASK(MFU_FW_MEGATRON));
+}
+
 int main(void)
 {
     t_recompute_modules();
@@ -866,5 +903,6 @@ int main(void)
     t_remat_names();
     t_moe_load();
     t_maxtext_savers();
+    t_megatron_fsdp();
     return check_done();
 }

@@ -250,9 +250,23 @@ static void t_torchtitan(void)
     CHECK(strstr(toml, "local_batch_size = 1\nglobal_batch_size = 2048\nseq_len = 8192\n") != NULL);
     CHECK(strstr(toml, "mode = \"selective\"\nselective_ac_option = \"op\"\n") != NULL);
     CHECK(strstr(toml, "pipeline_parallel_schedule") == NULL);
-    /* Megatron's torch FSDP2 has no replica axis (FW-M1) */
-    CHECK(!strncmp(unavailable(rec, "megatron"), "FW-M1", 5));
+    /* Megatron names no op-level selective recompute for a dense MLP (FW-M7) */
+    CHECK(!strncmp(unavailable(rec, "megatron"), "FW-M7", 5));
     json_decref(rec);
+    /* with full recompute Megatron runs the replica axis over FSDP as
+     * Megatron-FSDP's HSDP: optim_grads_params sharding inside the 128,
+     * 4 distributed-optimizer instances (num_distributed_optimizer_instances) */
+    c.recompute = MFU_RC_FULL;
+    rec = recipes_of(&s, &c, &ev);
+    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
+    json_t *ma = argv_of(rec, "megatron");
+    CHECK(ma != NULL);
+    CHECK(find(ma, "--use-megatron-fsdp") >= 0 && find(ma, "--use-torch-fsdp2") < 0);
+    CHECK_STR(value(ma, "--data-parallel-sharding-strategy"), "optim_grads_params");
+    CHECK_STR(value(ma, "--num-distributed-optimizer-instances"), "4");
+    CHECK_STR(value(ma, "--ckpt-format"), "fsdp_dtensor");
+    json_decref(rec);
+    c.recompute = MFU_RC_MINIMAL;
 
     /* pp 4 x vpp 4 = 16 virtual stages of 5 layers: torchtitan's default
      * is 2 per rank, so the stages are listed */
