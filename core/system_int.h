@@ -55,4 +55,11 @@ static inline double mfu_expert_fsdp(const mfu_config *c)
     return c->ax[MFU_AX_FSDP] > 1 ? mfu_expert_dp(c) / (double)c->ax[MFU_AX_DP] : 1.0;
 }
 
+/* step.c: the time of one step under one profile (eff NULL: the bound),
+ * and the FLOP totals and batch it reads (ev). */
+void mfu_step_times(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                    const mfu_efficiency *eff, const mfu_eval *ev, mfu_times *tm);
+void mfu_eval_totals(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,
+                     mfu_eval *out);
+
 #endif
