@@ -6,8 +6,8 @@
  * that we read is validated; a bad one is a 422 whose JSON pointer names it.
  *
  * Layer rules follow the modelling code of each family (transformers
- * models/<family>/modeling_<family>.py unless noted), summarized in
- * ../shared/reference/input-formats-and-rest.md section 1:
+ * models/<family>/modeling_<family>.py unless noted; docs/model-ir.md
+ * "HuggingFace config.json"):
  *
  *   llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2:
  *     softmax attention (MHA/GQA/MQA). head_dim = config.head_dim when given

@@ -100,7 +100,7 @@ static json_t *times_json(const mfu_times *t)
 
 /* Gap components in seconds and MFU percentage points: point_i = 100 *
  * mfu_roof * s_i / T_step, so the points add up to 100 * (mfu_roof -
- * mfu_system) exactly (design.md). Points are points: 35.1, not 0.351. */
+ * mfu_system) exactly (docs/model.md F-GAP). Points are points: 35.1, not 0.351. */
 static json_t *gap_json(const mfu_system *sys, const mfu_times *t, int with_kernel)
 {
     json_t *a = json_array();

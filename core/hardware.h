@@ -2,8 +2,8 @@
  * and an efficiency profile that turns bounds into expected values.
  *
  * Presets and their sources live as data in presets/hardware/ (read by
- * api/); the core only sees this struct. Design: ../shared/design.md
- * "The hardware IR".
+ * api/); the core only sees this struct. Its JSON form: docs/model-ir.md and
+ * docs/hardware-presets.md.
  */
 #ifndef MFU_HARDWARE_H
 #define MFU_HARDWARE_H
@@ -22,7 +22,7 @@ typedef struct mfu_net_tier {
     double latency_s;      /* per hop / per collective step */
 } mfu_net_tier;
 
-/* Efficiency profile (design.md: "GEMM efficiency by size, HBM and per-tier
+/* Efficiency profile (docs/model.md F-TIME-OP: "GEMM efficiency by size, HBM and per-tier
  * network efficiency, fixed per-step overhead"). The ideal profile is all 1
  * with no overhead; gemm curve points are (FLOPs of one GEMM, efficiency),
  * interpolated in log(FLOPs), clamped at both ends. */
@@ -104,7 +104,7 @@ static inline double mfu_dtype_bytes(mfu_dtype d)
     return d == MFU_DT_FP8 ? 1.0 : d == MFU_DT_FP32 ? 4.0 : 2.0;
 }
 
-/* Ridge point (seed 002): peak / HBM bandwidth, FLOPs per byte. */
+/* Ridge point (docs/model.md F-ROOF): peak / HBM bandwidth, FLOPs per byte. */
 double mfu_ridge_point(const mfu_hardware *hw, mfu_dtype dt);
 
 /* GEMM efficiency for one GEMM of `flops` under profile e (1 if no points). */

@@ -3,7 +3,7 @@
  * Pure C11: no I/O, no globals but const tables. Sizes are int64_t; derived
  * counts (parameters, FLOPs) are doubles, exact below 2^53.
  *
- * Design: ../shared/design.md "The model IR". The JSON form of this struct is
+ * The JSON form of this struct is
  * documented in docs/model-ir.md and parsed by api/.
  */
 #ifndef MFU_MODEL_H
@@ -75,7 +75,7 @@ typedef struct mfu_mlp {
     int64_t expert_ffn_dim;
     int64_t n_shared_experts;
     int64_t shared_ffn_dim; /* width of each shared expert */
-    double capacity_factor; /* 1.0 = perfectly balanced (seed 000 roofline) */
+    double capacity_factor; /* 1.0 = dropless, balanced (docs/model.md F-MOE-LOAD) */
     int64_t route_nodes;    /* node-limited routing: a token's experts span at
                              * most this many nodes and cross the network once
                              * per node (DeepSeek-V3 sec. 2.1.2, topk_group);
@@ -112,7 +112,7 @@ typedef struct mfu_model {
     char approx[MFU_MAX_APPROX][MFU_APPROX_LEN];
 } mfu_model;
 
-/* MFU conventions for attention FLOPs (design.md "Roofline Bound"). */
+/* MFU conventions for attention FLOPs (docs/model.md F-MFU). */
 typedef enum {
     MFU_CONV_CAUSAL = 0, /* only the causal (lower) triangle counts */
     MFU_CONV_FULL,       /* full s^2 (Megatron / Korthikanti papers, PaLM) */

@@ -1,6 +1,6 @@
 /* core/ops.c -- operator inventory, forward and backward, per layer run.
  *
- * Conventions (seed 000 Phase 1 step 2, seed 002):
+ * Conventions (docs/model.md F-OP):
  *   - matmul [M,K] x [K,N]: FLOPs 2MKN, bytes (MK + KN) * operand bytes +
  *     MN * activation bytes; it saves its input X ([M,K]) for the weight
  *     gradient unless another op already saved the same tensor.

@@ -1,4 +1,4 @@
-/* core/ops.h -- the operator inventory (seed 000, Phase 1 step 2).
+/* core/ops.h -- the operator inventory (docs/model.md F-OP).
  *
  * For one micro-batch at given (possibly sharded) shapes, every forward and
  * backward operator of the model: FLOPs, HBM bytes, and what each forward op
@@ -132,7 +132,7 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
 /* Everything: embed, every run, head (a return above max: too small). */
 int mfu_ops_model(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
 
-/* T_op = max(FLOPs / (peak * eff), bytes / (bw * hbm_eff)) (seed 000 step 3).
+/* T_op = max(FLOPs / (peak * eff), bytes / (bw * hbm_eff)) (docs/model.md F-ROOF, F-TIME-OP).
  * With eff == NULL the ideal roofline. */
 double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
                    const mfu_efficiency *eff);

@@ -1,4 +1,4 @@
-/* core/roofline.c -- seed 000 Phase 1, steps 1-4. */
+/* core/roofline.c -- the Roofline Bound (docs/model.md F-ROOF, F-MFU). */
 #include <stddef.h>
 #include <string.h>
 #include "roofline.h"

@@ -1,4 +1,4 @@
-/* core/roofline.h -- the Roofline Bound (seed 000, Phase 1).
+/* core/roofline.h -- the Roofline Bound (docs/model.md F-ROOF).
  *
  * One device, infinite memory, no parallelism, no recompute: the whole global
  * batch runs as one micro-batch; T_step = sum over every op of
@@ -43,7 +43,7 @@ typedef struct mfu_roofline {
     int n_ops;
 } mfu_roofline;
 
-/* Useful (model) FLOPs of a step: 3 x forward (seed 000 "MFU 定义"). */
+/* Useful (model) FLOPs of a step: 3 x forward (docs/model.md F-MFU). */
 double mfu_useful_flops(const mfu_model *m, const mfu_training *t);
 
 /* The bound alone, accumulated run by run in a scratch of MFU_SCRATCH_OPS

@@ -1,6 +1,6 @@
 /* core/search.c -- enumeration, pruning and ranking of configurations.
  *
- * Order of work per point (design.md "Search"): divisibility (cheapest,
+ * Order of work per point (docs/model.md F-SEARCH): divisibility (cheapest,
  * usually whole subtrees), memory (from cached per-shape costs), a lower
  * bound on the step (compute + recompute + optimizer, which communication
  * can only lengthen) against the k-th best, then the full System Bound.
@@ -85,7 +85,7 @@ void mfu_search_defaults(const mfu_system *sys, mfu_search_opts *o)
     o->max_mbs = 16;
     o->max_vpp = 8;
     o->partial_recompute = 1;
-    /* seed 003 step 1: TP stays inside the fast domain (NVLink node) */
+    /* F-SEARCH: TP stays inside the fast domain (NVLink node) */
     o->max_ax[MFU_AX_TP] = sys->hw->tiers[0].domain_size;
     int64_t b = (int64_t)(sys->train.global_batch_tokens / (double)sys->train.seq);
     o->batch_min_seqs = o->batch_max_seqs = b;

@@ -1,5 +1,5 @@
-/* core/search.h -- the configuration search (seed 000 "配置空间搜索", seed
- * 003's three steps): every legal factorization of the devices into
+/* core/search.h -- the configuration search (docs/model.md F-SEARCH):
+ * every legal factorization of the devices into
  * (dp, fsdp, tp, ep, pp, cp) x sp x zero x etp x schedule/vpp x mbs x batch
  * x recompute policy; divisibility first, then memory, then bounds; top-k.
  *

@@ -309,7 +309,7 @@ static void comm_ep(step_ctx *x)
     double tp = x->tp, ep = x->ep, mb = x->mb, ab = x->ab, h = x->h, T = x->T, L = x->L, nrc = x->nrc;
     double moe_frac = x->moe_frac;
     int64_t s_ep = x->s_ep;
-    /* EP (seed 000 table): per MoE layer dispatch + combine all-to-all,
+    /* EP (F-COMM-EP): per MoE layer dispatch + combine all-to-all,
      * forward and backward, each of the token slots' hidden states. Inside
      * one fast domain: an all-to-all over ep ranks. Across domains (nodes)
      * it is two-level: a token's copies for remote nodes cross the network
@@ -591,7 +591,7 @@ static void step_total(step_ctx *x)
     tm->mfu = ev->f_useful_flops / (N * peak * step);
     tm->hfu = ev->f_hw_flops / (N * peak * step);
 
-    /* gap vs the roofline (design.md): the roofline's per-device step for
+    /* gap vs the roofline (F-GAP): the roofline's per-device step for
      * this batch is T_roof / N; every second above it is named. */
     double t_roof = sys->roof_step_per_token_s * (double)ev->global_batch_tokens / N;
     tm->gap_s[MFU_GAP_MEMORY_BOUND] = tm->compute_s - t_roof;

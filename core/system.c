@@ -1,4 +1,4 @@
-/* core/system.c -- System Bound of one configuration (seed 000 Phase 2):
+/* core/system.c -- System Bound of one configuration (docs/model.md):
  * the shared part (recompute table, system), per-shape layer costs, and
  * the evaluation. Legality is in config.c, memory in memory.c,
  * communication and the step's time in step.c.
@@ -7,7 +7,7 @@
  *          + optimizer step + overhead,
  * and never less than the busiest network tier's total traffic time.
  * MFU = F_useful / (devices * peak * T_step); HFU adds recompute FLOPs
- * (seed 003 sec. 2). docs/model.md has every formula (F-*).
+ * (F-MFU). docs/model.md has every formula (F-*).
  *
  * Assumptions (named, each a modelling choice):
  *  - compute runs at the pace of the busiest pipeline stage (first: its

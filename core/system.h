@@ -1,5 +1,5 @@
-/* core/system.h -- the System Bound of one parallel configuration (seed 000
- * Phase 2: Q1 memory, Q2 compute + communication, Q3 overlap; bubble).
+/* core/system.h -- the System Bound of one parallel configuration
+ * (docs/model.md: Q1 memory, Q2 compute + communication, Q3 overlap; bubble).
  *
  * Axes (docs/model.md "Configurations"):
  *   dp * fsdp * tp * pp * cp = devices. dp replicates (ZeRO 0/1/2 on it),
@@ -169,7 +169,7 @@ typedef struct mfu_eval {
     mfu_memory mem;               /* the stage with the least headroom */
     mfu_times bound, expected;
     double tokens_per_s;          /* expected */
-    double overlap_ratio[MFU_COMM_COUNT]; /* seed 003: t_comm / t_compute per axis */
+    double overlap_ratio[MFU_COMM_COUNT]; /* F-GAP: t_comm / t_compute per axis */
     double f_useful_flops, f_hw_flops;     /* per step, all devices */
     int64_t global_batch_tokens;
     int64_t micro_batches;        /* per pipeline per step (= grad_accum) */

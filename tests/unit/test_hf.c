@@ -3,8 +3,8 @@
  * Real config.json files of each family live in tests/data/hf/ (sources in
  * tests/data/hf/SOURCES.md). Each one goes HF -> IR (api_hf_to_ir) -> model
  * (api_model_from_ir) -> parameter counts, compared with the numbers the
- * model authors published. Every trap of
- * ../shared/reference/input-formats-and-rest.md section 1 has a test that
+ * model authors published. Every trap of the families' config.json (the
+ * rules at the top of api/hf.c) has a test that
  * fails when the trap is not handled, and bad configs must give a 422 with
  * the pointer of the offending field. Run from the repository root.
  */

@@ -1,4 +1,4 @@
-/* Operator inventory and roofline: seed 002's numbers, Korthikanti et al.
+/* Operator inventory and roofline: ridge points and intensities by hand, Korthikanti et al.
  * 2022's activation memory (sec. 4, Table 2) reproduced from the ops' saved
  * tensors, flash attention's matmul counts, and the roofline's structure. */
 #include "check.h"
@@ -325,20 +325,21 @@ int main(void)
         CHECK(ra.mfu == 0 && ra.n_ops == 0);
     }
 
-    /* seed 002: A100 312 TFLOP/s over 1.55 TB/s -> ridge point 201.3 FLOPs/byte */
+    /* A100 312 TFLOP/s over 1.55 TB/s (NVIDIA A100 datasheet) -> ridge point 201.3 FLOPs/byte */
     mfu_hardware a100 = {0};
     a100.peak_flops[MFU_DT_BF16] = 312e12;
     a100.hbm_bw_bytes_s = 1.55e12;
     CHECK_NEAR(mfu_ridge_point(&a100, MFU_DT_BF16), 201.29, 1e-4);
-    /* seed 002: bf16 matmul intensity MNK/(MN+NK+MK); M->inf limit NK/(N+K);
+    /* bf16 matmul intensity MNK/(MN+NK+MK) (2 MNK FLOPs over 2(MN+NK+MK) bytes); M->inf limit NK/(N+K);
      * fp8 halves the bytes: 2NK/(N+K) */
     CHECK_NEAR(mfu_matmul_intensity(4096, 4096, 4096, 2), 4096.0 / 3.0, 1e-12);
     CHECK_NEAR(mfu_matmul_intensity(1024, 512, 256, 2),
                1024.0 * 512 * 256 / (1024.0 * 512 + 512.0 * 256 + 1024.0 * 256), 1e-12);
     CHECK_NEAR(mfu_matmul_intensity(1e12, 8192, 8192, 2), 8192.0 * 8192 / 16384, 1e-6);
     CHECK_NEAR(mfu_matmul_intensity(1e12, 8192, 8192, 1), 2 * 8192.0 * 8192 / 16384, 1e-6);
-    /* seed 002 attention: 2T/(T/S + Hkv/H). Prefill T = S: 2T/(1 + Hkv/H)
-     * (= 2TG/(1+G) with G = H/Hkv; the seed's "2T/(1+G)" drops a G).
+    /* attention intensity 2T/(T/S + Hkv/H) (4 T S H d FLOPs over 2 d (T H +
+     * S Hkv) bytes, per head group). Prefill T = S: 2T/(1 + Hkv/H) (= 2TG/(1+G)
+     * with G = H/Hkv).
      * Decode T/S -> 0: 2T H/Hkv = 2TG. */
     CHECK_NEAR(mfu_attention_intensity(4096, 4096, 64, 8), 2.0 * 4096 / (1 + 8.0 / 64), 1e-12);
     CHECK_NEAR(mfu_attention_intensity(4096, 4096, 64, 8), 2.0 * 4096 * 8 / (1 + 8), 1e-12);

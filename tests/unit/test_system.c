@@ -1,4 +1,4 @@
-/* System Bound: seed 003's worked numbers, bubble fractions, ZeRO memory
+/* System Bound: closed forms worked by hand, bubble fractions, ZeRO memory
  * (Rajbhandari et al. 2020), hand-computed collective times, the gap
  * identity, monotonicity and lower bounds. */
 #include "check.h"
@@ -8,10 +8,11 @@
 
 static mfu_op ops[MFU_MAX_OPS];
 
-/* Seed 003 sec. 3 closed forms: the seed's own worked numbers check them
- * (they were test-only helpers of core/search.h). */
+/* Closed forms of a step's communication-to-compute ratio and of MFU/HFU,
+ * with their numbers worked by hand below (they were test-only helpers of
+ * core/search.h). */
 
-static double mfu_seed003_dp_ratio(double params, double tokens_per_device, double dp, double peak_flops,
+static double closed_dp_ratio(double params, double tokens_per_device, double dp, double peak_flops,
                             double bw_bytes_s, double bytes_per_param)
 {
     /* t_comm = 2 P b (DP-1)/DP / B ; t_compute = 4 T P / F (backward) */
@@ -20,7 +21,7 @@ static double mfu_seed003_dp_ratio(double params, double tokens_per_device, doub
     return t_comm / t_comp;
 }
 
-static double mfu_seed003_zero3_ratio(double seq, double mbs, double dp, double peak_flops,
+static double closed_zero3_ratio(double seq, double mbs, double dp, double peak_flops,
                                double bw_bytes_s, double layer_params)
 {
     /* t_comm = 2 P_l 2 (DP-1)/DP / B ; t_compute = 2 s mbs P_l / F (layer forward) */
@@ -29,10 +30,10 @@ static double mfu_seed003_zero3_ratio(double seq, double mbs, double dp, double 
     return t_comm / t_comp;
 }
 
-static void mfu_seed003_mfu_hfu(double params, double tokens, double step_s, double peak_flops,
+static void closed_mfu_hfu(double params, double tokens, double step_s, double peak_flops,
                          double recompute_extra, double *mfu, double *hfu)
 {
-    double required = 6.0 * tokens * params; /* seed 003 sec. 2.A: 6 P T */
+    double required = 6.0 * tokens * params; /* 6 P T (Kaplan et al. 2020 sec. 2.1: C = 6 N D) */
     *mfu = required / (step_s * peak_flops);
     *hfu = required * (1.0 + recompute_extra) / (step_s * peak_flops);
 }
@@ -57,18 +58,21 @@ static void ideal_hw(mfu_hardware *hw)
 
 int main(void)
 {
-    /* ---- seed 003 sec. 3 and its worked numbers (H100: F = 989e12, B = 900e9).
-     * The seed prints rounded figures (0.009, 0.035, 0.139, 2.13, 0.267); its
-     * own formulas give 0.0085, 0.0349, 0.1404, 2.129, 0.2662, so the check
-     * allows the seed's rounding (+-0.002). */
+    /* ---- the closed forms on a 7B model, H100 (F = 989e12 bf16 dense, B =
+     * 900e9 NVLink: NVIDIA H100 SXM datasheet), worked by hand: DP 32 with
+     * 4M tokens: 2 x 7e9 x 2 x 31/32 / 900e9 = 30.1 ms against 4 x 125000 x
+     * 7e9 / 989e12 = 3.54 s -> 0.0085; DP 128: 0.0349; DP 512: 0.1404; DP
+     * 128 with 512 tokens per device: 2.129; ZeRO-3 over 128 at seq 4096,
+     * mbs 2, a 4096-wide layer (16 x 4096^2 parameters): 0.2662. Rounded to
+     * 0.009, 0.035, 0.139, 2.13, 0.267 here, hence +-0.002. */
     double F = 989e12, B = 900e9;
-    CHECK(fabs(mfu_seed003_dp_ratio(7e9, 4000000 / 32, 32, F, B, 2) - 0.009) < 0.002);
-    CHECK(fabs(mfu_seed003_dp_ratio(7e9, 4000000 / 128, 128, F, B, 2) - 0.035) < 0.002);
-    CHECK(fabs(mfu_seed003_dp_ratio(7e9, 4000000 / 512, 512, F, B, 2) - 0.139) < 0.002);
-    CHECK(fabs(mfu_seed003_dp_ratio(7e9, 512, 128, F, B, 2) - 2.13) < 0.002);
-    CHECK(fabs(mfu_seed003_zero3_ratio(4096, 2, 128, F, B, 16.0 * 4096 * 4096) - 0.267) < 0.002);
+    CHECK(fabs(closed_dp_ratio(7e9, 4000000 / 32, 32, F, B, 2) - 0.009) < 0.002);
+    CHECK(fabs(closed_dp_ratio(7e9, 4000000 / 128, 128, F, B, 2) - 0.035) < 0.002);
+    CHECK(fabs(closed_dp_ratio(7e9, 4000000 / 512, 512, F, B, 2) - 0.139) < 0.002);
+    CHECK(fabs(closed_dp_ratio(7e9, 512, 128, F, B, 2) - 2.13) < 0.002);
+    CHECK(fabs(closed_zero3_ratio(4096, 2, 128, F, B, 16.0 * 4096 * 4096) - 0.267) < 0.002);
     double mfu, hfu;
-    mfu_seed003_mfu_hfu(7e9, 4000000 / 128, 2.0, F, 0.35, &mfu, &hfu);
+    closed_mfu_hfu(7e9, 4000000 / 128, 2.0, F, 0.35, &mfu, &hfu);
     CHECK(fabs(mfu - 0.66) < 0.005);
     CHECK(fabs(hfu - 0.90) < 0.005);
 
@@ -417,7 +421,7 @@ int main(void)
         CHECK_EQ_I(mono_bad, 0);
     }
 
-    /* ---- recompute: HFU counts it, MFU does not (seed 003 sec. 2) */
+    /* ---- recompute: HFU counts it, MFU does not (Korthikanti et al. 2022 sec. 6) */
     {
         tr.global_batch_tokens = 4096.0 * 8;
         mfu_system s8;
