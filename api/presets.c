@@ -1,6 +1,9 @@
 /* api/presets.c -- the preset library: data files under presets/models and
  * presets/hardware, embedded at build time by tools/embed.c. Parsed once, on
- * first use (pthread_once), into a read-only table shared by all threads. */
+ * first use (pthread_once), into a read-only table shared by all threads.
+ * And the resolution of a request's model and hardware against it
+ * (api_resolve_model, api_resolve_hardware): api/request.c calls in here,
+ * nothing here calls request.c. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -149,5 +152,103 @@ json_t *api_presets_hardware(void)
         json_array_append_new(out, item);
     }
     free(sorted);
+    return out;
+}
+
+/* ---- model and hardware resolution (a request's "model" and "hardware":
+ * a preset with overrides, a HuggingFace config.json, or the IR) -------- */
+
+/* A 422 at ptr naming the presets there are (model or hardware). */
+static void unknown_preset(api_status *st, const char *ptr, const char *kind, const char *name,
+                           json_t *names)
+{
+    char *list = json_dumps(names, JSON_COMPACT);
+    api_fail(st, 422, ptr, "unknown %s preset \"%.64s\"; known: %s", kind, name, list ? list : "");
+    free(list);
+    json_decref(names);
+}
+
+static json_t *overrides_of(json_t *obj, const char *skip)
+{
+    json_t *o = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) if (strcmp(k, skip)) json_array_append_new(o, json_string(k));
+    return o;
+}
+
+json_t *api_resolve_model(json_t *model, json_t **source, json_t **overridden, api_status *st)
+{
+    *source = NULL;
+    *overridden = NULL;
+    if (!json_is_object(model)) {
+        api_fail(st, 422, "/model", "must be an object: {\"preset\": name}, {\"hf_config\": {...}} or the model IR");
+        return NULL;
+    }
+    json_t *preset = json_object_get(model, "preset");
+    json_t *hf = json_object_get(model, "hf_config");
+    if (preset) {
+        if (!json_is_string(preset)) {
+            api_fail(st, 422, "/model/preset", "must be a string");
+            return NULL;
+        }
+        json_t *p = api_preset_model(json_string_value(preset));
+        if (!p) {
+            unknown_preset(st, "/model/preset", "model", json_string_value(preset), api_preset_model_names());
+            return NULL;
+        }
+        *source = json_string("preset");
+        *overridden = overrides_of(model, "preset");
+        json_t *base = json_object_get(p, "hf_config");
+        if (base) {
+            json_t *merged = json_deep_copy(base);
+            const char *k;
+            json_t *v;
+            json_object_foreach(model, k, v) if (strcmp(k, "preset")) json_object_set(merged, k, v);
+            json_t *ir = api_hf_to_ir(merged, "/model", st);
+            json_decref(merged);
+            /* the preset's name, not the file's model_type */
+            if (ir) json_object_set_new(ir, "name", json_string(json_string_value(preset)));
+            return ir;
+        }
+        json_t *ir = json_deep_copy(json_object_get(p, "model"));
+        const char *k;
+        json_t *v;
+        json_object_foreach(model, k, v) if (strcmp(k, "preset")) json_object_set(ir, k, v);
+        if (!json_object_get(ir, "name")) json_object_set_new(ir, "name", json_string(json_string_value(preset)));
+        return ir;
+    }
+    if (hf) {
+        *source = json_string("hf_config");
+        return api_hf_to_ir(hf, "/model/hf_config", st);
+    }
+    *source = json_string("ir");
+    return json_incref(model);
+}
+
+json_t *api_resolve_hardware(json_t *hw, json_t **overridden, api_status *st)
+{
+    *overridden = NULL;
+    if (!json_is_object(hw)) {
+        api_fail(st, 422, "/hardware", "must be an object: {\"preset\": name} or a hardware description");
+        return NULL;
+    }
+    json_t *preset = json_object_get(hw, "preset");
+    if (!preset) return json_incref(hw);
+    if (!json_is_string(preset)) {
+        api_fail(st, 422, "/hardware/preset", "must be a string");
+        return NULL;
+    }
+    json_t *p = api_preset_hardware(json_string_value(preset));
+    if (!p) {
+        unknown_preset(st, "/hardware/preset", "hardware", json_string_value(preset),
+                       api_preset_hardware_names());
+        return NULL;
+    }
+    json_t *out = json_deep_copy(json_object_get(p, "hardware"));
+    *overridden = overrides_of(hw, "preset");
+    const char *k;
+    json_t *v;
+    json_object_foreach(hw, k, v) if (strcmp(k, "preset")) json_object_set(out, k, v);
     return out;
 }

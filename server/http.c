@@ -1,6 +1,8 @@
 /* server/http.c -- the HTTP side of mfud: libmicrohttpd callbacks, routing,
- * bounded request bodies, validation of POST bodies, and rendering of every
- * answer (problem+json errors, job status documents, CSV, ETag/304, CORS).
+ * bounded request bodies, validation of POST bodies, and queueing every
+ * answer (ETag/304, CORS, the cached or sliced body). The answer a request
+ * carries is server/answer.c's, the documents a result is served as
+ * server/views.c's, resuming and quiescing connections server/conn.c's.
  *
  * DESIGN
  * libmicrohttpd runs its own polling thread(s). Routes that need no shared
@@ -38,74 +40,13 @@ static const struct srv_config *cfg;
 
 /* ---- answers ----------------------------------------------------------- */
 
-static void answer_reset(struct srv_req *r)
-{
-    free(r->out_body);
-    r->out_body = NULL;
-    r->out_len = 0;
-    free(r->view.result);
-    free(r->view.error);
-    r->view.result = r->view.error = NULL;
-    srv_rcache_unref(r->entry);
-    r->entry = NULL;
-    r->answer = ANS_NONE;
-}
 
-void srv_answer_json(struct srv_req *r, int code, json_t *body)
-{
-    answer_reset(r);
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (!s) {
-        r->answer = ANS_RAW;
-        r->out_code = 500;
-        r->out_ctype = "application/problem+json";
-        r->out_body = strdup("{\"type\":\"/problems/internal\",\"title\":\"Internal Server Error\","
-                             "\"status\":500,\"detail\":\"the answer could not be rendered\","
-                             "\"errors\":[]}");
-        r->out_len = r->out_body ? strlen(r->out_body) : 0;
-        return;
-    }
-    r->answer = ANS_RAW;
-    r->out_code = code;
-    r->out_ctype = code >= 400 ? "application/problem+json" : "application/json";
-    r->out_body = s;
-    r->out_len = strlen(s);
-}
 
-static void answer_status(struct srv_req *r, const api_status *st)
-{
-    srv_answer_json(r, st->status ? st->status : 500, api_problem_json(st));
-}
 
-void srv_answer_problem(struct srv_req *r, int code, const char *title, const char *detail)
-{
-    api_status st;
-    api_status_init(&st);
-    api_fail(&st, code, "", "%s", detail);
-    snprintf(st.title, sizeof st.title, "%s", title);
-    if (code == 401) snprintf(st.type, sizeof st.type, "/problems/unauthorized");
-    answer_status(r, &st);
-}
 
 /* ---- helpers ----------------------------------------------------------- */
 
-void srv_iso_time(char *out, size_t n, int64_t ms)
-{
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
 
-static int set_time(json_t *o, const char *key, int64_t ms)
-{
-    if (ms <= 0) return json_object_set_new(o, key, json_null());
-    char t[80];
-    srv_iso_time(t, sizeof t, ms);
-    return json_object_set_new(o, key, json_string(t));
-}
 
 /* Does the If-None-Match list match etag (weak comparison, RFC 9110 13.1.2)? */
 static int etag_matches(const char *inm, const char *etag)
@@ -150,243 +91,17 @@ static int parse_int(const char *s, long lo, long hi, int *out)
  * stored (json_dumps output, checked by its CRC-32), so it is valid JSON;
  * anything unexpected still falls back to parsing. */
 
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
-    return p;
-}
 
-/* The byte after the string starting at p ('"'), or NULL. */
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\') p++;
-        else if (*p == '"') return p + 1;
-    }
-    return NULL;
-}
 
-/* The byte after the JSON value starting at p, or NULL. */
-static const char *skip_value(const char *p, const char *end)
-{
-    int depth = 0;
-    while (p < end) {
-        char ch = *p;
-        if (ch == '"') {
-            if (!(p = skip_string(p, end))) return NULL;
-            if (depth == 0) return p;
-            continue;
-        }
-        if (ch == '{' || ch == '[') {
-            depth++;
-        } else if (ch == '}' || ch == ']') {
-            if (depth == 0) return p; /* a scalar ended by its container */
-            if (--depth == 0) return p + 1;
-        } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')) {
-            return p; /* a number, true, false or null ended */
-        }
-        p++;
-    }
-    return depth == 0 ? p : NULL;
-}
 
-/* Find the top-level "configs" array of the object text: its '[' and the
- * byte after its ']'. 0 when found. */
-static int find_configs(const char *text, const char *end, const char **open, const char **close)
-{
-    const char *p = skip_ws(text, end);
-    if (p >= end || *p != '{') return -1;
-    for (p = skip_ws(p + 1, end); p < end && *p == '"';) {
-        const char *k = p, *ke = skip_string(p, end);
-        if (!ke) return -1;
-        p = skip_ws(ke, end);
-        if (p >= end || *p != ':') return -1;
-        const char *v = skip_ws(p + 1, end), *ve = skip_value(v, end);
-        if (!ve || ve == v) return -1;
-        if (ke - k == 9 && !memcmp(k, "\"configs\"", 9)) {
-            if (*v != '[') return -1;
-            *open = v;
-            *close = ve;
-            return 0;
-        }
-        p = skip_ws(ve, end);
-        if (p < end && *p == ',') p = skip_ws(p + 1, end);
-    }
-    return -1;
-}
 
-/* Where result.configs[i] lie in the text: {open, close, n, start_0,
- * end_0, ..., start_n-1, end_n-1}, byte offsets ('[' and the byte after
- * ']'); malloc'd, NULL when the text is not as expected. Built once per
- * cached result (srv_rentry_index), so a later slice is a copy of the
- * bytes it keeps. */
-static size_t *configs_index(const char *text, size_t len)
-{
-    const char *end = text + len, *open, *close;
-    if (find_configs(text, end, &open, &close) != 0) return NULL;
-    size_t cap = 64, n = 0;
-    size_t *ix = malloc((3 + 2 * cap) * sizeof *ix);
-    if (!ix) return NULL;
-    const char *p = skip_ws(open + 1, close);
-    while (p < close && *p != ']') {
-        const char *e = skip_value(p, close);
-        if (!e || e == p) {
-            free(ix);
-            return NULL;
-        }
-        if (n == cap) {
-            size_t *g = realloc(ix, (3 + 4 * cap) * sizeof *ix);
-            if (!g) {
-                free(ix);
-                return NULL;
-            }
-            ix = g;
-            cap *= 2;
-        }
-        ix[3 + 2 * n] = (size_t)(p - text);
-        ix[4 + 2 * n] = (size_t)(e - text);
-        n++;
-        p = skip_ws(e, close);
-        if (p < close && *p == ',') p = skip_ws(p + 1, close);
-    }
-    ix[0] = (size_t)(open - text);
-    ix[1] = (size_t)(close - text);
-    ix[2] = n;
-    return ix;
-}
 
-/* The result text with configs cut to [offset, offset + top_k), by index. */
-static char *slice_indexed(const char *text, size_t len, const size_t *ix, int top_k, int offset)
-{
-    size_t n = ix[2], from = offset > 0 ? (size_t)offset : 0;
-    size_t count = top_k >= 0 ? (size_t)top_k : n;
-    if (from > n) from = n;
-    if (count > n - from) count = n - from;
-    size_t head = ix[0] + 1, tail = len - (ix[1] - 1); /* through '[', from ']' */
-    size_t mid = count ? ix[4 + 2 * (from + count - 1)] - ix[3 + 2 * from] : 0;
-    char *out = malloc(head + mid + tail + 1);
-    if (!out) return NULL;
-    memcpy(out, text, head);
-    if (mid) memcpy(out + head, text + ix[3 + 2 * from], mid);
-    memcpy(out + head + mid, text + ix[1] - 1, tail);
-    out[head + mid + tail] = '\0';
-    return out;
-}
 
-/* Slice result.configs to [offset, offset + top_k). ix: the text's index
- * when the cache has one. Returns a new result text or NULL (then the
- * full text is used). */
-static char *slice_result(const char *text, size_t len, const size_t *ix, int top_k, int offset)
-{
-    if (ix) return slice_indexed(text, len, ix, top_k, offset);
-    size_t *mine = configs_index(text, len);
-    if (mine) {
-        char *out = slice_indexed(text, len, mine, top_k, offset);
-        free(mine);
-        return out;
-    }
-    json_t *res = json_loadb(text, len, 0, NULL);
-    if (!res) return NULL;
-    json_t *configs = json_object_get(res, "configs");
-    if (json_is_array(configs)) {
-        size_t n = json_array_size(configs);
-        size_t from = offset > 0 ? (size_t)offset : 0;
-        size_t count = top_k >= 0 ? (size_t)top_k : n;
-        json_t *out = json_array();
-        for (size_t i = from; out && i < n && i - from < count; i++)
-            json_array_append(out, json_array_get(configs, i));
-        if (out) json_object_set_new(res, "configs", out);
-    }
-    char *s = json_dumps(res, JSON_COMPACT);
-    json_decref(res);
-    return s;
-}
 
-/* The status document without the result: {"id",...,"finished_at"[,"error"]}. */
-static char *render_head(const struct srv_view *v, int done, int failed)
-{
-    json_t *doc = json_object();
-    int bad = !doc;
-    bad |= json_object_set_new(doc, "id", json_string(v->id));
-    bad |= json_object_set_new(doc, "status", json_string(done ? "done" : v->status));
-    bad |= json_object_set_new(doc, "progress", json_real(done ? 1.0 : v->progress));
-    bad |= json_object_set_new(doc, "evaluated", json_integer(v->evaluated));
-    bad |= set_time(doc, "created_at", v->created_ms);
-    bad |= set_time(doc, "started_at", v->started_ms);
-    bad |= set_time(doc, "finished_at", v->finished_ms);
-    if (failed) {
-        json_t *err = v->error ? json_loads(v->error, 0, NULL) : NULL;
-        if (!err) err = json_pack("{s:s,s:s,s:i,s:s,s:[]}", "type", "/problems/internal", "title",
-                                  "Search failed", "status", 500, "detail", "the search failed",
-                                  "errors");
-        bad |= json_object_set_new(doc, "error", err);
-    }
-    char *head = bad ? NULL : json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    return head;
-}
 
-/* head + ,"result": + result + } (the head's closing brace dropped). */
-static char *splice_result(const char *head, size_t hlen, const char *rt, size_t rlen,
-                           size_t *len, size_t *result_off)
-{
-    char *body = malloc(hlen + rlen + 16);
-    if (!body) return NULL;
-    memcpy(body, head, hlen - 1);
-    size_t n = hlen - 1;
-    memcpy(body + n, ",\"result\":", 10);
-    n += 10;
-    if (result_off) *result_off = n;
-    memcpy(body + n, rt, rlen);
-    n += rlen;
-    body[n++] = '}';
-    body[n] = '\0';
-    *len = n;
-    return body;
-}
 
-char *srv_render_done_doc(const struct srv_view *v, const char *result, size_t *len,
-                          size_t *result_off)
-{
-    char *head = render_head(v, 1, 0);
-    if (!head) return NULL;
-    char *body = splice_result(head, strlen(head), result, strlen(result), len, result_off);
-    free(head);
-    return body;
-}
 
-static char *csv_of_result(const char *result, size_t len)
-{
-    json_t *res = json_loadb(result, len, 0, NULL);
-    char *csv = res ? api_result_csv(res) : NULL;
-    json_decref(res);
-    return csv;
-}
 
-/* Keep the header line and rows [offset, offset + top_k) of csv, in place. */
-static void slice_csv(char *csv, int top_k, int offset)
-{
-    char *p = strchr(csv, '\n');
-    if (!p) return;
-    char *start = p + 1, *q = start;
-    int row = 0, first = offset > 0 ? offset : 0;
-    char *keep_from = NULL, *keep_to = NULL;
-    while (*q) {
-        char *nl = strchr(q, '\n');
-        char *next = nl ? nl + 1 : q + strlen(q);
-        if (row == first) keep_from = q;
-        row++;
-        if (top_k >= 0 && row == first + top_k) {
-            keep_to = next;
-            break;
-        }
-        q = next;
-    }
-    if (!keep_from) keep_from = keep_to = start;
-    if (!keep_to) keep_to = start + strlen(start);
-    memmove(start, keep_from, (size_t)(keep_to - keep_from));
-    start[keep_to - keep_from] = '\0';
-}
 
 static void entry_unref_cb(void *cls)
 {
@@ -493,14 +208,14 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
         struct MHD_Response *resp = NULL;
         if (e) {
             size_t n = 0;
-            const char *cached = srv_rentry_csv(e, &n, csv_of_result);
+            const char *cached = srv_rentry_csv(e, &n, srv_result_csv);
             if (cached && !sliced) resp = entry_response(e, cached, n);
             else if (cached) csv = strdup(cached);
         } else if (result) {
-            csv = csv_of_result(result, result_len);
+            csv = srv_result_csv(result, result_len);
         }
         if (csv) {
-            if (sliced) slice_csv(csv, r->top_k, r->res_offset);
+            if (sliced) srv_csv_slice(csv, r->top_k, r->res_offset);
             resp = owned_response(csv, strlen(csv));
         }
         if (!resp) {
@@ -520,8 +235,8 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
         const char *body = srv_rentry_body(e, &n);
         resp = entry_response(e, body, n);
     } else if (done && result) {
-        const size_t *ix = sliced && e ? srv_rentry_index(e, configs_index) : NULL;
-        char *sliced_text = sliced ? slice_result(result, result_len, ix, r->top_k, r->res_offset) : NULL;
+        const size_t *ix = sliced && e ? srv_rentry_index(e, srv_configs_index) : NULL;
+        char *sliced_text = sliced ? srv_result_slice(result, result_len, ix, r->top_k, r->res_offset) : NULL;
         if (sliced && !sliced_text) {
             *code = 500;
             return NULL;
@@ -542,14 +257,14 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
                 len = pre + rlen + 1;
             }
         } else {
-            char *head = render_head(v, 1, 0);
-            body = head ? splice_result(head, strlen(head), rt, strlen(rt), &len, NULL) : NULL;
+            char *head = srv_view_head(v, 1, 0);
+            body = head ? srv_view_splice(head, strlen(head), rt, strlen(rt), &len, NULL) : NULL;
             free(head);
         }
         free(sliced_text);
         if (body) resp = owned_response(body, len);
     } else {
-        char *head = render_head(v, 0, failed);
+        char *head = srv_view_head(v, 0, failed);
         if (head) resp = owned_response(head, strlen(head));
     }
     if (!resp) {
@@ -658,7 +373,7 @@ static void answer_typed(struct srv_req *r, int code, const char *type, const ch
     api_fail(&st, code, "", "%s", detail);
     snprintf(st.title, sizeof st.title, "%s", title);
     snprintf(st.type, sizeof st.type, "%s", type);
-    answer_status(r, &st);
+    srv_answer_status(r, &st);
 }
 
 static enum MHD_Result queue_problem(struct srv_req *r, int code, const char *title,
@@ -884,14 +599,14 @@ static void finish_body_parse(struct srv_req *r, json_t **out)
     /* depth (on the bytes, before jansson), string lengths, container sizes */
     *out = api_parse_json(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &st0);
     if (!*out) {
-        answer_status(r, &st0);
+        srv_answer_status(r, &st0);
     } else if (!json_is_object(*out)) {
         json_decref(*out);
         *out = NULL;
         api_status st;
         api_status_init(&st);
         api_fail(&st, 422, "", "the request must be a JSON object");
-        answer_status(r, &st);
+        srv_answer_status(r, &st);
     }
 }
 
@@ -932,7 +647,7 @@ static enum MHD_Result handle_search(struct srv_req *r)
     if (!norm) {
         json_decref(req);
         if (!st.status) api_fail(&st, 422, "", "invalid request");
-        answer_status(r, &st);
+        srv_answer_status(r, &st);
         return queue_answer(r);
     }
     /* The server's time budget (--max-search-s): a longer deadline_s (the
@@ -1073,7 +788,7 @@ static enum MHD_Result handle_problem(struct srv_req *r)
         size_t n = 0;
         char *html = srv_problem_html(r->id, md, len, &n);
         if (!html) return queue_problem(r, 503, "Service Unavailable", "out of memory");
-        answer_reset(r);
+        srv_answer_reset(r);
         r->answer = ANS_RAW;
         r->out_code = 200;
         r->out_body = html;
@@ -1095,7 +810,7 @@ static enum MHD_Result handle_readyz(struct srv_req *r)
         api_fail(&st, 503, "", "%s", why);
         snprintf(st.title, sizeof st.title, "Not ready");
         json_decref(body);
-        answer_status(r, &st);
+        srv_answer_status(r, &st);
         r->out_retry_after = 1;
         return queue_answer(r);
     }
@@ -1127,7 +842,7 @@ static enum MHD_Result dispatch(struct srv_req *r)
         size_t n = 0;
         char *text = srv_metrics_render(&n);
         if (!text) return queue_problem(r, 500, "Internal Server Error", "metrics");
-        answer_reset(r);
+        srv_answer_reset(r);
         r->answer = ANS_RAW;
         r->out_code = 200;
         r->out_body = text;
@@ -1442,7 +1157,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         if (r->method == SRV_M_POST) {
             if (!auth_ok(c)) {
-                answer_reset(r);
+                srv_answer_reset(r);
                 srv_answer_problem(r, 401, "Unauthorized", "a valid bearer token is required");
                 return answer_after_body(r);
             }
@@ -1454,7 +1169,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                            ? "Content-Type must be application/json, application/gzip or application/octet-stream"
                                            : "Content-Type must be application/json");
                 snprintf(st.title, sizeof st.title, "Unsupported Media Type");
-                answer_status(r, &st);
+                srv_answer_status(r, &st);
                 return answer_after_body(r);
             }
             const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -1550,16 +1265,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(r->hardware);
     free(r->if_none_match);
     json_decref(r->roofline_req);
-    answer_reset(r);
+    srv_answer_reset(r);
     free(r);
     *con_cls = NULL;
 }
 
-void srv_http_resume(struct srv_req *r)
-{
-    r->suspended = 0;
-    MHD_resume_connection(r->conn);
-}
 
 /* libmicrohttpd's own messages: fmt is MHD's format string, not request data */
 #if defined(__GNUC__)
@@ -1626,15 +1336,6 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *config, int *out_port
     return d;
 }
 
-/* The socket MHD_quiesce_daemon hands back: MHD's worker threads may still
- * have it in their epoll sets until they are joined (TSan saw close() race
- * with epoll_ctl), so it is closed after MHD_stop_daemon. */
-static MHD_socket quiesced_fd = MHD_INVALID_SOCKET;
-
-void srv_http_quiesce(struct MHD_Daemon *d)
-{
-    if (quiesced_fd == MHD_INVALID_SOCKET) quiesced_fd = MHD_quiesce_daemon(d);
-}
 
 void srv_http_stop(struct MHD_Daemon *d)
 {
@@ -1647,8 +1348,5 @@ void srv_http_stop(struct MHD_Daemon *d)
         cw_started = 0;
     }
     MHD_stop_daemon(d);
-    if (quiesced_fd != MHD_INVALID_SOCKET) {
-        close(quiesced_fd);
-        quiesced_fd = MHD_INVALID_SOCKET;
-    }
+    srv_conn_close_quiesced();
 }

@@ -166,24 +166,54 @@ int64_t srv_now_ms(void);
 struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, int *out_port);
 /* Stop the request-deadline watchdog, then the daemon. */
 void srv_http_stop(struct MHD_Daemon *d);
+
+/* ---- connections (server/conn.c) ---------------------------------------- */
+
 /* Stop accepting new connections (SIGTERM); the listening socket is closed
  * only in srv_http_stop, once MHD's threads no longer poll it. */
 void srv_http_quiesce(struct MHD_Daemon *d);
+/* srv_http_stop's part: close what srv_http_quiesce kept. */
+void srv_conn_close_quiesced(void);
 /* The answer is ready: resume the connection (any thread). */
 void srv_http_resume(struct srv_req *r);
+
+/* ---- answers (server/answer.c) ------------------------------------------ */
+
 /* Fill a problem+json answer in r (does not resume). */
 void srv_answer_problem(struct srv_req *r, int code, const char *title, const char *detail);
 /* Take over a JSON body (new reference stolen) as the answer. */
 void srv_answer_json(struct srv_req *r, int code, json_t *body);
+/* The answer of an api_status (its problem document). */
+struct api_status;
+void srv_answer_status(struct srv_req *r, const struct api_status *st);
+/* Drop whatever answer r holds. */
+void srv_answer_reset(struct srv_req *r);
 
 #define SRV_EXPOSE_HEADERS "ETag, Location, Retry-After, Preference-Applied, Content-Location"
 /* A done result never changes (its id is its input's hash): its 200 and
  * its 304 both say so (RFC 9110 15.4.5). */
 #define SRV_CACHE_IMMUTABLE "public, max-age=31536000, immutable"
+
+/* ---- result documents (server/views.c) ---------------------------------- */
+
 /* The full status document of a done job: {"id",...,"result":<result>}.
  * *result_off is where the result text starts in it. malloc'd. */
 char *srv_render_done_doc(const struct srv_view *v, const char *result, size_t *len,
                           size_t *result_off);
+/* The status document without the result: {"id",...,"finished_at"[,"error"]}. */
+char *srv_view_head(const struct srv_view *v, int done, int failed);
+/* head + ,"result": + result + } (the head's closing brace dropped). */
+char *srv_view_splice(const char *head, size_t hlen, const char *rt, size_t rlen, size_t *len,
+                      size_t *result_off);
+/* Where each configuration of a result's "configs" starts and ends. */
+size_t *srv_configs_index(const char *text, size_t len);
+/* The result with configs [offset, offset + top_k) only, through the index. */
+char *srv_result_slice(const char *text, size_t len, const size_t *ix, int top_k, int offset);
+/* The result as CSV; keep the header and rows [offset, offset + top_k). */
+char *srv_result_csv(const char *result, size_t len);
+void srv_csv_slice(char *csv, int top_k, int offset);
+/* key: an RFC 3339 time, or null for ms <= 0 (jansson's 0 / -1) */
+int srv_set_time(json_t *o, const char *key, int64_t ms);
 
 /* ---- the in-memory cache of finished results (server/rcache.c) ---------- */
 

@@ -1,0 +1,63 @@
+/* server/answer.c -- the answer a request carries (struct srv_req): a JSON
+ * body or a problem+json, set by the HTTP handlers, the job loop and the
+ * page's endpoints, then the suspended connection resumed. Split from
+ * server/http.c (issue 15) so that the job loop and the page fill answers
+ * without calling up into the HTTP routing. */
+#include "srv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+#include "api.h"
+
+void srv_answer_reset(struct srv_req *r)
+{
+    free(r->out_body);
+    r->out_body = NULL;
+    r->out_len = 0;
+    free(r->view.result);
+    free(r->view.error);
+    r->view.result = r->view.error = NULL;
+    srv_rcache_unref(r->entry);
+    r->entry = NULL;
+    r->answer = ANS_NONE;
+}
+
+void srv_answer_json(struct srv_req *r, int code, json_t *body)
+{
+    srv_answer_reset(r);
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!s) {
+        r->answer = ANS_RAW;
+        r->out_code = 500;
+        r->out_ctype = "application/problem+json";
+        r->out_body = strdup("{\"type\":\"/problems/internal\",\"title\":\"Internal Server Error\","
+                             "\"status\":500,\"detail\":\"the answer could not be rendered\","
+                             "\"errors\":[]}");
+        r->out_len = r->out_body ? strlen(r->out_body) : 0;
+        return;
+    }
+    r->answer = ANS_RAW;
+    r->out_code = code;
+    r->out_ctype = code >= 400 ? "application/problem+json" : "application/json";
+    r->out_body = s;
+    r->out_len = strlen(s);
+}
+
+void srv_answer_status(struct srv_req *r, const struct api_status *st)
+{
+    srv_answer_json(r, st->status ? st->status : 500, api_problem_json(st));
+}
+
+void srv_answer_problem(struct srv_req *r, int code, const char *title, const char *detail)
+{
+    api_status st;
+    api_status_init(&st);
+    api_fail(&st, code, "", "%s", detail);
+    snprintf(st.title, sizeof st.title, "%s", title);
+    if (code == 401) snprintf(st.type, sizeof st.type, "/problems/unauthorized");
+    srv_answer_status(r, &st);
+}
