@@ -46,10 +46,14 @@ $(BUILD)/obj/%.o: %.c $(wildcard core/*.h api/*.h db/*.h server/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
-# The core must stay pure: C11 + libm, no third-party headers, no I/O.
+# The core must stay pure: C11 + libm, no third-party headers, no I/O. It
+# is compiled as ISO C11 with its own headers only (no POSIX feature
+# macros, no -I of api/, db/, server/): an include of anything else fails
+# the build.
+CORECFLAGS = -std=c11 $(WARN) $(CFLAGS) $(SAN) -Icore
 $(BUILD)/obj/core/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -Wno-missing-prototypes -c $< -o $@
+	$(CC) $(CORECFLAGS) -Wno-missing-prototypes -c $< -o $@
 
 # server/openapi_blob.c embeds openapi.yaml (.incbin): rebuild it when the contract changes.
 $(BUILD)/obj/server/openapi_blob.o: openapi.yaml
