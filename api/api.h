@@ -89,7 +89,8 @@ json_t *api_normalize(json_t *request, api_status *st);
 
 /* SHA-256 (hex, 64 chars + NUL) of the canonical dump of a normalized
  * request plus MFU_ENGINE_VERSION. */
-void api_cache_key(json_t *normalized, char out_hex[65]);
+/* 0, or -1 out of memory (out_hex then empty) */
+int api_cache_key(json_t *normalized, char out_hex[65]);
 
 /* Progress callback for long searches: fraction in [0,1], configurations
  * evaluated so far. Return nonzero to cancel. Called from the calling thread. */

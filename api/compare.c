@@ -151,8 +151,12 @@ static int expand(json_t *base, json_t *lists[V_COUNT], variant *vs, size_t n, a
                      vst.n_errors ? vst.errors[0].detail : "invalid", what[0] ? what : "/");
             return -1;
         }
-        api_cache_key(norm, v->key);
+        int krc = api_cache_key(norm, v->key);
         json_decref(norm);
+        if (krc) {
+            api_fail(st, 503, "", "out of memory keying variant %zu", i + 1);
+            return -1;
+        }
     }
     return 0;
 }

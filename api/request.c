@@ -819,13 +819,19 @@ done:
     return out;
 }
 
-void api_cache_key(json_t *normalized, char out_hex[65])
+int api_cache_key(json_t *normalized, char out_hex[65])
 {
+    out_hex[0] = '\0';
     json_t *copy = json_copy(normalized);
-    json_object_del(copy, "_source");
-    char *s = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
-    size_t n = strlen(s);
-    char *buf = malloc(n + sizeof MFU_ENGINE_VERSION + 1);
+    if (copy) json_object_del(copy, "_source");
+    char *s = copy ? json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : NULL;
+    size_t n = s ? strlen(s) : 0;
+    char *buf = s ? malloc(n + sizeof MFU_ENGINE_VERSION + 1) : NULL;
+    if (!buf) { /* out of memory: no key (the callers refuse) */
+        free(s);
+        json_decref(copy);
+        return -1;
+    }
     memcpy(buf, s, n);
     buf[n] = '\n';
     memcpy(buf + n + 1, MFU_ENGINE_VERSION, sizeof MFU_ENGINE_VERSION);
@@ -833,6 +839,7 @@ void api_cache_key(json_t *normalized, char out_hex[65])
     free(buf);
     free(s);
     json_decref(copy);
+    return 0;
 }
 
 /* ---- engines -------------------------------------------------------------- */

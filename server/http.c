@@ -662,8 +662,8 @@ static enum MHD_Result handle_search(struct srv_req *r)
         if (!in) json_object_set_new(req, "search", in = json_object());
         if (json_is_object(in)) json_object_set_new(in, "deadline_s", json_real(cfg->max_search_s));
     }
-    api_cache_key(norm, r->id);
-    r->normalized = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);
+    int key_rc = api_cache_key(norm, r->id);
+    r->normalized = key_rc ? NULL : json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);
     r->input = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
     /* a comparison is listed by its base's model, "compare" and its base's devices */
     json_t *sumn = compare ? json_object_get(req, "base") : norm, *sumr = compare ? sumn : req;

@@ -786,8 +786,8 @@ static int run(int c, json_t *req, int table, int csv, int hw_only, const cli_ou
         res = api_normalize(req, &st);
         if (res) {
             char key[65];
-            api_cache_key(res, key);
-            printf("%s\n", key);
+            if (api_cache_key(res, key)) rc = 70; /* EX_SOFTWARE: out of memory */
+            else printf("%s\n", key);
         }
         break;
     default:
