@@ -307,6 +307,284 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
     push(b, "attn_av.bwd", MFU_BWD, tm, 2.0 * fv, ab * (S + v + 2.0 * o + S + v), 0);
 }
 
+/* MHA/GQA/MQA: one QKV GEMM, then q/k norms and RoPE.
+ * Sets the kernel's heads and widths. */
+static void proj_mha(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                     double T, double Te, double h, double nf, double Hq, double *Hkv_, double *dqk_,
+                     double *dv_)
+{
+    double ab = b->ab, tp = (double)s->tp;
+    unsigned L = MFU_TAG_LAYER;
+    double Hkv, dqk, dv;
+    double kvh = (double)a->n_kv_heads;
+    Hkv = kvh >= tp ? kvh / tp : 1.0; /* MQA/GQA with kv heads < tp: replicated */
+    dqk = dv = (double)a->head_dim;
+    /* with an output gate q_proj also produces the gate, Hq x head_dim
+     * (Qwen3NextAttention) */
+    double qw = (a->output_gate ? 2.0 : 1.0) * Hq;
+    matmul3(b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L, T, h, (qw + 2.0 * Hkv) * dqk,
+            1.0, Te * h);
+    mx(b, 0); /* MaxText names the projections' outputs, before q/k norms and RoPE */
+    rc(b, 0, 0);
+    double nqk = T * (Hq + Hkv) * dqk;
+    if (a->qk_norm != MFU_QKN_NONE)
+        /* F-OP-QKNORM: a norm per head over q and k (Qwen3 q_norm/k_norm
+         * RMSNorm, Llama 4 L2Norm); keeps its input for the backward */
+        elementwise(b, "qk_norm", "qk_norm.bwd", L, nqk, nqk, nf, ab * nqk);
+    if (m->position == MFU_POS_ROPE && !a->nope) {
+        /* partial rotary: only rotary_dim of each head rotates
+         * (Phi3/Qwen3-Next apply_rotary_pos_emb, q_rot / q_pass) */
+        double rot = a->rotary_dim > 0 && (double)a->rotary_dim < dqk ? (double)a->rotary_dim : dqk;
+        double nr = T * (Hq + Hkv) * rot;
+        elementwise(b, "rope", "rope.bwd", L, nr, nr, 3.0, 0);
+    }
+    *Hkv_ = Hkv;
+    *dqk_ = dqk;
+    *dv_ = dv;
+}
+
+/* MLA (DeepSeek-V2 sec. 2.1.2-2.1.3): the low-rank chain and RoPE.
+ * Sets the kernel's heads and widths. */
+static void proj_mla(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                     double T, double Te, double h, double nf, double Hq, double *Hkv_, double *dqk_,
+                     double *dv_)
+{
+    double ab = b->ab;
+    unsigned L = MFU_TAG_LAYER;
+    double Hkv, dqk, dv;
+    double rq = (double)a->q_lora_rank, rkv = (double)a->kv_lora_rank;
+    double dn = (double)a->qk_nope_head_dim, dr = (double)a->qk_rope_head_dim;
+    Hkv = Hq;
+    dqk = dn + dr;
+    dv = (double)a->v_head_dim;
+    /* DeepSeek-V2 sec. 2.1.2-2.1.3: down-projections are not split over tp. */
+    /* Megatron mla_up_proj recomputes the up-projections and RoPE; their
+     * inputs (the normed latents) are its checkpoint */
+    if (rq > 0) {
+        matmul3(b, "q_down", "q_down.dgrad", "q_down.wgrad", L, T, h, rq, 1.0, Te * h);
+        rc(b, 0, 0);
+        elementwise(b, "q_norm", "q_norm.bwd", L, T * rq, T * rq, nf, ab * T * rq);
+        rc(b, 0, MFU_RCM_MLA_UP);
+        matmul3(b, "q_up", "q_up.dgrad", "q_up.wgrad", L, T, rq, Hq * dqk, 1.0, T * rq);
+    } else {
+        matmul3(b, "q_proj", "q_proj.dgrad", "q_proj.wgrad", L, T, h, Hq * dqk, 1.0, Te * h);
+    }
+    /* kv_down reads the same norm output q_down/q_proj saved: nothing new saved. */
+    rc(b, 0, 0);
+    matmul3(b, "kv_down", "kv_down.dgrad", "kv_down.wgrad", L, T, h, rkv + dr, 1.0, 0.0);
+    elementwise(b, "kv_norm", "kv_norm.bwd", L, T * rkv, T * rkv, nf, ab * T * rkv);
+    rc(b, 0, MFU_RCM_MLA_UP);
+    matmul3(b, "kv_up", "kv_up.dgrad", "kv_up.wgrad", L, T, rkv, Hq * (dn + dv), 1.0, T * rkv);
+    elementwise(b, "rope", "rope.bwd", L, T * (Hq + 1.0) * dr, T * (Hq + 1.0) * dr, 3.0, 0);
+    *Hkv_ = Hkv;
+    *dqk_ = dqk;
+    *dv_ = dv;
+}
+
+/* Gated DeltaNet (Qwen3NextGatedDeltaNet): projections, conv, gates.
+ * Sets the kernel's heads and widths. */
+static void proj_gdn(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                     double T, double Te, double h, double nf, double Hq, double *Hkv_, double *dqk_,
+                     double *dv_)
+{
+    double ab = b->ab, tp = (double)s->tp;
+    unsigned L = MFU_TAG_LAYER;
+    double Hkv, dqk, dv;
+    /* Gated DeltaNet (Qwen3NextGatedDeltaNet): Hq value heads on this
+     * device, the q/k heads split too (replicated when fewer than tp) */
+    double H = (double)a->n_heads;
+    double qkh = (double)(a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads);
+    Hkv = qkh >= tp ? qkh / tp : 1.0;
+    dqk = (double)a->key_dim / qkh;
+    dv = (double)a->value_dim / H;
+    double zq = a->output_gate ? 2.0 : 1.0;
+    matmul3(b, "qkvz_proj", "qkvz_proj.dgrad", "qkvz_proj.wgrad", L, T, h,
+            2.0 * Hkv * dqk + zq * Hq * dv, 1.0, Te * h);
+    rc(b, 0, 0);
+    /* in_proj_ba reads the same norm output: nothing new saved */
+    matmul3(b, "ba_proj", "ba_proj.dgrad", "ba_proj.wgrad", L, T, h, 2.0 * Hq, 1.0, 0.0);
+    mx(b, 0);
+    double nc = T * (2.0 * Hkv * dqk + Hq * dv);
+    if (a->conv_size > 0)
+        /* F-OP-CONV: depthwise causal conv1d (conv_size taps: a
+         * multiply-add each) + SiLU (~4) per channel and token
+         * (causal_conv1d_fn); keeps its input */
+        elementwise(b, "gdn_conv", "gdn_conv.bwd", L, nc, nc, 2.0 * (double)a->conv_size + 4.0,
+                    ab * nc);
+    /* the gates: beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
+     * per value head and token (~10 FLOPs each), written in fp32 */
+    elementwise(b, "gdn_gates", "gdn_gates.bwd", L, 2.0 * T * Hq, 2.0 * T * Hq, 10.0,
+                ab * 2.0 * T * Hq);
+    *Hkv_ = Hkv;
+    *dqk_ = dqk;
+    *dv_ = dv;
+}
+
+/* GLA: the projections and the low-rank gate.
+ * Sets the kernel's heads and widths. */
+static void proj_gla(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                     double T, double Te, double h, double nf, double Hq, double *Hkv_, double *dqk_,
+                     double *dv_)
+{
+    double tp = (double)s->tp;
+    unsigned L = MFU_TAG_LAYER;
+    double Hkv, dqk, dv;
+    double H = (double)a->n_heads;
+    double kvh = (double)(a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads);
+    double g = H / kvh;
+    Hkv = kvh >= tp ? kvh / tp : 1.0;
+    dqk = (double)a->key_dim / H;
+    dv = (double)a->value_dim / H;
+    double kd = (double)a->key_dim, vd = (double)a->value_dim;
+    double n = (kd + kd / g + vd / g + (a->output_gate ? vd : 0.0)) / tp;
+    matmul3(b, "qkvg_proj", "qkvg_proj.dgrad", "qkvg_proj.wgrad", L, T, h, n, 1.0, Te * h);
+    rc(b, 0, 0);
+    double gr = (double)a->gate_rank;
+    matmul3(b, "gk_down", "gk_down.dgrad", "gk_down.wgrad", L, T, h, gr, 1.0, 0.0);
+    matmul3(b, "gk_up", "gk_up.dgrad", "gk_up.wgrad", L, T, gr, kd / g / tp, 1.0, T * gr);
+    *Hkv_ = Hkv;
+    *dqk_ = dqk;
+    *dv_ = dv;
+}
+
+/* The attention block's projections by kind, and the heads and head widths
+ * the kernel runs with. */
+static void attn_projections(builder *b, const mfu_model *m, const mfu_attention *a,
+                             const mfu_shape *s, double T, double Te, double h, double nf,
+                             double *Hq_, double *Hkv_, double *dqk_, double *dv_)
+{
+    double tp = (double)s->tp;
+    double Hq = (double)a->n_heads / tp;
+    double Hkv, dqk, dv;
+    switch (a->kind) {
+    case MFU_ATTN_MHA: proj_mha(b, m, a, s, T, Te, h, nf, Hq, &Hkv, &dqk, &dv); break;
+    case MFU_ATTN_MLA: proj_mla(b, m, a, s, T, Te, h, nf, Hq, &Hkv, &dqk, &dv); break;
+    case MFU_ATTN_GDN: proj_gdn(b, m, a, s, T, Te, h, nf, Hq, &Hkv, &dqk, &dv); break;
+    case MFU_ATTN_GLA:
+    default: proj_gla(b, m, a, s, T, Te, h, nf, Hq, &Hkv, &dqk, &dv); break;
+    }
+    *Hq_ = Hq;
+    *Hkv_ = Hkv;
+    *dqk_ = dqk;
+    *dv_ = dv;
+}
+
+/* After the attention kernel: the output gates of the kinds that have one,
+ * and the output projection. */
+static void attn_outputs(builder *b, const mfu_attention *a, double T, double h, double Hq,
+                         double dv)
+{
+    double ab = b->ab;
+    unsigned L = MFU_TAG_LAYER;
+    mx(b, 0);
+    rc(b, 0, 0);
+    if (a->kind == MFU_ATTN_GLA && a->output_gate) {
+        /* fused RMSNorm * swish(g) on the output */
+        double n = T * Hq * dv;
+        elementwise(b, "gla_out_gate", "gla_out_gate.bwd", L, 2.0 * n, n, 8.0, ab * 2.0 * n);
+    }
+    if (a->kind == MFU_ATTN_GDN && a->output_gate) {
+        /* the gated RMSNorm: RMSNorm(o) * silu(z) over head_v_dim
+         * (Qwen3NextRMSNormGated / fla FusedRMSNormGated), as GLA's */
+        double n = T * Hq * dv;
+        elementwise(b, "gdn_out_norm", "gdn_out_norm.bwd", L, 2.0 * n, n, 8.0, ab * 2.0 * n);
+    }
+    if (a->kind == MFU_ATTN_MHA && a->output_gate) {
+        /* F-OP-OUTGATE: o * sigmoid(gate) (Qwen3NextAttention, "Gated
+         * Attention", Qiu et al. 2025, arXiv:2505.06708): sigmoid ~4 and a
+         * multiply per element; keeps o (the kernel's output, needed by
+         * its backward too) and the gate */
+        double n = T * Hq * dv;
+        elementwise(b, "attn_out_gate", "attn_out_gate.bwd", L, 2.0 * n, n, 5.0, ab * 2.0 * n);
+    }
+    mx(b, MFU_MX_OUT);
+    matmul3(b, "out_proj", "out_proj.dgrad", "out_proj.wgrad", L, T, Hq * dv, h, 1.0, T * Hq * dv);
+    mx(b, 0);
+}
+
+/* The routed-expert MLP (F-MOE-LOAD for its slots) and its shared experts. */
+static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T, double Te,
+                      double h)
+{
+    double ab = b->ab, tp = (double)s->tp;
+    unsigned L = MFU_TAG_LAYER;
+    unsigned t = L | MFU_TAG_MLP;
+    double E = (double)p->n_experts, k = (double)p->top_k;
+    double ep = (double)s->ep, etp = (double)s->etp;
+    /* Router on the local (sequence-parallel) tokens: GEMM h x E, fp32
+     * probabilities, top-k. Saves its input (the norm output) once. */
+    /* Megatron "moe" recomputes the whole layer (router, dispatch,
+     * experts, combine, shared experts) from the norm output */
+    rc(b, MFU_RCM_LAYERNORM, MFU_RCM_MOE);
+    /* MaxText: routing and dispatch are rerun when the expert inputs
+     * (moe_mlpwi_*) are not kept; their outputs are not named */
+    mx(b, MFU_MX_WI);
+    matmul3(b, "router", "router.dgrad", "router.wgrad", t, Te, h, E, 1.0, Te * h);
+    for (int i = (b->n < b->max ? b->n : b->max) - 1; i >= 0; i--)
+        if (b->out[i].phase == MFU_FWD) {
+            b->out[i].out_bytes = 0.0;
+            break;
+        }
+    rc(b, MFU_RCM_MOE, MFU_RCM_MOE);
+    push(b, "router_topk", MFU_FWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 4.0 * Te * E);
+    push(b, "router_topk.bwd", MFU_BWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 0);
+    /* Token slots per device: every token goes to k experts, padded by the
+     * capacity factor; spread evenly over the ep group; with etp = tp the
+     * tp ranks share slots and split expert widths, with etp = 1 the
+     * tokens are split over tp instead (Megatron-Core MoE). */
+    double Ts = T * k * mfu_moe_load(p, s->moe_load) * etp / tp;
+    double local = E / ep;
+    double slots = Ts * h;
+    push(b, "moe_dispatch", MFU_FWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);
+    push(b, "moe_dispatch.bwd", MFU_BWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);
+    double I = (double)p->expert_ffn_dim;
+    double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
+    unsigned te = t | MFU_TAG_EXPERT;
+    matmul3(b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
+            slots);
+    double n_out = Ts * I / etp;
+    double n_in = (p->gated ? 2.0 : 1.0) * n_out;
+    /* moe_act recomputes the activation from its kept input, freeing its
+     * output (the down projection's saved input). The routing
+     * probabilities are applied here, in the activation (Megatron-Core
+     * TEGroupedMLP's weighted SwiGLU, weighted_bias_swiglu_impl with
+     * permuted_probs; by linearity the same as weighting the expert
+     * outputs): it also keeps each slot's probability (fp32), and the
+     * combine below is a plain unpermute that keeps nothing. */
+    mx(b, 0);
+    rc(b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT);
+    elementwise(b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
+                act_flops(p->act) + (p->gated ? 1.0 : 0.0) + 1.0, ab * n_in + 4.0 * Ts);
+    rc(b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT, MFU_RCM_MOE);
+    mx(b, MFU_MX_WO);
+    matmul3(b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
+            n_out);
+    rc(b, MFU_RCM_MOE, MFU_RCM_MOE);
+    /* combine: the k (already weighted) expert outputs summed back into
+     * token order; its backward gathers the output gradient to the slots */
+    push(b, "moe_combine", MFU_FWD, te, slots, ab * (slots + Te * h), 0);
+    push(b, "moe_combine.bwd", MFU_BWD, te, 0, ab * (slots + Te * h), 0);
+    mx(b, 0);
+    if (p->n_shared_experts > 0) {
+        double Is = (double)(p->n_shared_experts * p->shared_ffn_dim);
+        dense_mlp(b, p, T, Te, h, Is, tp, 0, MFU_TAG_SHARED, SHARED_NAMES);
+        if (p->shared_gate) {
+            /* F-OP-SHGATE: shared_expert_gate, Linear(h, 1) on the norm
+             * output (kept already), then sigmoid(g) * shared output on
+             * the reduced h-wide result (Qwen2MoeSparseMoeBlock.forward);
+             * the multiply keeps both inputs. Part of the shared-expert
+             * recompute unit. */
+            unsigned sh = MFU_RCM_SHARED | MFU_RCM_MOE;
+            rc(b, 0, sh);
+            matmul3(b, "shared_gate", "shared_gate.dgrad", "shared_gate.wgrad",
+                    t | MFU_TAG_SHARED, Te, h, 1.0, 1.0, 0.0);
+            rc(b, sh, sh);
+            elementwise(b, "shared_gate_mul", "shared_gate_mul.bwd", t | MFU_TAG_SHARED,
+                        Te * h + Te, Te * h, 1.0 + 4.0 / h, ab * (Te * h + Te));
+        }
+    }
+}
+
 int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max)
 {
     const mfu_layer_run *run = &m->runs[r];
@@ -334,107 +612,8 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     /* the projections under MaxText's query/key/value/kv/qkv_proj names
      * (MLA's latent norms and RoPE between its projections among them) */
     mx(&b, MFU_MX_QKV);
-    double Hq = (double)a->n_heads / tp;
-    double Hkv, dqk, dv;
-    switch (a->kind) {
-    case MFU_ATTN_MHA: {
-        double kvh = (double)a->n_kv_heads;
-        Hkv = kvh >= tp ? kvh / tp : 1.0; /* MQA/GQA with kv heads < tp: replicated */
-        dqk = dv = (double)a->head_dim;
-        /* with an output gate q_proj also produces the gate, Hq x head_dim
-         * (Qwen3NextAttention) */
-        double qw = (a->output_gate ? 2.0 : 1.0) * Hq;
-        matmul3(&b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L, T, h, (qw + 2.0 * Hkv) * dqk,
-                1.0, Te * h);
-        mx(&b, 0); /* MaxText names the projections' outputs, before q/k norms and RoPE */
-        rc(&b, 0, 0);
-        double nqk = T * (Hq + Hkv) * dqk;
-        if (a->qk_norm != MFU_QKN_NONE)
-            /* F-OP-QKNORM: a norm per head over q and k (Qwen3 q_norm/k_norm
-             * RMSNorm, Llama 4 L2Norm); keeps its input for the backward */
-            elementwise(&b, "qk_norm", "qk_norm.bwd", L, nqk, nqk, nf, ab * nqk);
-        if (m->position == MFU_POS_ROPE && !a->nope) {
-            /* partial rotary: only rotary_dim of each head rotates
-             * (Phi3/Qwen3-Next apply_rotary_pos_emb, q_rot / q_pass) */
-            double rot = a->rotary_dim > 0 && (double)a->rotary_dim < dqk ? (double)a->rotary_dim : dqk;
-            double nr = T * (Hq + Hkv) * rot;
-            elementwise(&b, "rope", "rope.bwd", L, nr, nr, 3.0, 0);
-        }
-        break;
-    }
-    case MFU_ATTN_MLA: {
-        double rq = (double)a->q_lora_rank, rkv = (double)a->kv_lora_rank;
-        double dn = (double)a->qk_nope_head_dim, dr = (double)a->qk_rope_head_dim;
-        Hkv = Hq;
-        dqk = dn + dr;
-        dv = (double)a->v_head_dim;
-        /* DeepSeek-V2 sec. 2.1.2-2.1.3: down-projections are not split over tp. */
-        /* Megatron mla_up_proj recomputes the up-projections and RoPE; their
-         * inputs (the normed latents) are its checkpoint */
-        if (rq > 0) {
-            matmul3(&b, "q_down", "q_down.dgrad", "q_down.wgrad", L, T, h, rq, 1.0, Te * h);
-            rc(&b, 0, 0);
-            elementwise(&b, "q_norm", "q_norm.bwd", L, T * rq, T * rq, nf, ab * T * rq);
-            rc(&b, 0, MFU_RCM_MLA_UP);
-            matmul3(&b, "q_up", "q_up.dgrad", "q_up.wgrad", L, T, rq, Hq * dqk, 1.0, T * rq);
-        } else {
-            matmul3(&b, "q_proj", "q_proj.dgrad", "q_proj.wgrad", L, T, h, Hq * dqk, 1.0, Te * h);
-        }
-        /* kv_down reads the same norm output q_down/q_proj saved: nothing new saved. */
-        rc(&b, 0, 0);
-        matmul3(&b, "kv_down", "kv_down.dgrad", "kv_down.wgrad", L, T, h, rkv + dr, 1.0, 0.0);
-        elementwise(&b, "kv_norm", "kv_norm.bwd", L, T * rkv, T * rkv, nf, ab * T * rkv);
-        rc(&b, 0, MFU_RCM_MLA_UP);
-        matmul3(&b, "kv_up", "kv_up.dgrad", "kv_up.wgrad", L, T, rkv, Hq * (dn + dv), 1.0, T * rkv);
-        elementwise(&b, "rope", "rope.bwd", L, T * (Hq + 1.0) * dr, T * (Hq + 1.0) * dr, 3.0, 0);
-        break;
-    }
-    case MFU_ATTN_GDN: {
-        /* Gated DeltaNet (Qwen3NextGatedDeltaNet): Hq value heads on this
-         * device, the q/k heads split too (replicated when fewer than tp) */
-        double H = (double)a->n_heads;
-        double qkh = (double)(a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads);
-        Hkv = qkh >= tp ? qkh / tp : 1.0;
-        dqk = (double)a->key_dim / qkh;
-        dv = (double)a->value_dim / H;
-        double zq = a->output_gate ? 2.0 : 1.0;
-        matmul3(&b, "qkvz_proj", "qkvz_proj.dgrad", "qkvz_proj.wgrad", L, T, h,
-                2.0 * Hkv * dqk + zq * Hq * dv, 1.0, Te * h);
-        rc(&b, 0, 0);
-        /* in_proj_ba reads the same norm output: nothing new saved */
-        matmul3(&b, "ba_proj", "ba_proj.dgrad", "ba_proj.wgrad", L, T, h, 2.0 * Hq, 1.0, 0.0);
-        mx(&b, 0);
-        double nc = T * (2.0 * Hkv * dqk + Hq * dv);
-        if (a->conv_size > 0)
-            /* F-OP-CONV: depthwise causal conv1d (conv_size taps: a
-             * multiply-add each) + SiLU (~4) per channel and token
-             * (causal_conv1d_fn); keeps its input */
-            elementwise(&b, "gdn_conv", "gdn_conv.bwd", L, nc, nc, 2.0 * (double)a->conv_size + 4.0,
-                        ab * nc);
-        /* the gates: beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
-         * per value head and token (~10 FLOPs each), written in fp32 */
-        elementwise(&b, "gdn_gates", "gdn_gates.bwd", L, 2.0 * T * Hq, 2.0 * T * Hq, 10.0,
-                    ab * 2.0 * T * Hq);
-        break;
-    }
-    case MFU_ATTN_GLA:
-    default: {
-        double H = (double)a->n_heads;
-        double kvh = (double)(a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads);
-        double g = H / kvh;
-        Hkv = kvh >= tp ? kvh / tp : 1.0;
-        dqk = (double)a->key_dim / H;
-        dv = (double)a->value_dim / H;
-        double kd = (double)a->key_dim, vd = (double)a->value_dim;
-        double n = (kd + kd / g + vd / g + (a->output_gate ? vd : 0.0)) / tp;
-        matmul3(&b, "qkvg_proj", "qkvg_proj.dgrad", "qkvg_proj.wgrad", L, T, h, n, 1.0, Te * h);
-        rc(&b, 0, 0);
-        double gr = (double)a->gate_rank;
-        matmul3(&b, "gk_down", "gk_down.dgrad", "gk_down.wgrad", L, T, h, gr, 1.0, 0.0);
-        matmul3(&b, "gk_up", "gk_up.dgrad", "gk_up.wgrad", L, T, gr, kd / g / tp, 1.0, T * gr);
-        break;
-    }
-    }
+    double Hq, Hkv, dqk, dv;
+    attn_projections(&b, m, a, s, T, Te, h, nf, &Hq, &Hkv, &dqk, &dv);
     mx(&b, MFU_MX_CONTEXT);
     attn_core(&b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
     /* "context": the kernel's output, on its last forward op */
@@ -443,30 +622,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
             if (b.out[i].mx == MFU_MX_CONTEXT) b.out[i].out_bytes = ab * T * Hq * dv;
             break;
         }
-    mx(&b, 0);
-    rc(&b, 0, 0);
-    if (a->kind == MFU_ATTN_GLA && a->output_gate) {
-        /* fused RMSNorm * swish(g) on the output */
-        double n = T * Hq * dv;
-        elementwise(&b, "gla_out_gate", "gla_out_gate.bwd", L, 2.0 * n, n, 8.0, ab * 2.0 * n);
-    }
-    if (a->kind == MFU_ATTN_GDN && a->output_gate) {
-        /* the gated RMSNorm: RMSNorm(o) * silu(z) over head_v_dim
-         * (Qwen3NextRMSNormGated / fla FusedRMSNormGated), as GLA's */
-        double n = T * Hq * dv;
-        elementwise(&b, "gdn_out_norm", "gdn_out_norm.bwd", L, 2.0 * n, n, 8.0, ab * 2.0 * n);
-    }
-    if (a->kind == MFU_ATTN_MHA && a->output_gate) {
-        /* F-OP-OUTGATE: o * sigmoid(gate) (Qwen3NextAttention, "Gated
-         * Attention", Qiu et al. 2025, arXiv:2505.06708): sigmoid ~4 and a
-         * multiply per element; keeps o (the kernel's output, needed by
-         * its backward too) and the gate */
-        double n = T * Hq * dv;
-        elementwise(&b, "attn_out_gate", "attn_out_gate.bwd", L, 2.0 * n, n, 5.0, ab * 2.0 * n);
-    }
-    mx(&b, MFU_MX_OUT);
-    matmul3(&b, "out_proj", "out_proj.dgrad", "out_proj.wgrad", L, T, Hq * dv, h, 1.0, T * Hq * dv);
-    mx(&b, 0);
+    attn_outputs(&b, a, T, h, Hq, dv);
     residual(&b, m, "attn_residual", "attn_residual.bwd", Te, h);
 
     /* ---- MLP block ---- */
@@ -476,81 +632,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     if (p->kind == MFU_MLP_DENSE) {
         dense_mlp(&b, p, T, Te, h, (double)p->ffn_dim, tp, 1, 0, MLP_NAMES);
     } else {
-        unsigned t = L | MFU_TAG_MLP;
-        double E = (double)p->n_experts, k = (double)p->top_k;
-        double ep = (double)s->ep, etp = (double)s->etp;
-        /* Router on the local (sequence-parallel) tokens: GEMM h x E, fp32
-         * probabilities, top-k. Saves its input (the norm output) once. */
-        /* Megatron "moe" recomputes the whole layer (router, dispatch,
-         * experts, combine, shared experts) from the norm output */
-        rc(&b, MFU_RCM_LAYERNORM, MFU_RCM_MOE);
-        /* MaxText: routing and dispatch are rerun when the expert inputs
-         * (moe_mlpwi_*) are not kept; their outputs are not named */
-        mx(&b, MFU_MX_WI);
-        matmul3(&b, "router", "router.dgrad", "router.wgrad", t, Te, h, E, 1.0, Te * h);
-        for (int i = (b.n < b.max ? b.n : b.max) - 1; i >= 0; i--)
-            if (b.out[i].phase == MFU_FWD) {
-                b.out[i].out_bytes = 0.0;
-                break;
-            }
-        rc(&b, MFU_RCM_MOE, MFU_RCM_MOE);
-        push(&b, "router_topk", MFU_FWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 4.0 * Te * E);
-        push(&b, "router_topk.bwd", MFU_BWD, t, 4.0 * Te * E, 4.0 * Te * E * 2.0, 0);
-        /* Token slots per device: every token goes to k experts, padded by the
-         * capacity factor; spread evenly over the ep group; with etp = tp the
-         * tp ranks share slots and split expert widths, with etp = 1 the
-         * tokens are split over tp instead (Megatron-Core MoE). */
-        double Ts = T * k * mfu_moe_load(p, s->moe_load) * etp / tp;
-        double local = E / ep;
-        double slots = Ts * h;
-        push(&b, "moe_dispatch", MFU_FWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);
-        push(&b, "moe_dispatch.bwd", MFU_BWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);
-        double I = (double)p->expert_ffn_dim;
-        double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
-        unsigned te = t | MFU_TAG_EXPERT;
-        matmul3(&b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
-                slots);
-        double n_out = Ts * I / etp;
-        double n_in = (p->gated ? 2.0 : 1.0) * n_out;
-        /* moe_act recomputes the activation from its kept input, freeing its
-         * output (the down projection's saved input). The routing
-         * probabilities are applied here, in the activation (Megatron-Core
-         * TEGroupedMLP's weighted SwiGLU, weighted_bias_swiglu_impl with
-         * permuted_probs; by linearity the same as weighting the expert
-         * outputs): it also keeps each slot's probability (fp32), and the
-         * combine below is a plain unpermute that keeps nothing. */
-        mx(&b, 0);
-        rc(&b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT);
-        elementwise(&b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
-                    act_flops(p->act) + (p->gated ? 1.0 : 0.0) + 1.0, ab * n_in + 4.0 * Ts);
-        rc(&b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT, MFU_RCM_MOE);
-        mx(&b, MFU_MX_WO);
-        matmul3(&b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
-                n_out);
-        rc(&b, MFU_RCM_MOE, MFU_RCM_MOE);
-        /* combine: the k (already weighted) expert outputs summed back into
-         * token order; its backward gathers the output gradient to the slots */
-        push(&b, "moe_combine", MFU_FWD, te, slots, ab * (slots + Te * h), 0);
-        push(&b, "moe_combine.bwd", MFU_BWD, te, 0, ab * (slots + Te * h), 0);
-        mx(&b, 0);
-        if (p->n_shared_experts > 0) {
-            double Is = (double)(p->n_shared_experts * p->shared_ffn_dim);
-            dense_mlp(&b, p, T, Te, h, Is, tp, 0, MFU_TAG_SHARED, SHARED_NAMES);
-            if (p->shared_gate) {
-                /* F-OP-SHGATE: shared_expert_gate, Linear(h, 1) on the norm
-                 * output (kept already), then sigmoid(g) * shared output on
-                 * the reduced h-wide result (Qwen2MoeSparseMoeBlock.forward);
-                 * the multiply keeps both inputs. Part of the shared-expert
-                 * recompute unit. */
-                unsigned sh = MFU_RCM_SHARED | MFU_RCM_MOE;
-                rc(&b, 0, sh);
-                matmul3(&b, "shared_gate", "shared_gate.dgrad", "shared_gate.wgrad",
-                        t | MFU_TAG_SHARED, Te, h, 1.0, 1.0, 0.0);
-                rc(&b, sh, sh);
-                elementwise(&b, "shared_gate_mul", "shared_gate_mul.bwd", t | MFU_TAG_SHARED,
-                            Te * h + Te, Te * h, 1.0 + 4.0 / h, ab * (Te * h + Te));
-            }
-        }
+        moe_block(&b, p, s, T, Te, h);
     }
     rc(&b, 0, 0);
     residual(&b, m, "mlp_residual", "mlp_residual.bwd", Te, h);
