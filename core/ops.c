@@ -188,64 +188,78 @@ static const char *EXPERT_NAMES[] = {"expert_up", "expert_up.dgrad", "expert_up.
 
 /* Attention core on local shapes. Hq, Hkv: heads on this device; dqk, dv per
  * head; T local queries; Tkv keys/values read (all of the sequence with cp). */
-static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
-                      const mfu_shape *s, double Hq, double Hkv, double dqk, double dv, double T,
-                      double Tkv)
+/* F-OP-GDN: the chunked gated delta rule. */
+static void core_gdn(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                     double Hq, double Hkv, double dqk, double dv, double T, double Tkv)
 {
-    double ab = b->ab;
-    double cp = (double)s->cp;
+    double ab = b->ab, cp = (double)s->cp;
     unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
-    /* Q, K, V are the checkpoint of a core_attn recompute (kept); with MLA
-     * they are outputs of the up-projections, freed by mla_up_proj */
     unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
-    rc(b, qkv_free, MFU_RCM_CORE_ATTN);
-    if (a->kind == MFU_ATTN_GDN) {
-        /* F-OP-GDN: the chunked gated delta rule (fla chunk_gated_delta_rule,
-         * docs/model.md), Hq value heads with q and k repeated to them.
-         * Forward: the block products, the triangular inverse and the state
-         * passing (mfu_gdn_flops_per_token_head, all of each C x C block
-         * executed) plus the L2 norms of q and k inside the kernel
-         * (use_qk_l2norm_in_kernel: ~4 FLOPs per element). Bytes: q, k, v in
-         * and o out, g and beta in fp32, A = (I + beta K K^T)^-1 written
-         * (C per token per head), W and U written and read back, the chunk
-         * states [T/C, H, dk, dv] written and read. It saves q, k, v, g,
-         * beta and A (ChunkGatedDeltaRuleFunction.forward save_for_backward);
-         * the backward (chunk_gated_delta_rule_bwd) recomputes W, U and the
-         * states (2C(dk + dv) + 4 dk dv per token per head) and runs the
-         * transposed products, counted as twice the forward, as for GLA. */
-        double C = (double)(a->chunk_size < s->seq ? a->chunk_size : s->seq);
-        double f_tok = mfu_gdn_flops_per_token_head(C, dqk, dv, 0) + 8.0 * dqk;
-        double qkvo = ab * T * Hq * (2.0 * dqk + 2.0 * dv);
-        double gb = 8.0 * T * Hq; /* g and beta, fp32 */
-        double A = ab * T * Hq * C;
-        double wu = 2.0 * ab * T * Hq * (dqk + dv);
-        double states = 2.0 * ab * (T / C) * Hq * dqk * dv;
-        double saved = ab * T * Hq * (2.0 * dqk + dv) + gb + A;
-        t |= MFU_TAG_FUSED_ATTN;
-        push(b, "gdn_chunk", MFU_FWD, t, Hq * T * f_tok, qkvo + gb + A + wu + states, saved);
-        push(b, "gdn_chunk.bwd", MFU_BWD, t,
-             Hq * T * (2.0 * f_tok + 2.0 * C * (dqk + dv) + 4.0 * dqk * dv),
-             2.0 * (qkvo + gb + A + wu + states), 0);
-        return;
-    }
-    if (a->kind == MFU_ATTN_GLA) {
-        /* Chunked GLA kernel (Yang et al. 2024 sec. 4; fla chunk_gla): per token
-         * per head 2C(dk+dv) intra-chunk + 4 dk dv inter-chunk FLOPs (see
-         * core/model.c). It writes the chunk states [T/C, H, dk, dv] and the
-         * backward recomputes them (+2 dk dv per token per head) and runs the
-         * transposed products (2x forward). */
-        double C = (double)(a->chunk_size < s->seq ? a->chunk_size : s->seq);
-        double f_tok = 2.0 * C * (dqk + dv) + 4.0 * dqk * dv;
-        double io = ab * T * (Hq * dqk + Hkv * dqk * 2.0 + Hkv * dv + Hq * dv);
-        double states = ab * (T / C) * Hq * dqk * dv;
-        double saved = ab * T * (Hq * dqk + 2.0 * Hkv * dqk + Hkv * dv) + states;
-        /* a fused kernel on the matrix units, like flash attention */
-        t |= MFU_TAG_FUSED_ATTN;
-        push(b, "gla_chunk", MFU_FWD, t, Hq * T * f_tok, io + states, saved);
-        push(b, "gla_chunk.bwd", MFU_BWD, t, Hq * T * (2.0 * f_tok + 2.0 * dqk * dv),
-             2.0 * io + 2.0 * states, 0);
-        return;
-    }
+    (void)cp;
+    (void)qkv_free;
+    /* F-OP-GDN: the chunked gated delta rule (fla chunk_gated_delta_rule,
+     * docs/model.md), Hq value heads with q and k repeated to them.
+     * Forward: the block products, the triangular inverse and the state
+     * passing (mfu_gdn_flops_per_token_head, all of each C x C block
+     * executed) plus the L2 norms of q and k inside the kernel
+     * (use_qk_l2norm_in_kernel: ~4 FLOPs per element). Bytes: q, k, v in
+     * and o out, g and beta in fp32, A = (I + beta K K^T)^-1 written
+     * (C per token per head), W and U written and read back, the chunk
+     * states [T/C, H, dk, dv] written and read. It saves q, k, v, g,
+     * beta and A (ChunkGatedDeltaRuleFunction.forward save_for_backward);
+     * the backward (chunk_gated_delta_rule_bwd) recomputes W, U and the
+     * states (2C(dk + dv) + 4 dk dv per token per head) and runs the
+     * transposed products, counted as twice the forward, as for GLA. */
+    double C = (double)(a->chunk_size < s->seq ? a->chunk_size : s->seq);
+    double f_tok = mfu_gdn_flops_per_token_head(C, dqk, dv, 0) + 8.0 * dqk;
+    double qkvo = ab * T * Hq * (2.0 * dqk + 2.0 * dv);
+    double gb = 8.0 * T * Hq; /* g and beta, fp32 */
+    double A = ab * T * Hq * C;
+    double wu = 2.0 * ab * T * Hq * (dqk + dv);
+    double states = 2.0 * ab * (T / C) * Hq * dqk * dv;
+    double saved = ab * T * Hq * (2.0 * dqk + dv) + gb + A;
+    t |= MFU_TAG_FUSED_ATTN;
+    push(b, "gdn_chunk", MFU_FWD, t, Hq * T * f_tok, qkvo + gb + A + wu + states, saved);
+    push(b, "gdn_chunk.bwd", MFU_BWD, t,
+         Hq * T * (2.0 * f_tok + 2.0 * C * (dqk + dv) + 4.0 * dqk * dv),
+         2.0 * (qkvo + gb + A + wu + states), 0);
+}
+
+/* The chunked GLA kernel. */
+static void core_gla(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                     double Hq, double Hkv, double dqk, double dv, double T, double Tkv)
+{
+    double ab = b->ab, cp = (double)s->cp;
+    unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
+    unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
+    (void)cp;
+    (void)qkv_free;
+    /* Chunked GLA kernel (Yang et al. 2024 sec. 4; fla chunk_gla): per token
+     * per head 2C(dk+dv) intra-chunk + 4 dk dv inter-chunk FLOPs (see
+     * core/model.c). It writes the chunk states [T/C, H, dk, dv] and the
+     * backward recomputes them (+2 dk dv per token per head) and runs the
+     * transposed products (2x forward). */
+    double C = (double)(a->chunk_size < s->seq ? a->chunk_size : s->seq);
+    double f_tok = 2.0 * C * (dqk + dv) + 4.0 * dqk * dv;
+    double io = ab * T * (Hq * dqk + Hkv * dqk * 2.0 + Hkv * dv + Hq * dv);
+    double states = ab * (T / C) * Hq * dqk * dv;
+    double saved = ab * T * (Hq * dqk + 2.0 * Hkv * dqk + Hkv * dv) + states;
+    /* a fused kernel on the matrix units, like flash attention */
+    t |= MFU_TAG_FUSED_ATTN;
+    push(b, "gla_chunk", MFU_FWD, t, Hq * T * f_tok, io + states, saved);
+    push(b, "gla_chunk.bwd", MFU_BWD, t, Hq * T * (2.0 * f_tok + 2.0 * dqk * dv),
+         2.0 * io + 2.0 * states, 0);
+}
+
+/* Flash attention (Dao et al. 2022) over the causal blocks. */
+static void core_flash(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                       double Hq, double Hkv, double dqk, double dv, double T, double Tkv)
+{
+    double ab = b->ab, cp = (double)s->cp;
+    unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
+    unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
+    (void)cp;
+    (void)qkv_free;
     double mbs = s->mbs;
     /* attention sinks (gpt-oss): one more logit per query row and head in
      * the softmax denominator (GptOssAttention eager_attention_forward:
@@ -253,33 +267,48 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
      * backward adds dsink = -sum_rows P_sink * rowsum(dO o O), which flash
      * attention already has (Dao 2023 alg. 2 D_i) */
     double sink_rows = (a->kind == MFU_ATTN_MHA && a->sinks) ? T * Hq : 0.0;
-    if (s->attn_impl == MFU_ATTN_FLASH) {
-        /* Flash: executes the causal blocks only, limited to the window and
-         * to the chunks (F-OP-CHUNK: block-diagonal, so per chunk); per
-         * device 1/cp of the pairs (causal load balancing, Llama 3
-         * sec. 3.3.2). */
-        double pairs = mbs * mfu_attn_layer_pairs(a, s->seq, MFU_CONV_CAUSAL) / cp;
-        double q = T * Hq * dqk, k = Tkv * Hkv * dqk, v = Tkv * Hkv * dv, o = T * Hq * dv;
-        double lse = 4.0 * T * Hq; /* fp32 log-sum-exp per query row */
-        /* saves Q, K, V (the local shard with cp) and the LSE; O is saved by out_proj */
-        double saved = ab * (q + (T * Hkv * dqk) + (T * Hkv * dv)) + lse;
-        /* a sink: exp and add per row forward, the dsink product backward
-         * (~3 FLOPs per row each) and its H logits read */
-        mfu_op *f = push(b, "attn_core", MFU_FWD, t | MFU_TAG_FUSED_ATTN,
-                         2.0 * pairs * Hq * (dqk + dv) + 3.0 * sink_rows, ab * (q + k + v + o) + lse, saved);
-        mfu_op *g = push(b, "attn_core.bwd", MFU_BWD, t | MFU_TAG_FUSED_ATTN,
-                         2.0 * pairs * Hq * (3.0 * dqk + 2.0 * dv) + 3.0 * sink_rows,
-                         ab * (2.0 * q + 2.0 * k + 2.0 * v + 2.0 * o) + lse, 0);
-        /* F-TIME-ATTN-LEN: one kernel call's keys -- the sequence, or with
-         * CP one ring step's chunk of it, no longer than the window or the
-         * attention chunk */
-        double kv = (double)s->seq / cp;
-        if (a->window > 0 && (double)a->window < kv) kv = (double)a->window;
-        if (a->chunk > 0 && (double)a->chunk < kv) kv = (double)a->chunk;
-        if (f) f->kv_len = kv;
-        if (g) g->kv_len = kv;
-        return;
-    }
+    /* Flash: executes the causal blocks only, limited to the window and
+     * to the chunks (F-OP-CHUNK: block-diagonal, so per chunk); per
+     * device 1/cp of the pairs (causal load balancing, Llama 3
+     * sec. 3.3.2). */
+    double pairs = mbs * mfu_attn_layer_pairs(a, s->seq, MFU_CONV_CAUSAL) / cp;
+    double q = T * Hq * dqk, k = Tkv * Hkv * dqk, v = Tkv * Hkv * dv, o = T * Hq * dv;
+    double lse = 4.0 * T * Hq; /* fp32 log-sum-exp per query row */
+    /* saves Q, K, V (the local shard with cp) and the LSE; O is saved by out_proj */
+    double saved = ab * (q + (T * Hkv * dqk) + (T * Hkv * dv)) + lse;
+    /* a sink: exp and add per row forward, the dsink product backward
+     * (~3 FLOPs per row each) and its H logits read */
+    mfu_op *f = push(b, "attn_core", MFU_FWD, t | MFU_TAG_FUSED_ATTN,
+                     2.0 * pairs * Hq * (dqk + dv) + 3.0 * sink_rows, ab * (q + k + v + o) + lse, saved);
+    mfu_op *g = push(b, "attn_core.bwd", MFU_BWD, t | MFU_TAG_FUSED_ATTN,
+                     2.0 * pairs * Hq * (3.0 * dqk + 2.0 * dv) + 3.0 * sink_rows,
+                     ab * (2.0 * q + 2.0 * k + 2.0 * v + 2.0 * o) + lse, 0);
+    /* F-TIME-ATTN-LEN: one kernel call's keys -- the sequence, or with
+     * CP one ring step's chunk of it, no longer than the window or the
+     * attention chunk */
+    double kv = (double)s->seq / cp;
+    if (a->window > 0 && (double)a->window < kv) kv = (double)a->window;
+    if (a->chunk > 0 && (double)a->chunk < kv) kv = (double)a->chunk;
+    if (f) f->kv_len = kv;
+    if (g) g->kv_len = kv;
+}
+
+/* Unfused attention: the scores materialised (Korthikanti sec. 4.1). */
+static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                         double Hq, double Hkv, double dqk, double dv, double T, double Tkv)
+{
+    double ab = b->ab, cp = (double)s->cp;
+    unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
+    unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
+    (void)cp;
+    (void)qkv_free;
+    double mbs = s->mbs;
+    /* attention sinks (gpt-oss): one more logit per query row and head in
+     * the softmax denominator (GptOssAttention eager_attention_forward:
+     * cat([scores, sinks]) then softmax, the sink column dropped); the
+     * backward adds dsink = -sum_rows P_sink * rowsum(dO o O), which flash
+     * attention already has (Dao 2023 alg. 2 D_i) */
+    double sink_rows = (a->kind == MFU_ATTN_MHA && a->sinks) ? T * Hq : 0.0;
     /* Unfused (Korthikanti sec. 4.1): S = QK^T [b, a, s, s] materialised; the
      * full square is computed, the causal mask applied afterwards. */
     double S = mbs * Hq * (double)s->seq * (double)s->seq / cp; /* score elements */
@@ -305,6 +334,20 @@ static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
     rc(b, qkv_free, MFU_RCM_CORE_ATTN);
     push(b, "attn_av", MFU_FWD, tm, fv, ab * (S + v + o), ab * T * Hkv * dv);
     push(b, "attn_av.bwd", MFU_BWD, tm, 2.0 * fv, ab * (S + v + 2.0 * o + S + v), 0);
+}
+
+static void attn_core(builder *b, const mfu_model *m, const mfu_attention *a,
+                      const mfu_shape *s, double Hq, double Hkv, double dqk, double dv, double T,
+                      double Tkv)
+{
+    /* Q, K, V are the checkpoint of a core_attn recompute (kept); with MLA
+     * they are outputs of the up-projections, freed by mla_up_proj */
+    unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
+    rc(b, qkv_free, MFU_RCM_CORE_ATTN);
+    if (a->kind == MFU_ATTN_GDN) core_gdn(b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
+    else if (a->kind == MFU_ATTN_GLA) core_gla(b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
+    else if (s->attn_impl == MFU_ATTN_FLASH) core_flash(b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
+    else core_unfused(b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
 }
 
 /* MHA/GQA/MQA: one QKV GEMM, then q/k norms and RoPE.
