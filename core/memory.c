@@ -216,9 +216,11 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
                   out->activations_bytes + out->buffers_bytes;
     /* offloaded moments come back for the update, when the activations
      * are gone: the peak is the larger of the two moments of the step */
-    double update = out->weights_bytes + out->grads_bytes + out->optimizer_bytes + out->host_bytes +
-                    out->buffers_bytes;
-    if (update > used) used = update;
+    if (out->host_bytes > 0) {
+        double update = out->weights_bytes + out->grads_bytes + out->optimizer_bytes + out->host_bytes +
+                        out->buffers_bytes;
+        if (update > used) used = update;
+    }
     out->reserve_bytes = fixed->reserve_bytes + sys->hw->reserve.fragmentation * used;
     out->total_bytes = used + out->reserve_bytes;
     out->headroom_bytes = out->capacity_bytes - out->total_bytes;
