@@ -183,16 +183,12 @@ void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s)
     s->moe_load = sys->train.moe_imbalance;
 }
 
-static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, double ab, double Te,
-                          const mfu_efficiency *eff, mfu_layer_cost *lc)
+/* The recompute policies that can be used at all: not an empty selective
+ * slot (no custom set, no maxtext names given), not an offload without a
+ * host link (add_layer_ops runs for every op of a shape). Their count. */
+static int live_policies(const mfu_system *sys, int live[MFU_RC_COUNT])
 {
-    const mfu_model *m = sys->model;
-    double saved[MFU_RC_COUNT] = {0}, host_saved[MFU_RC_COUNT] = {0};
-    double h = (double)m->d_model;
-    /* the policies that can be used at all: not an empty selective slot
-     * (no custom set, no maxtext names given), not an offload without a
-     * host link (the search's pace: this runs for every op of a shape) */
-    int live[MFU_RC_COUNT], n_live = 0;
+    int n_live = 0;
     for (int j = 0; j < MFU_RC_COUNT; j++) {
         const mfu_rc_policy *rp = &sys->rc[j];
         int names = (rp->mx_device | rp->mx_host) != 0;
@@ -200,6 +196,52 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
         if (rp->mx_host && !(sys->hw->host_bw_bytes_s > 0)) continue;
         live[n_live++] = j;
     }
+    return n_live;
+}
+
+/* One forward op of time t under every live policy: what it keeps (on the
+ * device, or the host) and whether it runs again. */
+static void policy_op(const mfu_system *sys, const int *live, int n_live, const mfu_op *o, double t,
+                      double *saved, double *host_saved, mfu_layer_cost *lc)
+{
+    /* F-RC-MODULES: a selective policy frees what its modules free and
+     * runs again what they run */
+    for (int q = 0; q < n_live; q++) {
+        int j = live[q];
+        const mfu_rc_policy *rp = &sys->rc[j];
+        if (rp->kind == MFU_RCK_FULL) {
+            lc->rc_s[j] += t;
+            lc->rc_flops[j] += o->flops;
+            continue;
+        }
+        if (rp->mx_device | rp->mx_host) {
+            /* F-RC-MAXTEXT: a named output is kept where the policy says;
+             * everything else runs again, but the down projection (its
+             * output feeds only the residual stream the next layer's
+             * input carries) */
+            if (o->mx & rp->mx_device) saved[j] += o->out_bytes;
+            else if (o->mx & rp->mx_host) host_saved[j] += o->out_bytes;
+            if (!(o->mx & (rp->mx_device | rp->mx_host | MFU_MX_WO))) {
+                lc->rc_s[j] += t;
+                lc->rc_flops[j] += o->flops;
+            }
+            continue;
+        }
+        if (!(o->rc_free & rp->modules)) saved[j] += o->saved_bytes;
+        if (o->rc_rerun & rp->modules) {
+            lc->rc_s[j] += t;
+            lc->rc_flops[j] += o->flops;
+        }
+    }
+}
+
+static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, double ab, double Te,
+                          const mfu_efficiency *eff, mfu_layer_cost *lc)
+{
+    const mfu_model *m = sys->model;
+    double saved[MFU_RC_COUNT] = {0}, host_saved[MFU_RC_COUNT] = {0};
+    double h = (double)m->d_model;
+    int live[MFU_RC_COUNT], n_live = live_policies(sys, live);
     double host = eff ? eff->host_op_s : 0.0;
     int moe = 0;
     for (int i = 0; i < n; i++) {
@@ -217,35 +259,7 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
             lc->fwd_s += t;
             lc->fwd_flops += o->flops;
             if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_fwd_s += t;
-            /* F-RC-MODULES: a selective policy frees what its modules free
-             * and runs again what they run */
-            for (int q = 0; q < n_live; q++) {
-                int j = live[q];
-                const mfu_rc_policy *rp = &sys->rc[j];
-                if (rp->kind == MFU_RCK_FULL) {
-                    lc->rc_s[j] += t;
-                    lc->rc_flops[j] += o->flops;
-                    continue;
-                }
-                if (rp->mx_device | rp->mx_host) {
-                    /* F-RC-MAXTEXT: a named output is kept where the
-                     * policy says; everything else runs again, but the
-                     * down projection (its output feeds only the residual
-                     * stream the next layer's input carries) */
-                    if (o->mx & rp->mx_device) saved[j] += o->out_bytes;
-                    else if (o->mx & rp->mx_host) host_saved[j] += o->out_bytes;
-                    if (!(o->mx & (rp->mx_device | rp->mx_host | MFU_MX_WO))) {
-                        lc->rc_s[j] += t;
-                        lc->rc_flops[j] += o->flops;
-                    }
-                    continue;
-                }
-                if (!(o->rc_free & rp->modules)) saved[j] += o->saved_bytes;
-                if (o->rc_rerun & rp->modules) {
-                    lc->rc_s[j] += t;
-                    lc->rc_flops[j] += o->flops;
-                }
-            }
+            policy_op(sys, live, n_live, o, t, saved, host_saved, lc);
         } else {
             lc->bwd_s += t;
             if (o->tags & MFU_TAG_WGRAD) lc->wgrad_s += t;

@@ -1,0 +1,141 @@
+/* core/ops_int.h -- what core/ops.c and core/ops_attn.c share and nobody
+ * else needs: the inventory builder and its small helpers (docs/model.md
+ * F-OP), and the attention block's entry points. */
+#ifndef MFU_OPS_INT_H
+#define MFU_OPS_INT_H
+
+#include <math.h>
+#include <string.h>
+
+#include "ops.h"
+
+typedef struct builder {
+    mfu_op *out;
+    int n, max;
+    int run;
+    double count;
+    double eb; /* GEMM operand bytes */
+    double ab; /* activation bytes */
+    unsigned fr, rr; /* recompute masks given to the next forward ops */
+    unsigned mx;     /* MaxText name of the next forward ops' outputs */
+} builder;
+
+
+/* The MaxText name of what the next forward ops produce (0: none). */
+static inline void mx(builder *b, unsigned cat) { b->mx = cat; }
+
+/* The recompute masks of what is pushed next: saved tensors freed by `fr`,
+ * ops run again by `rr`. */
+static inline void rc(builder *b, unsigned fr, unsigned rr)
+{
+    b->fr = fr;
+    b->rr = rr;
+}
+
+static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, double flops,
+                    double bytes, double saved)
+{
+    /* count what does not fit: the caller sees n > max, never a short list */
+    if (b->n >= b->max) {
+        b->n++;
+        return NULL;
+    }
+    mfu_op *o = &b->out[b->n++];
+    o->name = name;
+    o->phase = ph;
+    o->tags = tags;
+    o->run = b->run;
+    o->count = b->count;
+    o->flops = flops;
+    o->bytes = bytes;
+    o->gemm_flops = (tags & MFU_TAG_MATMUL) ? flops : 0.0;
+    o->saved_bytes = ph == MFU_FWD ? saved : 0.0;
+    o->rc_free = ph == MFU_FWD ? b->fr : 0u;
+    o->rc_rerun = ph == MFU_FWD ? b->rr : 0u;
+    o->mx = ph == MFU_FWD ? b->mx : 0u;
+    o->out_bytes = 0.0;
+    o->kv_len = 0.0;
+    return o;
+}
+
+/* A linear layer: forward GEMM and its two backward GEMMs. `groups` GEMMs of
+ * equal size share the work (MoE experts: M rows spread over local experts,
+ * every local expert's weights read). `saved_elems` elements of its input
+ * are kept for the weight gradient, in the GEMM operand type (fp8 training
+ * keeps the FP8 cast) -- 0 when another op already keeps that tensor. */
+static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const char *wgrad,
+                    unsigned tags, double M, double K, double N, double groups, double saved_elems)
+{
+    double eb = b->eb, ab = b->ab;
+    double saved = (eb < ab ? eb : ab) * saved_elems;
+    double flops = 2.0 * M * K * N;
+    double wbytes = K * N * groups;
+    tags |= MFU_TAG_MATMUL;
+    if (eb < ab) {
+        /* FP8: the activation input is quantized before the forward GEMM and
+         * the output gradient before the backward ones (read 16-bit, write
+         * 8-bit, F-TIME-FP8); weights are cast once per step */
+        unsigned ct = tags & ~(unsigned)(MFU_TAG_MATMUL | MFU_TAG_WGRAD);
+        unsigned fr = b->fr;
+        b->fr = 0u;
+        push(b, "fp8_cast", MFU_FWD, ct, M * K, (ab + eb) * M * K, 0);
+        b->fr = fr;
+        push(b, "fp8_cast.bwd", MFU_BWD, ct, M * N, (ab + eb) * M * N, 0);
+    }
+    mfu_op *o = push(b, fwd, MFU_FWD, tags, flops, eb * (M * K + wbytes) + ab * M * N, saved);
+    if (o) {
+        o->gemm_flops = flops / groups;
+        o->out_bytes = ab * M * N;
+    }
+    o = push(b, dgrad, MFU_BWD, tags, flops, eb * (M * N + wbytes) + ab * M * K, 0);
+    if (o) o->gemm_flops = flops / groups;
+    o = push(b, wgrad, MFU_BWD, tags | MFU_TAG_WGRAD, flops, eb * (M * K + M * N) + 8.0 * wbytes, 0);
+    if (o) o->gemm_flops = flops / groups;
+}
+
+/* An elementwise op over n_in input and n_out output elements, with its
+ * backward reading the saved inputs and dY and writing dX. */
+static inline void elementwise(builder *b, const char *fwd, const char *bwd, unsigned tags, double n_in,
+                        double n_out, double flops_per_out, double saved)
+{
+    double ab = b->ab;
+    push(b, fwd, MFU_FWD, tags, flops_per_out * n_out, ab * (n_in + n_out), saved);
+    push(b, bwd, MFU_BWD, tags, 2.0 * flops_per_out * n_out, ab * (2.0 * n_in + n_out), 0);
+}
+
+static inline double norm_flops_per_elem(const mfu_model *m)
+{
+    /* RMSNorm: square, sum, scale, weight (4); LayerNorm adds mean and bias (5). */
+    return m->norm == MFU_NORM_LAYER ? 5.0 : 4.0;
+}
+
+/* Residual add of the block output, with dropout before it when the model
+ * has dropout (Korthikanti: the dropout mask costs 1 byte per element). */
+static inline void residual(builder *b, const mfu_model *m, const char *fwd, const char *bwd, double Te,
+                     double h)
+{
+    double n = Te * h, ab = b->ab;
+    double mask = m->dropout ? n : 0.0;
+    push(b, fwd, MFU_FWD, MFU_TAG_LAYER | MFU_TAG_TP_REPL, (m->dropout ? 2.0 : 1.0) * n,
+         ab * 3.0 * n + mask, mask);
+    push(b, bwd, MFU_BWD, MFU_TAG_LAYER, (m->dropout ? 2.0 : 1.0) * n, ab * 3.0 * n + mask, 0);
+}
+
+static inline double act_flops(mfu_act a)
+{
+    /* GeLU (tanh form) ~8 FLOPs per element, SiLU x*sigmoid(x) ~4, ReLU 1. */
+    return a == MFU_ACT_GELU ? 8.0 : a == MFU_ACT_SILU ? 4.0 : 1.0;
+}
+
+/* ops_attn.c: the attention block -- projections by kind (the heads and
+ * widths the kernel runs with), the kernel, the output gates and
+ * projection. */
+void mfu_ops_attn_projections(builder *b, const mfu_model *m, const mfu_attention *a,
+                              const mfu_shape *s, double T, double Te, double h, double nf,
+                              double *Hq_, double *Hkv_, double *dqk_, double *dv_);
+void mfu_ops_attn_core(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
+                       double Hq, double Hkv, double dqk, double dv, double T, double Tkv);
+void mfu_ops_attn_outputs(builder *b, const mfu_attention *a, double T, double h, double Hq,
+                          double dv);
+
+#endif
