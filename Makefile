@@ -82,6 +82,13 @@ $(BUILD)/mfu: $(BUILD)/obj/server/mfu.o $(LIBS)
 $(BUILD)/mfud: $(SRV_OBJ) $(LIBS)
 	$(CC) $(SAN) $(SRV_OBJ) $(LIBS) $(LDLIBS_ALL) -o $@
 
+# C-level tests of server modules (tests/unit/test_srv_*.c) link the
+# server's objects (all but mfud.c's main, as the HTTP fuzz target does)
+SRV_TEST_OBJ = $(filter-out $(BUILD)/obj/server/mfud.o,$(SRV_OBJ))
+$(BUILD)/tests/test_srv_%: tests/unit/test_srv_%.c tests/check.h $(SRV_TEST_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Wno-missing-field-initializers -Itests $< $(SRV_TEST_OBJ) $(LIBS) $(LDLIBS_ALL) -o $@
+
 # tests initialise the core's structs positionally, trailing fields left
 # zero (their defaults): no warning for the omitted ones
 $(BUILD)/tests/%: tests/unit/%.c tests/check.h $(LIBS)
