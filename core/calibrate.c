@@ -106,6 +106,51 @@ static int solve(int n, double *A, double *b, double *x)
     return 0;
 }
 
+/* The Jacobian of the weighted residuals R (m of them) at u, by forward
+ * differences; with step_down a parameter at its upper bound steps down
+ * (the LM iterations), else the step is taken as is (the posterior). */
+static int jacobian(const fitctx *f, const double *u, const double *w, const double *R, int m,
+                    int step_down, double *J)
+{
+    const mfu_fit_param *p = f->p;
+    int np = f->np;
+    for (int j = 0; j < np; j++) {
+        double uj[MFU_FIT_MAX_PARAMS], rj[MFU_FIT_MAX_RUNS], Rj[MAXR];
+        memcpy(uj, u, sizeof uj);
+        double h = p[j].log_space ? 1e-4 : fmax(1e-6 * fabs(u[j]), 1e-4 * p[j].prior_sd);
+        uj[j] += h;
+        double hu = h;
+        if (step_down) {
+            hu = uj[j] - u[j];
+            if (clamp_u(&p[j], uj[j]) != uj[j]) { /* at the upper bound: step down */
+                uj[j] = u[j] - h;
+                hu = -h;
+            }
+        }
+        if (run_resid(f, uj, rj)) return -1;
+        int mj;
+        assemble(f, uj, rj, w, Rj, &mj);
+        for (int i = 0; i < m; i++) J[i * np + j] = (Rj[i] - R[i]) / hu;
+    }
+    return 0;
+}
+
+/* The normal equations: A = J^T J and, when g is given, g = J^T R. */
+static void normal_eq(const double *J, const double *R, int m, int np, double *A, double *g)
+{
+    for (int a = 0; a < np; a++) {
+        if (g) {
+            g[a] = 0.0;
+            for (int i = 0; i < m; i++) g[a] += J[i * np + a] * R[i];
+        }
+        for (int b = 0; b < np; b++) {
+            double s = 0.0;
+            for (int i = 0; i < m; i++) s += J[i * np + a] * J[i * np + b];
+            A[a * np + b] = s;
+        }
+    }
+}
+
 int mfu_fit(const mfu_fit_param *p, int np, const double *measured_s, int nr, const int *use,
             const double *start, mfu_predict_fn fn, void *ctx, const mfu_fit_opts *o,
             mfu_fit_result *out)
@@ -132,31 +177,9 @@ int mfu_fit(const mfu_fit_param *p, int np, const double *measured_s, int nr, co
     int it;
     for (it = 0; it < o->max_iter; it++) {
         /* Jacobian of the weighted residuals (weights held fixed) */
-        for (int j = 0; j < np; j++) {
-            double uj[MFU_FIT_MAX_PARAMS], rj[MFU_FIT_MAX_RUNS], Rj[MAXR];
-            memcpy(uj, u, sizeof uj);
-            double h = p[j].log_space ? 1e-4 : fmax(1e-6 * fabs(u[j]), 1e-4 * p[j].prior_sd);
-            uj[j] += h;
-            double hu = uj[j] - u[j];
-            if (clamp_u(&p[j], uj[j]) != uj[j]) { /* at the upper bound: step down */
-                uj[j] = u[j] - h;
-                hu = -h;
-            }
-            if (run_resid(&f, uj, rj)) return MFU_EINVAL;
-            int mj;
-            assemble(&f, uj, rj, w, Rj, &mj);
-            for (int i = 0; i < m; i++) J[i * np + j] = (Rj[i] - R[i]) / hu;
-        }
+        if (jacobian(&f, u, w, R, m, 1, J)) return MFU_EINVAL;
         double A[MFU_FIT_MAX_PARAMS * MFU_FIT_MAX_PARAMS], g[MFU_FIT_MAX_PARAMS];
-        for (int a = 0; a < np; a++) {
-            g[a] = 0.0;
-            for (int i = 0; i < m; i++) g[a] += J[i * np + a] * R[i];
-            for (int b = 0; b < np; b++) {
-                double s = 0.0;
-                for (int i = 0; i < m; i++) s += J[i * np + a] * J[i * np + b];
-                A[a * np + b] = s;
-            }
-        }
+        normal_eq(J, R, m, np, A, g);
         int accepted = 0;
         double unew[MFU_FIT_MAX_PARAMS], rnew[MFU_FIT_MAX_RUNS], Rnew[MAXR];
         while (lambda < 1e12) {
@@ -191,22 +214,8 @@ int mfu_fit(const mfu_fit_param *p, int np, const double *measured_s, int nr, co
     }
     /* the posterior in fit space: (J^T J)^-1 of the (unit-noise) residuals */
     double A[MFU_FIT_MAX_PARAMS * MFU_FIT_MAX_PARAMS];
-    for (int j = 0; j < np; j++) {
-        double uj[MFU_FIT_MAX_PARAMS], rj[MFU_FIT_MAX_RUNS], Rj[MAXR];
-        memcpy(uj, u, sizeof uj);
-        double h = p[j].log_space ? 1e-4 : fmax(1e-6 * fabs(u[j]), 1e-4 * p[j].prior_sd);
-        uj[j] += h;
-        if (run_resid(&f, uj, rj)) return MFU_EINVAL;
-        int mj;
-        assemble(&f, uj, rj, w, Rj, &mj);
-        for (int i = 0; i < m; i++) J[i * np + j] = (Rj[i] - R[i]) / h;
-    }
-    for (int a = 0; a < np; a++)
-        for (int b = 0; b < np; b++) {
-            double s = 0.0;
-            for (int i = 0; i < m; i++) s += J[i * np + a] * J[i * np + b];
-            A[a * np + b] = s;
-        }
+    if (jacobian(&f, u, w, R, m, 0, J)) return MFU_EINVAL;
+    normal_eq(J, R, m, np, A, NULL);
     for (int j = 0; j < np; j++) {
         /* column j of the inverse */
         double M[MFU_FIT_MAX_PARAMS * MFU_FIT_MAX_PARAMS], e[MFU_FIT_MAX_PARAMS] = {0}, x[MFU_FIT_MAX_PARAMS];
