@@ -263,6 +263,36 @@ static int fw_admits(const ctx *x, unsigned offered)
     return (want & MFU_FW_ANY) || (offered & want & mfu_platform_frameworks(x->sys->hw));
 }
 
+/* A point memory refuses: the closest miss so far is kept (the no-fit
+ * answer names it). The early-out headroom is one stage's, never below the
+ * exact one, so only a point it puts ahead is measured exactly. */
+static void note_closest(ctx *x, const mfu_config *c, const cache_entry *ce, double headroom)
+{
+    mfu_search_result *res = x->res;
+    if (res->stats.has_closest && headroom <= res->stats.closest_headroom_bytes) return;
+    mfu_memory exact;
+    mfu_memory_from_base(x->sys, c, &ce->bound, &x->mbase, 1, &exact);
+    if (!res->stats.has_closest || exact.headroom_bytes > res->stats.closest_headroom_bytes) {
+        res->stats.has_closest = 1;
+        res->stats.closest = *c;
+        res->stats.closest_headroom_bytes = exact.headroom_bytes;
+    }
+}
+
+/* Where c's layout family stands in the ranking (-1: not ranked), looked
+ * up once per family while the ranking is unchanged: a family's points
+ * come one after another. */
+static int ranked_family(ctx *x, const mfu_config *c)
+{
+    if (!(x->fam_valid && x->fam_ver == x->inserts && mfu_same_layout(&x->fam_cfg, c))) {
+        x->fam_cfg = *c;
+        x->fam_idx = family_at(x->res, c);
+        x->fam_ver = x->inserts;
+        x->fam_valid = 1;
+    }
+    return x->fam_idx;
+}
+
 /* Score one point; the config is complete except recompute_layers for
  * partial recompute. Returns the point's memory headroom in bytes (NAN if
  * not scored). */
@@ -297,18 +327,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     mfu_memory_from_base(sys, c, &ce->bound, &x->mbase, 0, &mem);
     if (mem.headroom_bytes < 0) {
         res->stats.pruned[MFU_PRUNE_MEMORY]++;
-        /* the closest miss: the early-out headroom is one stage's, never
-         * below the exact one, so only a point it puts ahead is measured
-         * exactly */
-        if (!res->stats.has_closest || mem.headroom_bytes > res->stats.closest_headroom_bytes) {
-            mfu_memory exact;
-            mfu_memory_from_base(sys, c, &ce->bound, &x->mbase, 1, &exact);
-            if (!res->stats.has_closest || exact.headroom_bytes > res->stats.closest_headroom_bytes) {
-                res->stats.has_closest = 1;
-                res->stats.closest = *c;
-                res->stats.closest_headroom_bytes = exact.headroom_bytes;
-            }
-        }
+        note_closest(x, c, ce, mem.headroom_bytes);
         return mem.headroom_bytes;
     }
     res->stats.feasible++;
@@ -322,16 +341,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     /* ... against the k-th best, and with distinct layouts against the
      * best variant of its own family when that is ranked (a variant that
      * cannot beat it cannot change the answer) */
-    int fam = -1;
-    if (x->o->distinct == MFU_DISTINCT_LAYOUT) {
-        if (!(x->fam_valid && x->fam_ver == x->inserts && mfu_same_layout(&x->fam_cfg, c))) {
-            x->fam_cfg = *c;
-            x->fam_idx = family_at(res, c);
-            x->fam_ver = x->inserts;
-            x->fam_valid = 1;
-        }
-        fam = x->fam_idx;
-    }
+    int fam = x->o->distinct == MFU_DISTINCT_LAYOUT ? ranked_family(x, c) : -1;
     if (res->n == x->o->top_k || fam >= 0) {
         double lb = mfu_step_lower_bound(sys, c, k, !x->o->rank_by_bound) / gbt;
         if ((res->n == x->o->top_k && lb > res->top[res->n - 1].score) ||
