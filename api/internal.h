@@ -59,6 +59,8 @@ json_t *api_trace_export(const mfu_system *sys, const mfu_config *c, const mfu_e
 /* A whole-valued quantity held in a double (parameter counts, tokens per
  * batch, steps) for json_integer: rounded, clamped to json_int_t */
 json_int_t api_json_count(double x);
+/* A MaxText name policy's families: {name: "device" | "offload" | "remat"}. */
+json_t *api_remat_json(const mfu_rc_policy *rp);
 json_t *api_render_model(const api_request *r);
 json_t *api_render_hardware(const api_request *r);
 /* ops NULL: summary only */

@@ -81,6 +81,16 @@ json_t *api_render_roofline(const api_request *r, const mfu_roofline *roof, cons
     return o;
 }
 
+json_t *api_remat_json(const mfu_rc_policy *rp)
+{
+    json_t *rm = json_object();
+    for (int k = 0; rm && k < MFU_MX_COUNT; k++)
+        json_object_set_new(rm, mfu_mx_names[k],
+                            json_string(rp->mx_device & (1u << k) ? "device"
+                                        : rp->mx_host & (1u << k) ? "offload" : "remat"));
+    return rm;
+}
+
 static json_t *times_json(const mfu_times *t)
 {
     json_t *comm = json_object();
@@ -182,16 +192,9 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
                                   "first_stage_layers", (json_int_t)st.first,
                                   "middle_stage_layers", (json_int_t)st.mid, "last_stage_layers",
                                   (json_int_t)st.last));
-    if (mfu_rc_is_names(sys, c->recompute)) {
-        /* a MaxText name policy: where each family of named tensors lives */
-        const mfu_rc_policy *np = &sys->rc[c->recompute];
-        json_t *rm = json_object();
-        for (int k = 0; k < MFU_MX_COUNT; k++)
-            json_object_set_new(rm, mfu_mx_names[k],
-                                json_string(np->mx_device & (1u << k) ? "device"
-                                            : np->mx_host & (1u << k) ? "offload" : "remat"));
-        json_object_set_new(o, "remat", rm);
-    }
+    /* a MaxText name policy: where each family of named tensors lives */
+    if (mfu_rc_is_names(sys, c->recompute))
+        json_object_set_new(o, "remat", api_remat_json(&sys->rc[c->recompute]));
     json_object_set_new(o, "frameworks", frameworks_json(ev->frameworks));
     json_object_set_new(o, "memory", memory_json(m));
     if (ops) json_object_set_new(o, "memory_stages", memory_stages_json(sys, c, ops));

@@ -631,14 +631,8 @@ static void set_recompute(json_t *obj, const mfu_system *sys, int slot)
 {
     if (slot == MFU_RC_MAXTEXT) {
         /* the families, by one MaxText name each */
-        const mfu_rc_policy *rp = &sys->rc[slot];
         json_object_set_new(obj, "recompute", json_string("maxtext"));
-        json_t *rm = json_object();
-        for (int k = 0; k < MFU_MX_COUNT; k++)
-            json_object_set_new(rm, mfu_mx_names[k],
-                                json_string(rp->mx_device & (1u << k) ? "device"
-                                            : rp->mx_host & (1u << k) ? "offload" : "remat"));
-        json_object_set_new(obj, "remat", rm);
+        json_object_set_new(obj, "remat", api_remat_json(&sys->rc[slot]));
         return;
     }
     if (slot != MFU_RC_CUSTOM) {

@@ -11,11 +11,8 @@
 static void core_gdn(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
                      double Hq, double Hkv, double dqk, double dv, double T, double Tkv)
 {
-    double ab = b->ab, cp = (double)s->cp;
+    double ab = b->ab;
     unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
-    unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
-    (void)cp;
-    (void)qkv_free;
     /* F-OP-GDN: the chunked gated delta rule (fla chunk_gated_delta_rule,
      * docs/model.md), Hq value heads with q and k repeated to them.
      * Forward: the block products, the triangular inverse and the state
@@ -48,11 +45,8 @@ static void core_gdn(builder *b, const mfu_model *m, const mfu_attention *a, con
 static void core_gla(builder *b, const mfu_model *m, const mfu_attention *a, const mfu_shape *s,
                      double Hq, double Hkv, double dqk, double dv, double T, double Tkv)
 {
-    double ab = b->ab, cp = (double)s->cp;
+    double ab = b->ab;
     unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
-    unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
-    (void)cp;
-    (void)qkv_free;
     /* Chunked GLA kernel (Yang et al. 2024 sec. 4; fla chunk_gla): per token
      * per head 2C(dk+dv) intra-chunk + 4 dk dv inter-chunk FLOPs (see
      * core/model.c). It writes the chunk states [T/C, H, dk, dv] and the
@@ -76,9 +70,6 @@ static void core_flash(builder *b, const mfu_model *m, const mfu_attention *a, c
 {
     double ab = b->ab, cp = (double)s->cp;
     unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
-    unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
-    (void)cp;
-    (void)qkv_free;
     double mbs = s->mbs;
     /* attention sinks (gpt-oss): one more logit per query row and head in
      * the softmax denominator (GptOssAttention eager_attention_forward:
@@ -119,8 +110,6 @@ static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a,
     double ab = b->ab, cp = (double)s->cp;
     unsigned t = MFU_TAG_LAYER | MFU_TAG_ATTN_CORE;
     unsigned qkv_free = a->kind == MFU_ATTN_MLA ? MFU_RCM_MLA_UP : 0u;
-    (void)cp;
-    (void)qkv_free;
     double mbs = s->mbs;
     /* attention sinks (gpt-oss): one more logit per query row and head in
      * the softmax denominator (GptOssAttention eager_attention_forward:
