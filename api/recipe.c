@@ -527,6 +527,20 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
                             "recompute %lld layers on each rank, not the %lld the estimate assumes.",
                      (long long)per, (long long)(per * vv), (long long)c->recompute_layers);
         }
+    } else if (c->recompute == MFU_RC_CPU_OFFLOAD) {
+        /* core_v0.16+ generates the flag from TransformerConfig's
+         * cpu_offloading_num_layers and turns cpu_offloading on when it is
+         * > 0 (megatron/training/arguments.py); activations are offloaded,
+         * weights not, by default (model_parallel_config.py) */
+        int64_t n = mfu_offload_layers(c, sys->layers);
+        opt_int(argv, "--cpu-offloading-num-layers", n);
+        note(notes, "--cpu-offloading-num-layers needs Megatron-LM core_v0.16 or later and Transformer Engine "
+                    "layers (the default --transformer-impl); the estimate offloads the first %lld layers' "
+                    "activations as Transformer Engine's default synchronizer does.",
+             (long long)n);
+        if (n == sys->layers - 1)
+            note(notes, "Transformer Engine warns that offloading all but one layer prevents overlapping the "
+                        "copies with compute; the estimate charges them in full.");
     }
 
     /* precision */

@@ -28,14 +28,15 @@ const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", "gpipe", 
  * a recompute_modules list that no named policy has becomes */
 const char *const api_recompute_names[] = {"none", "selective", "minimal", "save_dot_except_mlp",
                                            "mla_up", "full", "custom", "qkv_proj_offloaded",
-                                           "minimal_offloaded", "maxtext", NULL};
+                                           "minimal_offloaded", "maxtext", "cpu_offload", NULL};
 /* the names a request may give, and the slot each is */
 static const char *const RC_INPUT[] = {"none", "selective", "minimal", "save_dot_except_mlp", "mla_up",
                                        "full", "qkv_proj_offloaded", "minimal_offloaded", "maxtext",
-                                       NULL};
+                                       "cpu_offload", NULL};
 static const int RC_INPUT_SLOT[] = {MFU_RC_NONE, MFU_RC_SELECTIVE, MFU_RC_MINIMAL,
                                     MFU_RC_SAVE_DOT_EXCEPT_MLP, MFU_RC_MLA_UP, MFU_RC_FULL,
-                                    MFU_RC_QKV_OFFLOADED, MFU_RC_MINIMAL_OFFLOADED, MFU_RC_MAXTEXT};
+                                    MFU_RC_QKV_OFFLOADED, MFU_RC_MINIMAL_OFFLOADED, MFU_RC_MAXTEXT,
+                                    MFU_RC_CPU_OFFLOAD};
 /* "recompute": "maxtext" with "remat": {name: "remat" | "device" |
  * "offload"}, MaxText's remat_policy custom (src/maxtext/configs/base.yml
  * names; decoder_layer_input "device", the rest "remat" by default). mfud
@@ -313,8 +314,8 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
     }
     /* the contract's SearchOptions (openapi.yaml) */
     static const char *const OPTIONS[] = {"top_k", "rank_by", "max_evaluations", "deadline_s", "batch_seqs",
-                                          "max_tp", "max_mbs", "max_vpp", "partial_recompute", "allowed",
-                                          "fix", "frameworks", "distinct", NULL};
+                                          "max_tp", "max_mbs", "max_vpp", "partial_recompute", "cpu_offload",
+                                          "allowed", "fix", "frameworks", "distinct", NULL};
     if (jv_known(sj, ptr, "search", OPTIONS, st)) return -1;
     int64_t k = 10, me = 0;
     bad |= jv_int(sj, "top_k", ptr, JV_OPTIONAL, 10, 1, MFU_MAX_TOP_K, &k, st);
@@ -333,6 +334,9 @@ static int parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, d
     int pr = 1;
     bad |= jv_bool(sj, "partial_recompute", ptr, JV_OPTIONAL, 1, &pr, st);
     o->partial_recompute = pr;
+    int co = 0;
+    bad |= jv_bool(sj, "cpu_offload", ptr, JV_OPTIONAL, 0, &co, st);
+    o->cpu_offload = co;
     json_t *fix = json_object_get(sj, "fix");
     if (fix) {
         const char *fp = jv_ptr(p, sizeof p, ptr, "fix");
@@ -763,12 +767,13 @@ json_t *api_normalize(json_t *request, api_status *st)
     for (int f = 0; f < MFU_FW_COUNT; f++)
         if (o.frameworks & MFU_FW_MASK(f)) json_array_append_new(fws, json_string(FRAMEWORKS[f]));
     if (o.frameworks & MFU_FW_ANY) json_array_append_new(fws, json_string("any"));
-    json_t *search = json_pack("{s:i,s:s,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:o,s:o,s:[I,I],s:o}", "top_k", o.top_k,
+    json_t *search = json_pack("{s:i,s:s,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:b,s:o,s:o,s:[I,I],s:o}", "top_k", o.top_k,
                                "rank_by", RANKS[o.rank_by_bound], "distinct", DISTINCT[o.distinct], "max_evaluations",
                                (json_int_t)o.max_evaluations, "deadline_s", deadline, "max_tp",
                                (json_int_t)o.max_ax[MFU_AX_TP], "max_mbs", (json_int_t)o.max_mbs,
                                "max_vpp", (json_int_t)o.max_vpp, "partial_recompute",
-                               o.partial_recompute, "allowed", allowed, "fix", fix, "batch_seqs",
+                               o.partial_recompute, "cpu_offload", o.cpu_offload, "allowed", allowed,
+                               "fix", fix, "batch_seqs",
                                (json_int_t)o.batch_min_seqs, (json_int_t)o.batch_max_seqs,
                                "frameworks", fws);
     json_t *model = api_model_to_ir(&r.model);

@@ -111,6 +111,24 @@ int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reas
     return MFU_OK;
 }
 
+/* F-RC-CPU-OFFLOAD, from Megatron-LM's TransformerConfig checks
+ * (megatron/core/transformer/transformer_config.py): no pipeline
+ * parallelism, fewer offloaded layers than layers; and a host link. */
+static int check_offload(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+{
+    const int D = MFU_PRUNE_DIVISIBILITY;
+    if (!(sys->hw->host_bw_bytes_s > 0))
+        return illegal(reason, why, D, "offloading to the host needs hardware.host_bw_bytes_s");
+    if (c->ax[MFU_AX_PP] != 1)
+        return illegal(reason, why, D, "cpu_offload has no pipeline parallelism (Megatron-LM refuses it with pp > 1)");
+    if (sys->layers < 2) return illegal(reason, why, D, "cpu_offload needs at least two layers");
+    if (c->recompute_layers == 0 || c->recompute_layers < -1)
+        return illegal(reason, why, D, "recompute_layers must be -1 (all but the last) or >= 1");
+    if (c->recompute_layers >= sys->layers)
+        return illegal(reason, why, D, "cpu_offload: recompute_layers (the layers offloaded) must be fewer than the layers");
+    return MFU_OK;
+}
+
 int mfu_config_check_rc(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
 {
     const int D = MFU_PRUNE_DIVISIBILITY;
@@ -127,11 +145,12 @@ int mfu_config_check_rc(const mfu_system *sys, const mfu_config *c, int *reason,
         if ((rp->modules & MFU_RCM_MLA_UP) && !sys->has_mla)
             return illegal(reason, why, D, "mla_up_proj recompute needs MLA attention");
     }
+    if (c->recompute == MFU_RC_CPU_OFFLOAD) return check_offload(sys, c, reason, why);
     if (c->recompute_layers != -1) {
         if (c->recompute_layers < 1)
             return illegal(reason, why, D, "recompute_layers must be -1 (all) or >= 1");
         if (rp->kind != MFU_RCK_FULL)
-            return illegal(reason, why, D, "recompute_layers only with full recompute");
+            return illegal(reason, why, D, "recompute_layers only with full recompute or cpu_offload");
     }
     return MFU_OK;
 }

@@ -196,11 +196,19 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
     const mfu_layer_cost *a = &k->avg;
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     int64_t nrc = mfu_rc_layers(sys, c, ls);
+    /* F-RC-CPU-OFFLOAD: Transformer Engine's default synchronizer
+     * offloads layers 0..N-1 and keeps "(num_layers - num_offloaded_layers)
+     * * T" of activations on the device (transformer_engine/pytorch/
+     * cpu_offload.py, get_cpu_offload_context); the N layers' are on the
+     * host (pp 1: one micro-batch at a time) */
+    int64_t noff = 0;
     double per_mb;
-    if (rp->kind == MFU_RCK_FULL)
+    if (rp->kind == MFU_RCK_FULL) {
         per_mb = (double)nrc * a->saved_bytes[MFU_RC_FULL] + (double)(ls - nrc) * a->saved_bytes[MFU_RC_NONE];
-    else
-        per_mb = (double)ls * a->saved_bytes[c->recompute];
+    } else {
+        noff = mfu_offload_layers(c, ls);
+        per_mb = (double)(ls - noff) * a->saved_bytes[c->recompute];
+    }
     double act = fixed->activations_bytes + fixed->inflight * per_mb;
     if (ls > 0) {
         /* the backward of one layer: gradients as large as what it saved */
@@ -221,6 +229,7 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
                         out->buffers_bytes;
         if (update > used) used = update;
     }
+    if (noff > 0) out->host_bytes += fixed->inflight * (double)noff * a->host_bytes[MFU_RC_CPU_OFFLOAD];
     out->reserve_bytes = fixed->reserve_bytes + sys->hw->reserve.fragmentation * used;
     out->total_bytes = used + out->reserve_bytes;
     out->headroom_bytes = out->capacity_bytes - out->total_bytes;

@@ -391,12 +391,50 @@ static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce, doubl
     return n < ls ? n : 0;
 }
 
+/* cpu_offload at the fewest offloaded layers that fit (F-RC-CPU-OFFLOAD:
+ * the copies only add time, so fewer is never slower). The device keeps
+ * L - N layers' activations, linear in N: N = 1 and h_none (N = 0) fix
+ * the line. One point of the space, scored once. */
+static void offload_point(ctx *x, mfu_config *c, const cache_entry *ce, double h_none)
+{
+    int64_t L = x->sys->layers;
+    c->recompute = MFU_RC_CPU_OFFLOAD;
+    c->recompute_layers = 1;
+    if (c->ax[MFU_AX_PP] == 1 && L >= 3) {
+        if (isnan(h_none)) { /* recompute fixed to cpu_offload: none was not scored */
+            mfu_memory m0;
+            c->recompute = MFU_RC_NONE;
+            c->recompute_layers = -1;
+            mfu_memory_from_base(x->sys, c, &ce->bound, &x->mbase, 1, &m0);
+            h_none = m0.headroom_bytes;
+            c->recompute = MFU_RC_CPU_OFFLOAD;
+            c->recompute_layers = 1;
+        }
+        mfu_memory m1;
+        mfu_memory_from_base(x->sys, c, &ce->bound, &x->mbase, 1, &m1);
+        double step = m1.headroom_bytes - h_none;
+        if (m1.headroom_bytes < 0)
+            c->recompute_layers = step > 0 && 1.0 - m1.headroom_bytes / step < (double)(L - 1)
+                                      ? 1 + (int64_t)ceil(-m1.headroom_bytes / step)
+                                      : L - 1;
+    }
+    score_point(x, c, ce);
+    c->recompute_layers = -1;
+}
+
 /* A recompute policy the search tries for this model and these frameworks. */
 static int rc_usable_(const ctx *x, int rc)
 {
     const mfu_rc_policy *p = &x->sys->rc[rc];
     if (p->kind == MFU_RCK_SELECTIVE && p->modules == 0 && !(p->mx_device | p->mx_host)) return 0;
     if ((p->modules & MFU_RCM_MLA_UP) && !x->sys->has_mla) return 0;
+    /* CPU activation offload only when asked: what its copies cost beyond
+     * the link's rate (a PCIe link shared with the NIC's GPUDirect traffic,
+     * the host's memory bandwidth when a node's GPUs copy at once, pinned
+     * host memory) is not modelled, and NVIDIA's guidance leaves it off
+     * where throughput comes first (docs/frameworks.md) */
+    if (rc == MFU_RC_CPU_OFFLOAD && !x->o->cpu_offload && x->o->fix_recompute != MFU_RC_CPU_OFFLOAD)
+        return 0;
     return fw_admits(x, p->frameworks);
 }
 
@@ -416,6 +454,10 @@ static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
          * fit, every policy is dominated (F-RC-DOMINANCE) */
         if (fits_without) {
             prune(x, MFU_PRUNE_DOMINATED, 1);
+            continue;
+        }
+        if (rc == MFU_RC_CPU_OFFLOAD) {
+            offload_point(x, c, ce, h_none);
             continue;
         }
         c->recompute = rc;

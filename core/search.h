@@ -34,6 +34,8 @@ typedef struct mfu_search_opts {
     int64_t fix_etp, fix_vpp, fix_mbs;
     int64_t max_mbs, max_vpp;
     int partial_recompute;       /* also try the fewest fully recomputed layers that fit */
+    int cpu_offload;             /* also try Megatron's CPU activation offload
+                                  * (F-RC-CPU-OFFLOAD); off unless asked, or fixed */
     int tp_overlap, ep_overlap;  /* passed to every configuration */
     /* frameworks a configuration must be launchable by (MFU_FW_MASK bits;
      * MFU_FW_ANY also admits those none launches); default: the platform's */

@@ -163,6 +163,31 @@ typedef struct step_ctx {
     double host_x;              /* the host's excess (F-TIME-DISPATCH) */
 } step_ctx;
 
+/* F-RC-CPU-OFFLOAD: Transformer Engine's default synchronizer
+ * (transformer_engine/pytorch/cpu_offload.py, DefaultOffloadSynchronizer)
+ * offloads layers 0..N-1 one after another on one copy stream; layer i's
+ * copy starts with layer i+1's forward and must end before layer L-N+i's
+ * starts, and its reload starts with layer L-1-N+i's backward and must end
+ * before its own. With W = L - N >= 2 and x seconds a layer each way, the
+ * stream is never idle once behind, so the forward takes
+ * max(L f, 2 f + N x) and the backward max(L b, 2 b + N x); with W = 1
+ * every copy waits in full (TE warns that N = L - 1 "prevents
+ * overlapping"). Puts the exposed time in tm->offload_s (tm NULL: the
+ * bound, which keeps only the link's busy time); returns that busy time. */
+static double cpu_offload_time(const mfu_config *c, int64_t ls, double x_s, const mfu_layer_cost *a,
+                               double mb, mfu_times *tm)
+{
+    double n = (double)mfu_offload_layers(c, ls), L = (double)ls;
+    if (tm) {
+        double per_mb = ls - (int64_t)n >= 2
+                            ? mfu_dmax(0.0, n * x_s - (L - 2.0) * a->fwd_s) +
+                                  mfu_dmax(0.0, n * x_s - (L - 2.0) * a->bwd_s)
+                            : 2.0 * n * x_s;
+        tm->offload_s = mb * per_mb;
+    }
+    return 2.0 * mb * n * x_s;
+}
+
 /* Compute and recompute of the busiest stage, and the host-offload
  * transfers (F-RC-MAXTEXT). */
 static void compute_part(step_ctx *x)
@@ -194,7 +219,10 @@ static void compute_part(step_ctx *x)
      * what the layer's compute cannot cover shows */
     double host_b = c->recompute >= MFU_RC_QKV_OFFLOADED ? a->host_bytes[c->recompute] : 0.0;
     double link_s = 0.0; /* the host link's busy time (the bound's floor) */
-    if (host_b > 0 && sys->hw->host_bw_bytes_s > 0) {
+    if (c->recompute == MFU_RC_CPU_OFFLOAD) {
+        if (host_b > 0 && sys->hw->host_bw_bytes_s > 0)
+            link_s = cpu_offload_time(c, ls, host_b / sys->hw->host_bw_bytes_s, a, mb, eff ? tm : NULL);
+    } else if (host_b > 0 && sys->hw->host_bw_bytes_s > 0) {
         double x_s = host_b / sys->hw->host_bw_bytes_s;
         link_s = 2.0 * mb * L * x_s;
         /* the bound: no layer's schedule is assumed, only that the step

@@ -96,6 +96,12 @@ static void rc_table(mfu_system *sys, unsigned custom)
     names_policy(&rc[MFU_RC_MINIMAL_OFFLOADED], MFU_MX_INPUT,
                  MFU_MX_QKV | MFU_MX_OUT | MFU_MX_WI | MFU_MX_WO, off);
     rc[MFU_RC_MAXTEXT] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u}; /* none given */
+    /* F-RC-CPU-OFFLOAD: Megatron-LM's --cpu-offloading-num-layers keeps
+     * everything (it refuses any recompute granularity with it:
+     * megatron/core/transformer/transformer_config.py) and moves whole
+     * layers' activations to the host: Megatron only, where the host link
+     * is known */
+    rc[MFU_RC_CPU_OFFLOAD] = (mfu_rc_policy){MFU_RCK_NONE, 0u, sys->hw->host_bw_bytes_s > 0 ? MG : 0u, 0u, 0u};
 }
 
 int mfu_system_set_remat_names(mfu_system *sys, unsigned device, unsigned host)
@@ -194,6 +200,7 @@ static int live_policies(const mfu_system *sys, int live[MFU_RC_COUNT])
         int names = (rp->mx_device | rp->mx_host) != 0;
         if (rp->kind == MFU_RCK_SELECTIVE && rp->modules == 0 && !names) continue;
         if (rp->mx_host && !(sys->hw->host_bw_bytes_s > 0)) continue;
+        if (j == MFU_RC_CPU_OFFLOAD) continue; /* none's bytes, filled after the ops */
         live[n_live++] = j;
     }
     return n_live;
@@ -288,6 +295,10 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
         if (rp->mx_host & MFU_MX_INPUT) host_saved[j] += ab * Te * h;
         lc->host_bytes[j] += host_saved[j];
     }
+    /* F-RC-CPU-OFFLOAD: a layer keeps what "none" keeps, on the device or,
+     * offloaded, all of it on the host */
+    lc->saved_bytes[MFU_RC_CPU_OFFLOAD] += saved[MFU_RC_NONE];
+    lc->host_bytes[MFU_RC_CPU_OFFLOAD] += saved[MFU_RC_NONE];
 }
 
 static void add_cost(mfu_layer_cost *dst, const mfu_layer_cost *src, double k)

@@ -71,6 +71,11 @@ typedef enum {
     MFU_RC_QKV_OFFLOADED,       /* qkv_proj_offloaded */
     MFU_RC_MINIMAL_OFFLOADED,   /* minimal_offloaded */
     MFU_RC_MAXTEXT,             /* remat_policy custom, the names given in the request */
+    /* Megatron-LM's --cpu-offloading-num-layers (Transformer Engine's CPU
+     * offload, docs/model.md F-RC-CPU-OFFLOAD): nothing recomputed, the
+     * activations of the first recompute_layers layers (-1: all but the
+     * last) sent to host memory and fetched back for the backward; pp 1 */
+    MFU_RC_CPU_OFFLOAD,
     MFU_RC_COUNT
 } mfu_recompute;
 
@@ -100,10 +105,20 @@ typedef struct mfu_config {
     int64_t mbs;              /* sequences per micro-batch */
     int64_t grad_accum;       /* micro-batches per step per pipeline */
     int recompute;            /* mfu_recompute slot of sys->rc[] */
-    int64_t recompute_layers; /* with full: layers per stage recomputed; -1 = all */
+    int64_t recompute_layers; /* with full: layers per stage recomputed; -1 = all;
+                               * with cpu_offload: layers offloaded; -1 = all but one */
     int tp_overlap;           /* TP communication overlapped with GEMMs */
     int ep_overlap;           /* EP all-to-all chunked under expert compute */
 } mfu_config;
+
+/* Layers whose activations go to the host under c on a stage of `ls`
+ * layers (0 unless the policy is cpu_offload; -1 = all but the last, the
+ * most Transformer Engine's default synchronizer accepts). */
+static inline int64_t mfu_offload_layers(const mfu_config *c, int64_t ls)
+{
+    if (c->recompute != MFU_RC_CPU_OFFLOAD) return 0;
+    return c->recompute_layers < 0 || c->recompute_layers >= ls ? ls - 1 : c->recompute_layers;
+}
 
 /* Layers per stage of a configuration: stage 0, the busiest middle stage,
  * the last stage (docs/model.md F-PP-SPLIT). */
@@ -139,7 +154,8 @@ extern const char *const mfu_comm_names[MFU_COMM_COUNT];
 typedef struct mfu_memory {
     double weights_bytes, grads_bytes, optimizer_bytes, activations_bytes, buffers_bytes,
         reserve_bytes, total_bytes, capacity_bytes, headroom_bytes;
-    double host_bytes;        /* optimizer state kept in host memory (F-MEM-OPT-OFFLOAD) */
+    double host_bytes;        /* kept in host memory: optimizer moments (F-MEM-OPT-OFFLOAD)
+                               * and offloaded layers' activations (F-RC-CPU-OFFLOAD) */
     int64_t stage;            /* pipeline rank these figures are for */
     int64_t layers;           /* transformer layers on it */
     double inflight;          /* micro-batches whose activations it holds (layer-equivalents / layers) */
@@ -321,7 +337,8 @@ typedef struct mfu_layer_cost {
     double rc_s[MFU_RC_COUNT];     /* recomputed forward time per policy */
     double rc_flops[MFU_RC_COUNT];
     double saved_bytes[MFU_RC_COUNT]; /* activations kept per policy (on the device) */
-    double host_bytes[MFU_RC_COUNT];  /* activations a name policy offloads to the host */
+    double host_bytes[MFU_RC_COUNT];  /* activations a name policy offloads to the host
+                                       * (cpu_offload: one offloaded layer's) */
     double fwd_flops;
     /* F-TIME-DISPATCH (expected profile only): host time to issue the
      * layer's kernels, forward after its MoE dispatch sync (the routed

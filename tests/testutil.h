@@ -46,4 +46,15 @@ static inline int load_hw(const char *preset, mfu_hardware *hw)
     return rc;
 }
 
+/* A preset model on a preset chip, bf16, flash attention, causal: the
+ * system every published-run test starts from. 0 on success. */
+static inline int test_system(mfu_system *s, mfu_model *m, mfu_hardware *hw, const char *model,
+                              const char *chip, int64_t seq, double batch_tokens, int64_t devices,
+                              mfu_op *ops)
+{
+    if (load_model(model, m) || load_hw(chip, hw)) return -1;
+    mfu_training t = {seq, batch_tokens, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    return mfu_system_init(s, m, hw, &t, devices, 0, ops) == MFU_OK ? 0 : -1;
+}
+
 #endif

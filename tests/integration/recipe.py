@@ -150,6 +150,9 @@ def megatron(name, c, seq, layers, moe):
             want["--decoder-last-pipeline-num-layers"] = split["last_stage_layers"]
     if c["recompute"] == "none":
         want["--recompute-granularity"] = None
+    elif c["recompute"] == "cpu_offload":
+        want["--recompute-granularity"] = None
+        want["--cpu-offloading-num-layers"] = c["recompute_layers"]
     elif c["recompute"] == "full":
         want["--recompute-granularity"] = "full"
         want["--recompute-method"] = "uniform" if c["recompute_layers"] < 0 else "block"
@@ -323,6 +326,23 @@ llama70["search"]["frameworks"] = ["megatron"]
 run("llama3-70b 1024xH100 megatron", llama70, 80)
 llama70["search"] = {"top_k": 10, "fix": {"pp": 4}, "max_vpp": 4}
 run("llama3-70b 1024xH100 pp4", llama70, 80)
+
+# Megatron Bridge's Llama 3 70B GB200 BF16 layout (llama3_workload_base_configs.py:
+# 64 GPUs, Megatron-FSDP, cpu_offloading_num_layers 20, micro-batch 1): CPU
+# activation offload searched on request; the argv must carry
+# --cpu-offloading-num-layers with no recompute flags (Megatron refuses both)
+cfgs = run("llama3-70b 64xGB200 cpu offload",
+           {"model": {"preset": "llama3-70b"}, "hardware": {"preset": "gb200-nvl72"}, "devices": 64,
+            "training": {"seq_len": 8192, "global_batch_tokens": 128 * 8192},
+            "search": {"top_k": 3, "cpu_offload": True, "frameworks": ["megatron"],
+                       "fix": {"fsdp": 64, "mbs": 1, "recompute": "cpu_offload"}}}, 80)
+for i, c in enumerate(cfgs):
+    argv = c["recipes"]["megatron"]["argv"]
+    n = "llama3-70b 64xGB200 cpu offload #%d" % i
+    check("--cpu-offloading-num-layers" in argv and
+          argv[argv.index("--cpu-offloading-num-layers") + 1] == str(c["recompute_layers"]),
+          "%s: --cpu-offloading-num-layers %s" % (n, c["recompute_layers"]))
+    check(not any(a.startswith("--recompute") for a in argv), "%s: recompute flags with CPU offload" % n)
 
 # MoE: Mixtral 8x7B on 64 H100, DeepSeek-V3 (MLA, 3 dense layers) on 256 H800
 run("mixtral-8x7b 64xH100", {"model": {"preset": "mixtral-8x7b"}, "hardware": {"preset": "h100-sxm"},

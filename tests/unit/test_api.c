@@ -467,8 +467,9 @@ int main(void)
                      "{\"recompute\": \"maxtext\", \"remat\": {\"context\": \"offload\"}}}}", 422,
                      "/search/fix/remat");
         /* offloading on a chip whose host link is unknown: no such configuration */
-        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
-                     MC("{\"query_proj\": \"offload\"}") "}", 422, "/measured/config");
+        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\", "
+                     "\"host_bw_bytes_s\": 0}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, "
+                     "\"devices\": 64, " MC("{\"query_proj\": \"offload\"}") "}", 422, "/measured/config");
         /* a MaxText custom policy, echoed with the families it keeps; its
          * MaxText recipe sets the per-tensor switches */
         api_status st;
@@ -519,11 +520,18 @@ int main(void)
         CHECK(strcmp(k0, ki2) != 0 && strcmp(ki2, "error") != 0);
     }
     {
+        /* CPU activation offload (F-RC-CPU-OFFLOAD): a boolean search
+         * switch; no pipeline parallelism (Megatron refuses it) */
+        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
+                     "\"search\": {\"cpu_offload\": \"yes\"}}", 422, "/search/cpu_offload");
+        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
+                     "\"measured\": {\"config\": {\"parallel\": {\"dp\": 32, \"pp\": 2}, \"recompute\": "
+                     "\"cpu_offload\", \"recompute_layers\": 4}, \"step_time_s\": 1}}", 422, "/measured/config");
         /* MaxText's optimizer offload needs a host link; vocabulary tiling
          * and the offload reach the MaxText recipe */
-        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
-                     "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
-                     "\"optimizer_offload\": true}}", 422, "/training/optimizer_offload");
+        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\", "
+                     "\"host_bw_bytes_s\": 0}, \"devices\": 64, \"training\": {\"seq_len\": 4096, "
+                     "\"global_batch_tokens\": 1048576, \"optimizer_offload\": true}}", 422, "/training/optimizer_offload");
         expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, "
                      "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
                      "\"vocab_tiles\": 0}}", 422, "/training/vocab_tiles");

@@ -711,7 +711,9 @@ static void t_remat_names(void)
     /* the same policy on a chip whose host link is unknown: not a configuration */
     mfu_hardware gpu;
     CHECK(load_hw("h100-sxm", &gpu) == 0);
-    CHECK(gpu.host_bw_bytes_s == 0);
+    /* the preset's PCIe Gen5 x16: 32 GT/s x 16 lanes x 128/130 / 8 bits */
+    CHECK_NEAR(gpu.host_bw_bytes_s, 32e9 * 16.0 * 128.0 / 130.0 / 8.0, 0.01);
+    gpu.host_bw_bytes_s = 0; /* a chip whose host link is not known */
     mfu_system sg;
     CHECK(mfu_system_init(&sg, &m, &gpu, &tr, 8, 0, ops) == MFU_OK);
     int reason;
@@ -889,6 +891,104 @@ static void t_megatron_fsdp(void)
     CHECK(mfu_config_frameworks(&se, &c, why) & MFU_FW_MASK(MFU_FW_MEGATRON));
 }
 
+/* Megatron-LM's CPU activation offload (docs/model.md F-RC-CPU-OFFLOAD) on
+ * Megatron Bridge's Llama 3 70B GB200 BF16 recipe
+ * (NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/llama/
+ * llama3_workload_base_configs.py, LLAMA3_70B_GB200_BF16_BASE_CONFIG: 64
+ * GPUs, global batch 128, Megatron-FSDP, cpu_offloading_num_layers 20,
+ * micro-batch 1, TP/PP/CP 1; seq 8192), a configuration that ran.
+ * Saved bytes per token of one layer, TP 1, flash attention, bf16
+ * (h = 8192, 64 heads of 128, 8 KV heads, ffn 28672), as in the 405B
+ * count above: attention norm input 2h = 16384, its output 16384, Q 16384,
+ * K 2048, V 2048, LSE 4 x 64 = 256, out-proj input 16384, MLP norm input
+ * 16384, its output 16384, SwiGLU inputs 2 x 2 x 28672 = 114688, down-proj
+ * input 57344 = 274,688 B; x 8192 tokens = 2,250,244,096 B a layer. */
+static void t_cpu_offload(void)
+{
+    mfu_model m;
+    mfu_hardware hw;
+    mfu_system s;
+    CHECK(test_system(&s, &m, &hw, "llama3-70b", "gb200-nvl72", 8192, 8192.0 * 128, 64, ops) == 0);
+    const mfu_training tr = s.train;
+    mfu_config c = cfg(1, 64, 1, 1, 1, 1);
+    c.grad_accum = 2;
+    c.recompute = MFU_RC_CPU_OFFLOAD;
+    c.recompute_layers = 20;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    int reason;
+    const char *why;
+    CHECK(mfu_config_check(&s, &c, &reason, &why) == MFU_OK);
+    CHECK(has_fw(&s, &c, MFU_FW_MEGATRON));
+    CHECK(!has_fw(&s, &c, MFU_FW_TORCHTITAN)); /* FW-T7: torchtitan has no such setting */
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    double T = 274688.0 * 8192;
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_NONE], T, 1e-9);
+    CHECK_NEAR(k.avg.host_bytes[MFU_RC_CPU_OFFLOAD], T, 1e-9);
+    /* Transformer Engine keeps (L - N) x T on the device
+     * (transformer_engine/pytorch/cpu_offload.py): 20 layers fewer than
+     * "none", and those 20 in host memory */
+    mfu_memory off, none;
+    mfu_memory_stage(&s, &c, &k, 0, &off);
+    mfu_config cn = c;
+    cn.recompute = MFU_RC_NONE;
+    cn.recompute_layers = -1;
+    mfu_memory_stage(&s, &cn, &k, 0, &none);
+    CHECK_NEAR(none.activations_bytes - off.activations_bytes, 20 * T, 1e-9);
+    CHECK_NEAR(off.host_bytes, 20 * T, 1e-9);
+    CHECK(none.headroom_bytes < 0); /* without offload the recipe does not fit ... */
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
+    CHECK(ev.feasible); /* ... with it, it does, as it ran */
+
+    /* time: x = T / 2.56e11 B/s = 8.8 ms a layer each way, hidden under
+     * the 78 other layers' forward (L - 2 = 78; TE's window) */
+    double x = T / hw.host_bw_bytes_s;
+    mfu_shape_cost ke;
+    mfu_shape_costs(&s, &sh, &hw.eff, ops, &ke);
+    CHECK(20 * x < 78 * ke.avg.fwd_s);
+    CHECK(ev.expected.offload_s == 0);
+    CHECK(ev.bound.step_time_s >= 2 * 2 * 20 * x); /* the link's busy time, 2 micro-batches */
+
+    /* a slow link (1 GB/s): 20 copies of 2.25 s each way outlast 78 layers,
+     * forward max(L f, 2 f + N x) and backward max(L b, 2 b + N x) */
+    mfu_hardware slow = hw;
+    slow.host_bw_bytes_s = 1e9;
+    mfu_system ss;
+    CHECK(mfu_system_init(&ss, &m, &slow, &tr, 64, 0, ops) == MFU_OK);
+    CHECK(mfu_evaluate(&ss, &c, ops, &ev) == MFU_OK);
+    double xs = T / 1e9;
+    double want = 2 * ((20 * xs - 78 * ke.avg.fwd_s) + (20 * xs - 78 * ke.avg.bwd_s));
+    CHECK_NEAR(ev.expected.offload_s, want, 1e-9);
+    CHECK_NEAR(ev.expected.gap_s[MFU_GAP_OFFLOAD], ev.expected.offload_s, 1e-12);
+    /* all layers but one: each copy waits in full (W = 1) */
+    c.recompute_layers = -1;
+    CHECK_EQ_I(mfu_offload_layers(&c, 80), 79);
+    CHECK(mfu_evaluate(&ss, &c, ops, &ev) == MFU_OK);
+    CHECK_NEAR(ev.expected.offload_s, 2 * 2 * 79 * xs, 1e-9);
+
+    /* Megatron's checks (transformer_config.py): fewer offloaded layers
+     * than layers, no pipeline parallelism; a host link to cross */
+    c.recompute_layers = 80;
+    CHECK(mfu_config_check_rc(&s, &c, &reason, &why) != MFU_OK);
+    c.recompute_layers = 20;
+    mfu_config cp = cfg(1, 8, 1, 1, 8, 1);
+    cp.grad_accum = 16;
+    cp.recompute = MFU_RC_CPU_OFFLOAD;
+    cp.recompute_layers = 5;
+    CHECK(mfu_config_default_split(&s, &cp) == MFU_OK);
+    CHECK(mfu_config_check_rc(&s, &cp, &reason, &why) != MFU_OK);
+    CHECK(strstr(why, "pipeline") != NULL);
+    mfu_hardware none_hw = hw;
+    none_hw.host_bw_bytes_s = 0;
+    mfu_system sn;
+    CHECK(mfu_system_init(&sn, &m, &none_hw, &tr, 64, 0, ops) == MFU_OK);
+    CHECK(mfu_config_check_rc(&sn, &c, &reason, &why) != MFU_OK);
+    CHECK(strstr(why, "host_bw_bytes_s") != NULL);
+}
+
 int main(void)
 {
     t_recompute_modules();
@@ -904,5 +1004,6 @@ int main(void)
     t_moe_load();
     t_maxtext_savers();
     t_megatron_fsdp();
+    t_cpu_offload();
     return check_done();
 }

@@ -258,6 +258,17 @@ int main(void)
          * recompute at mbs 1 holds the fewest activations */
         CHECK_EQ_I(rn.stats.closest.mbs, 1);
         CHECK_EQ_I(rn.stats.closest.recompute, MFU_RC_FULL);
+        /* ... unless CPU offload is searched too: all layers but one
+         * offloaded keep one layer's activations on the device
+         * (F-RC-CPU-OFFLOAD), fewer than full recompute's 32 layer inputs
+         * and one rematerialised layer */
+        o.cpu_offload = 1;
+        mfu_search_result ro;
+        CHECK(run(&s2, &o, none_fit, &ro) == 0);
+        CHECK_EQ_I(ro.n, 0);
+        CHECK_EQ_I(ro.stats.closest.recompute, MFU_RC_CPU_OFFLOAD);
+        CHECK_EQ_I(ro.stats.closest.recompute_layers, 31);
+        CHECK(ro.stats.closest_headroom_bytes > rn.stats.closest_headroom_bytes);
     }
     /* a callback can stop it */
     mfu_search_defaults(&sys, &o);
@@ -292,5 +303,44 @@ int main(void)
     }
     CHECK(rb.n == 20);
     CHECK_EQ_I(outside, 0);
+    {
+        /* CPU activation offload (F-RC-CPU-OFFLOAD) is searched only when
+         * asked; then at the fewest offloaded layers that fit: Llama 3 70B
+         * on 64 GB200 at Megatron Bridge's layout (FSDP 64, mbs 1, seq
+         * 8192; llama3_workload_base_configs.py) fits with N layers
+         * offloaded and not with N - 1 */
+        mfu_model m70;
+        mfu_hardware gb;
+        mfu_system s70;
+        CHECK(test_system(&s70, &m70, &gb, "llama3-70b", "gb200-nvl72", 8192, 8192.0 * 128, 64, ops) == 0);
+        mfu_search_defaults(&s70, &o);
+        o.top_k = MFU_MAX_TOP_K;
+        static mfu_ranked best[MFU_MAX_TOP_K];
+        mfu_search_result r70;
+        CHECK(run(&s70, &o, best, &r70) == 0);
+        int offl = 0;
+        for (int i = 0; i < r70.n; i++) offl += best[i].config.recompute == MFU_RC_CPU_OFFLOAD;
+        CHECK(r70.n > 0);
+        CHECK_EQ_I(offl, 0);
+        o.cpu_offload = 1;
+        o.n_allowed[MFU_AX_FSDP] = 1;
+        o.allowed[MFU_AX_FSDP][0] = 64;
+        o.fix_mbs = 1;
+        o.fix_recompute = MFU_RC_CPU_OFFLOAD;
+        CHECK(run(&s70, &o, best, &r70) == 0);
+        CHECK_EQ_I(r70.n, 1);
+        if (r70.n == 1) {
+            mfu_config c = best[0].config;
+            CHECK_EQ_I(c.recompute, MFU_RC_CPU_OFFLOAD);
+            CHECK(c.recompute_layers > 0 && c.recompute_layers <= 20); /* the recipe's 20 fit */
+            mfu_eval e;
+            CHECK(mfu_evaluate(&s70, &c, ops, &e) == MFU_OK && e.feasible);
+            c.recompute_layers--;
+            if (c.recompute_layers > 0) {
+                CHECK(mfu_evaluate(&s70, &c, ops, &e) == MFU_OK);
+                CHECK(!e.feasible);
+            }
+        }
+    }
     return check_done();
 }
