@@ -89,6 +89,13 @@ $(BUILD)/tests/test_srv_%: tests/unit/test_srv_%.c tests/check.h $(SRV_TEST_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Wno-missing-field-initializers -Itests $< $(SRV_TEST_OBJ) $(LIBS) $(LDLIBS_ALL) -o $@
 
+# the allocation-failure walk (tests/unit/test_oom.c) takes over the api's
+# malloc, calloc, realloc and strdup at link time
+$(BUILD)/tests/test_oom: tests/unit/test_oom.c tests/check.h $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -rdynamic -Itests $< $(LIBS) $(LDLIBS_ALL) \
+	    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup -o $@
+
 # tests initialise the core's structs positionally, trailing fields left
 # zero (their defaults): no warning for the omitted ones
 $(BUILD)/tests/%: tests/unit/%.c tests/check.h $(LIBS)

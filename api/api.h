@@ -41,6 +41,21 @@ typedef struct api_status {
 } api_status;
 
 void api_status_init(api_status *st);
+
+/* The out-of-memory policy (api/oom.c): api_alloc_init() routes jansson's
+ * allocations through a counter (call it once at start, before threads);
+ * api_oom_note() counts one of the api's own; an entry point that saw a
+ * failure during its run answers 503 instead of what it concluded
+ * (api_oom_policy, given the count from before the run). */
+void api_alloc_init(void);
+void api_oom_note(void);
+unsigned long api_oom_events(void);
+json_t *api_oom_policy(json_t *res, api_status *st, unsigned long before);
+/* malloc, calloc, realloc, strdup for the api's own memory, counted. */
+void *api_malloc(size_t n);
+void *api_calloc(size_t n, size_t k);
+void *api_realloc(void *p, size_t n);
+char *api_strdup(const char *s);
 /* Record an error at `pointer` (printf-style detail). The first call sets
  * st->status; later calls add to the list (up to API_MAX_ERRORS). */
 void api_fail(api_status *st, int status, const char *pointer, const char *fmt, ...)

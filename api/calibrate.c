@@ -148,7 +148,15 @@ static json_t *summary(const double *r, int n)
                      "signed_mean_error", n ? ss / n : 0.0, "runs", n);
 }
 
+static json_t *calibrate_run(json_t *doc, api_status *st);
+
 json_t *api_calibrate(json_t *doc, api_status *st)
+{
+    unsigned long before = api_oom_events();
+    return api_oom_policy(calibrate_run(doc, st), st, before);
+}
+
+static json_t *calibrate_run(json_t *doc, api_status *st)
 {
     char p[256];
     if (!json_is_object(doc)) {
@@ -190,11 +198,11 @@ json_t *api_calibrate(json_t *doc, api_status *st)
         for (int k = 0; k < CP_COUNT; k++) x.ids[x.np++] = k;
     }
     int n = (int)json_array_size(runs);
-    cal_run *cr = calloc((size_t)n, sizeof *cr);
-    x.ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
+    cal_run *cr = api_calloc((size_t)n, sizeof *cr);
+    x.ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     json_t *out = NULL;
-    double *meas = calloc(MFU_FIT_MAX_RUNS, sizeof *meas);
-    int *use = calloc(MFU_FIT_MAX_RUNS, sizeof *use);
+    double *meas = api_calloc(MFU_FIT_MAX_RUNS, sizeof *meas);
+    int *use = api_calloc(MFU_FIT_MAX_RUNS, sizeof *use);
     if (!cr || !x.ops || !meas || !use) {
         api_fail(st, 503, "", "out of memory");
         goto done;
@@ -379,7 +387,7 @@ done:
 char *api_calibrate_table(json_t *res)
 {
     size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
+    char *b = api_malloc(cap);
     if (!b) return NULL;
 #define P(...) do { int k_ = snprintf(b + n, cap - n, __VA_ARGS__); \
                     if (k_ > 0 && (size_t)k_ < cap - n) n += (size_t)k_; } while (0)

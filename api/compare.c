@@ -243,8 +243,18 @@ static json_t *row(const variant *v, json_t *lists[V_COUNT])
     return o;
 }
 
+static json_t *compare_run(json_t *doc, api_status *st, api_progress_fn fn, void *ctx, int threads,
+                           json_t *known, json_t *computed);
+
 json_t *api_compare(json_t *doc, api_status *st, api_progress_fn fn, void *ctx, int threads,
                     json_t *known, json_t *computed)
+{
+    unsigned long before = api_oom_events();
+    return api_oom_policy(compare_run(doc, st, fn, ctx, threads, known, computed), st, before);
+}
+
+static json_t *compare_run(json_t *doc, api_status *st, api_progress_fn fn, void *ctx, int threads,
+                           json_t *known, json_t *computed)
 {
     if (!json_is_object(doc)) {
         api_fail(st, 422, "", "a comparison is an object {base, vary}");
@@ -267,7 +277,7 @@ json_t *api_compare(json_t *doc, api_status *st, api_progress_fn fn, void *ctx, 
     json_t *lists[V_COUNT];
     size_t n = 0;
     if (parse_vary(json_object_get(doc, "vary"), lists, &n, st)) return NULL;
-    variant *vs = calloc(n, sizeof *vs);
+    variant *vs = api_calloc(n, sizeof *vs);
     json_t *out = NULL;
     if (!vs) {
         api_fail(st, 503, "", "out of memory");
@@ -343,7 +353,15 @@ done:
     return out;
 }
 
+static json_t *compare_normalize_run(json_t *doc, api_status *st);
+
 json_t *api_compare_normalize(json_t *doc, api_status *st)
+{
+    unsigned long before = api_oom_events();
+    return api_oom_policy(compare_normalize_run(doc, st), st, before);
+}
+
+static json_t *compare_normalize_run(json_t *doc, api_status *st)
 {
     if (!json_is_object(doc) || !json_is_object(json_object_get(doc, "base"))) {
         api_fail(st, 422, json_is_object(doc) ? "/base" : "",
@@ -354,7 +372,7 @@ json_t *api_compare_normalize(json_t *doc, api_status *st)
     json_t *lists[V_COUNT];
     size_t n = 0;
     if (parse_vary(json_object_get(doc, "vary"), lists, &n, st)) return NULL;
-    variant *vs = calloc(n, sizeof *vs);
+    variant *vs = api_calloc(n, sizeof *vs);
     if (!vs) {
         api_fail(st, 503, "", "out of memory");
         return NULL;
@@ -373,13 +391,13 @@ json_t *api_compare_normalize(json_t *doc, api_status *st)
 char *api_compare_table(json_t *result)
 {
     size_t cap = 8192, len = 0;
-    char *b = malloc(cap);
+    char *b = api_malloc(cap);
     if (!b) return NULL;
 #define OUT(...) do { \
         int k_ = snprintf(b + len, cap - len, __VA_ARGS__); \
         if (k_ < 0) break; \
         if ((size_t)k_ >= cap - len) { \
-            size_t nc = (cap + (size_t)k_) * 2; char *nb = realloc(b, nc); \
+            size_t nc = (cap + (size_t)k_) * 2; char *nb = api_realloc(b, nc); \
             if (!nb) { free(b); return NULL; } \
             b = nb; cap = nc; \
             k_ = snprintf(b + len, cap - len, __VA_ARGS__); \

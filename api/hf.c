@@ -493,7 +493,7 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
     }
 
     /* Sliding windows. */
-    unsigned char *sl = calloc((size_t)cm->n_layers, 1);
+    unsigned char *sl = api_calloc((size_t)cm->n_layers, 1);
     if (!sl) {
         api_fail(c->st, 500, c->cfg_ptr, "out of memory");
         c->failed++;
@@ -629,7 +629,7 @@ static void qwen_moe_mlp(hf_ctx *c, hf_family fam, long long n_layers, layer_spe
     }
     if (hf_int(c, "decoder_sparse_step", 0, 1, 1, API_MAX_LAYERS, &step) < 0) return;
 
-    unsigned char *dense = calloc((size_t)n_layers, 1);
+    unsigned char *dense = api_calloc((size_t)n_layers, 1);
     if (!dense) {
         api_fail(c->st, 500, c->cfg_ptr, "out of memory");
         c->failed++;
@@ -751,8 +751,8 @@ static void llama4_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls)
 {
     long long n = cm->n_layers, interval, chunk = 8192, step, e, k, moe_ffn, dense_ffn = 0;
     int qkn;
-    unsigned char *rope = calloc((size_t)n, 1), *moe = calloc((size_t)n, 1);
-    unsigned char *chunked = calloc((size_t)n, 1);
+    unsigned char *rope = api_calloc((size_t)n, 1), *moe = api_calloc((size_t)n, 1);
+    unsigned char *chunked = api_calloc((size_t)n, 1);
     if (!rope || !moe || !chunked) {
         api_fail(c->st, 500, c->cfg_ptr, "out of memory");
         c->failed++;
@@ -838,7 +838,7 @@ static void qwen3_next_linear(hf_ctx *c, const hf_common *cm, layer_spec *ls)
 {
     char ptr[256];
     long long n = cm->n_layers, interval, vh, kh, kd, vd, conv;
-    unsigned char *lin = calloc((size_t)n, 1);
+    unsigned char *lin = api_calloc((size_t)n, 1);
     if (!lin) {
         api_fail(c->st, 500, c->cfg_ptr, "out of memory");
         c->failed++;
@@ -1160,7 +1160,7 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
     if (hf_bool(&c, "tie_word_embeddings", fam == F_GEMMA || fam == F_GEMMA2, &tie) < 0)
         return NULL;
 
-    layer_spec *ls = calloc((size_t)cm.n_layers, sizeof *ls);
+    layer_spec *ls = api_calloc((size_t)cm.n_layers, sizeof *ls);
     if (!ls) {
         api_fail(st, 500, c.cfg_ptr, "out of memory");
         return NULL;

@@ -145,9 +145,9 @@ static int64_t fewest_devices(const api_request *r, const mfu_search_opts *o, do
                               json_t *tried, int *timed_out)
 {
     mfu_search_scratch sc = {0};
-    sc.ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
-    sc.cache = malloc(mfu_search_cache_bytes());
-    sc.part = malloc(sizeof(mfu_ranked));
+    sc.ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
+    sc.cache = api_malloc(mfu_search_cache_bytes());
+    sc.part = api_malloc(sizeof(mfu_ranked));
     int64_t best = 0;
     *timed_out = 0;
     if (!sc.ops || !sc.cache || !sc.part) goto done;

@@ -1,10 +1,15 @@
 /* api/presets.c -- the preset library: data files under presets/models and
- * presets/hardware, embedded at build time by tools/embed.c. Parsed once, on
- * first use (pthread_once), into a read-only table shared by all threads.
- * And the resolution of a request's model and hardware against it
+ * presets/hardware, embedded at build time by tools/embed.c. Parsed on
+ * first use into a read-only table shared by all threads -- both tables or
+ * neither: an allocation that fails while building them leaves the library
+ * unloaded and the next caller tries again, so a passing out-of-memory
+ * cannot empty the preset list for the life of the process (it did when
+ * the table was built once, come what may; tests/unit/test_oom.c). And the
+ * resolution of a request's model and hardware against it
  * (api_resolve_model, api_resolve_hardware): api/request.c calls in here,
  * nothing here calls request.c. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,40 +21,70 @@ struct mfu_embedded_file { const char *path; const char *data; size_t len; };
 extern const struct mfu_embedded_file mfu_embedded_files[];
 extern const size_t mfu_embedded_count;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static json_t *models;   /* name -> preset file JSON */
-static json_t *hardware; /* name -> preset file JSON */
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int loaded;  /* 1 once both tables are complete (release/acquire) */
+static json_t *models;     /* name -> preset file JSON */
+static json_t *hardware;   /* name -> preset file JSON */
 
-static void load(void)
+/* Both tables from the embedded files, or -1 (out of memory) and neither. */
+static int build(json_t **mo, json_t **hw)
 {
-    models = json_object();
-    hardware = json_object();
-    for (size_t i = 0; i < mfu_embedded_count; i++) {
+    *mo = json_object();
+    *hw = json_object();
+    int ok = *mo && *hw;
+    for (size_t i = 0; ok && i < mfu_embedded_count; i++) {
         const struct mfu_embedded_file *f = &mfu_embedded_files[i];
         json_error_t err;
         json_t *j = json_loadb(f->data, f->len, 0, &err);
         json_t *name = json_object_get(j, "name");
-        if (!j || !json_is_string(name)) {
+        if (!j && json_error_code(&err) == json_error_out_of_memory) {
+            ok = 0;
+        } else if (!j || !json_is_string(name)) {
             /* A broken preset is a build defect; tests/unit/test_presets.c
              * loads every file, so it never ships. Skip it here. */
             json_decref(j);
-            continue;
+        } else {
+            json_t *dst = strstr(f->path, "presets/hardware/") ? *hw : *mo;
+            ok = json_object_set_new(dst, json_string_value(name), j) == 0;
         }
-        json_t *dst = strstr(f->path, "presets/hardware/") ? hardware : models;
-        json_object_set_new(dst, json_string_value(name), j);
     }
+    if (ok) return 0;
+    json_decref(*mo);
+    json_decref(*hw);
+    *mo = *hw = NULL;
+    return -1;
 }
+
+/* 0 when the library is loaded (loading it if needed), -1 if it could not
+ * be (out of memory; a later call tries again). */
+static int ensure_loaded(void)
+{
+    if (atomic_load_explicit(&loaded, memory_order_acquire)) return 0;
+    pthread_mutex_lock(&load_mu);
+    int rc = 0;
+    if (!atomic_load_explicit(&loaded, memory_order_relaxed)) {
+        json_t *mo, *hw;
+        rc = build(&mo, &hw);
+        if (rc == 0) {
+            models = mo;
+            hardware = hw;
+            atomic_store_explicit(&loaded, 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&load_mu);
+    return rc;
+}
+
+static int api_presets_loaded(void) { return ensure_loaded() == 0; }
 
 json_t *api_preset_model(const char *name)
 {
-    pthread_once(&once, load);
-    return json_object_get(models, name);
+    return ensure_loaded() ? NULL : json_object_get(models, name);
 }
 
 json_t *api_preset_hardware(const char *name)
 {
-    pthread_once(&once, load);
-    return json_object_get(hardware, name);
+    return ensure_loaded() ? NULL : json_object_get(hardware, name);
 }
 
 static json_t *names_of(json_t *table)
@@ -63,21 +98,19 @@ static json_t *names_of(json_t *table)
 
 json_t *api_preset_model_names(void)
 {
-    pthread_once(&once, load);
-    return names_of(models);
+    return ensure_loaded() ? json_array() : names_of(models);
 }
 
 json_t *api_preset_hardware_names(void)
 {
-    pthread_once(&once, load);
-    return names_of(hardware);
+    return ensure_loaded() ? json_array() : names_of(hardware);
 }
 
 /* The table's names in byte order (a stable listing); malloc'd, *n set. */
 static const char **sorted_names(json_t *table, size_t *n)
 {
     *n = json_object_size(table);
-    const char **v = malloc((*n ? *n : 1) * sizeof *v);
+    const char **v = api_malloc((*n ? *n : 1) * sizeof *v);
     if (!v) { *n = 0; return NULL; }
     size_t i = 0;
     const char *k;
@@ -92,7 +125,7 @@ static const char **sorted_names(json_t *table, size_t *n)
 
 json_t *api_presets_models(void)
 {
-    pthread_once(&once, load);
+    if (ensure_loaded()) return NULL;
     json_t *out = json_array();
     const char *k;
     json_t *v;
@@ -133,7 +166,7 @@ json_t *api_presets_models(void)
 
 json_t *api_presets_hardware(void)
 {
-    pthread_once(&once, load);
+    if (ensure_loaded()) return NULL;
     json_t *out = json_array();
     size_t n;
     const char **sorted = sorted_names(hardware, &n);
@@ -194,7 +227,8 @@ json_t *api_resolve_model(json_t *model, json_t **source, json_t **overridden, a
         }
         json_t *p = api_preset_model(json_string_value(preset));
         if (!p) {
-            unknown_preset(st, "/model/preset", "model", json_string_value(preset), api_preset_model_names());
+            if (!api_presets_loaded()) api_fail(st, 503, "/model/preset", "out of memory loading the preset library; try again");
+            else unknown_preset(st, "/model/preset", "model", json_string_value(preset), api_preset_model_names());
             return NULL;
         }
         *source = json_string("preset");
@@ -241,7 +275,8 @@ json_t *api_resolve_hardware(json_t *hw, json_t **overridden, api_status *st)
     }
     json_t *p = api_preset_hardware(json_string_value(preset));
     if (!p) {
-        unknown_preset(st, "/hardware/preset", "hardware", json_string_value(preset),
+        if (!api_presets_loaded()) api_fail(st, 503, "/hardware/preset", "out of memory loading the preset library; try again");
+        else unknown_preset(st, "/hardware/preset", "hardware", json_string_value(preset),
                        api_preset_hardware_names());
         return NULL;
     }

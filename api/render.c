@@ -386,7 +386,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
         if (k < 0) return;
         if (b->p && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
         size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)k;
-        char *q = realloc(b->p, cap);
+        char *q = api_realloc(b->p, cap);
         if (!q) return;
         b->p = q;
         b->cap = cap;
@@ -509,7 +509,7 @@ char *api_search_table(json_t *result)
               num(s, "space_size"), num(s, "evaluated"), num(s, "fully_evaluated"),
               num(s, "feasible"), num(s, "elapsed_s"),
               json_is_true(json_object_get(s, "truncated")) ? " (truncated)" : "");
-    return b.p ? b.p : strdup("");
+    return b.p ? b.p : api_strdup("");
 }
 
 char *api_result_csv(json_t *result)

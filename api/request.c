@@ -711,7 +711,15 @@ static int parse_measured(json_t *meas, int engine, double *t, json_t **trace, a
     return 0;
 }
 
+static json_t *normalize_run(json_t *request, api_status *st);
+
 json_t *api_normalize(json_t *request, api_status *st)
+{
+    unsigned long before = api_oom_events();
+    return api_oom_policy(normalize_run(request, st), st, before);
+}
+
+static json_t *normalize_run(json_t *request, api_status *st)
 {
     api_request r;
     int need = json_is_object(request) && (json_object_get(request, "search") ||
@@ -720,7 +728,7 @@ json_t *api_normalize(json_t *request, api_status *st)
         api_request_free(&r);
         return NULL;
     }
-    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
+    mfu_op *ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     mfu_system sys;
     mfu_search_opts o;
     double deadline;
@@ -825,7 +833,7 @@ int api_cache_key(json_t *normalized, char out_hex[65])
     if (copy) json_object_del(copy, "_source");
     char *s = copy ? json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : NULL;
     size_t n = s ? strlen(s) : 0;
-    char *buf = s ? malloc(n + sizeof MFU_ENGINE_VERSION + 1) : NULL;
+    char *buf = s ? api_malloc(n + sizeof MFU_ENGINE_VERSION + 1) : NULL;
     if (!buf) { /* out of memory: no key (the callers refuse) */
         free(s);
         json_decref(copy);
@@ -862,7 +870,15 @@ static json_t *config_json_min(const mfu_system *sys, const mfu_config *c)
     return o;
 }
 
+static json_t *roofline_run(json_t *request, api_status *st);
+
 json_t *api_roofline(json_t *request, api_status *st)
+{
+    unsigned long before = api_oom_events();
+    return api_oom_policy(roofline_run(request, st), st, before);
+}
+
+static json_t *roofline_run(json_t *request, api_status *st)
 {
     api_request r;
     if (api_parse_request(request, 0, &r, st)) {
@@ -877,7 +893,7 @@ json_t *api_roofline(json_t *request, api_status *st)
         api_request_free(&r);
         return NULL;
     }
-    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_MAX_OPS);
+    mfu_op *ops = api_malloc(sizeof(mfu_op) * MFU_MAX_OPS);
     if (!ops) {
         api_fail(st, 503, "", "out of memory");
         api_request_free(&r);
@@ -982,11 +998,11 @@ typedef struct search_thread {
 static void *search_thread_main(void *p)
 {
     search_thread *t = p;
-    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
+    mfu_op *ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     /* zeroed (an empty cache) by calloc, whose large blocks come as fresh
      * pages: only the entries a search fills are ever touched; kept across
      * this thread's shards (one system) */
-    void *cache = calloc(1, mfu_search_cache_bytes());
+    void *cache = api_calloc(1, mfu_search_cache_bytes());
     t->ok = ops && cache;
     shard_bridge br = {t->d, 0, 0};
     for (int k = t->first; t->ok && k < MFU_SEARCH_SHARDS; k += t->step) {
@@ -1063,7 +1079,15 @@ json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ct
     return api_search_mt(request, st, fn, ctx, 1);
 }
 
+static json_t *search_mt_run(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads);
+
 json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads)
+{
+    unsigned long before = api_oom_events();
+    return api_oom_policy(search_mt_run(request, st, fn, ctx, threads), st, before);
+}
+
+static json_t *search_mt_run(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads)
 {
     api_request r;
     if (api_parse_request(request, 1, &r, st)) {
@@ -1071,7 +1095,7 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
         return NULL;
     }
     json_t *out = NULL;
-    mfu_op *ops = malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
+    mfu_op *ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     mfu_ranked *top = NULL, *parts_top = NULL;
     mfu_system sys;
     mfu_search_opts o;
@@ -1093,8 +1117,8 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     }
     if (threads < 1) threads = 1;
     if (threads > MFU_SEARCH_SHARDS) threads = MFU_SEARCH_SHARDS;
-    top = malloc(sizeof *top * (size_t)o.top_k);
-    parts_top = malloc(sizeof *parts_top * (size_t)o.top_k * MFU_SEARCH_SHARDS);
+    top = api_malloc(sizeof *top * (size_t)o.top_k);
+    parts_top = api_malloc(sizeof *parts_top * (size_t)o.top_k * MFU_SEARCH_SHARDS);
     if (!top || !parts_top) { api_fail(st, 503, "", "out of memory for the ranking"); goto done; }
     mfu_search_result res = {0, top, {0}};
     mfu_search_result parts[MFU_SEARCH_SHARDS];

@@ -60,7 +60,7 @@ static void sb_put(sbuf *b, const char *s, size_t n)
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 8192;
         while (b->n + n + 1 > cap) cap *= 2;
-        char *q = realloc(b->p, cap);
+        char *q = api_realloc(b->p, cap);
         if (!q) { b->oom = 1; return; }
         b->p = q;
         b->cap = cap;
@@ -84,7 +84,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     va_end(ap);
     if (k < 0) { b->oom = 1; return; }
     if ((size_t)k < sizeof small) { sb_put(b, small, (size_t)k); return; }
-    char *big = malloc((size_t)k + 1);
+    char *big = api_malloc((size_t)k + 1);
     if (!big) { b->oom = 1; return; }
     va_start(ap, fmt);
     vsnprintf(big, (size_t)k + 1, fmt, ap);
@@ -126,7 +126,7 @@ static void sb_esc_short(sbuf *b, const char *s, int max)
         cps++;
     }
     if (cps <= max) { sb_esc(b, s); return; }
-    char *t = malloc(cut + 4);
+    char *t = api_malloc(cut + 4);
     if (!t) { b->oom = 1; return; }
     memcpy(t, s, cut);
     memcpy(t + cut, "...", 4);
@@ -657,7 +657,7 @@ char *api_svg_roofline(json_t *result)
     }
     double vpeak = num_or(pf, "fp32", 0);
     size_t n = json_array_size(ops);
-    rop *pt = calloc(n, sizeof *pt);
+    rop *pt = api_calloc(n, sizeof *pt);
     if (!pt) return NULL;
     size_t np = 0, skipped = 0;
     int any_vector = 0;

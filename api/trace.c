@@ -190,7 +190,7 @@ static void sput(lexer *lx, char c)
     if (lx->slen + 1 >= lx->scap) {
         if (lx->scap >= TR_MAX_STRING) return; /* cut */
         size_t cap = lx->scap ? lx->scap * 2 : 256;
-        char *p = realloc(lx->s, cap);
+        char *p = api_realloc(lx->s, cap);
         if (!p) return;
         lx->s = p;
         lx->scap = cap;
@@ -375,7 +375,7 @@ typedef struct store {
 } store;
 
 #define GROW(arr, n, cap) do { if ((n) == (cap)) { size_t c_ = (cap) ? (cap) * 2 : 1024; \
-    void *p_ = realloc((arr), c_ * sizeof *(arr)); if (!p_) return -1; (arr) = p_; (cap) = c_; } } while (0)
+    void *p_ = api_realloc((arr), c_ * sizeof *(arr)); if (!p_) return -1; (arr) = p_; (cap) = c_; } } while (0)
 
 static int is_comm_cat(int c) { return c >= TR_ALLREDUCE && c <= TR_OTHER_COMM; }
 
@@ -910,7 +910,7 @@ static json_t *shape_table(const store *sto, const double *op_time)
     size_t n = 0;
     for (size_t i = 0; i < sto->n_gm; i++) n += op_time[i] > 0;
     if (!n) return json_array();
-    shape_acc *v = malloc(sizeof *v * n);
+    shape_acc *v = api_malloc(sizeof *v * n);
     if (!v) return json_array();
     size_t k = 0;
     for (size_t i = 0; i < sto->n_gm; i++)
@@ -948,7 +948,7 @@ static json_t *measure(store *sto, api_status *st, json_t **shapes)
     if (sto->n_la) qsort(sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
     if (sto->n_gm) {
         qsort(sto->gm, sto->n_gm, sizeof *sto->gm, cmp_gemm);
-        sto->gm_t = malloc(sizeof *sto->gm_t * sto->n_gm);
+        sto->gm_t = api_malloc(sizeof *sto->gm_t * sto->n_gm);
         if (sto->gm_t) {
             for (size_t i = 0; i < sto->n_gm; i++) sto->gm_t[i] = i;
             gm_sort_base = sto->gm;
@@ -957,8 +957,8 @@ static json_t *measure(store *sto, api_status *st, json_t **shapes)
     }
     qsort(sto->st, sto->n_st, sizeof *sto->st, cmp_step);
     /* each GPU event's step */
-    size_t *owner = malloc(sizeof *owner * (sto->n_ev ? sto->n_ev : 1));
-    size_t *count = calloc(sto->n_st + 1, sizeof *count);
+    size_t *owner = api_malloc(sizeof *owner * (sto->n_ev ? sto->n_ev : 1));
+    size_t *count = api_calloc(sto->n_st + 1, sizeof *count);
     if (!owner || !count) {
         free(owner);
         free(count);
@@ -986,12 +986,12 @@ static json_t *measure(store *sto, api_status *st, json_t **shapes)
         count[s]++;
     }
     /* bucket the events by step */
-    size_t *start = calloc(sto->n_st + 2, sizeof *start);
-    size_t *order = malloc(sizeof *order * (sto->n_ev ? sto->n_ev : 1));
-    iv *scratch = malloc(sizeof *scratch * (sto->n_ev ? sto->n_ev : 1));
-    iv *comp = malloc(sizeof *comp * (sto->n_ev ? sto->n_ev : 1));
-    int64_t *stamp = malloc(sizeof *stamp * (sto->n_gm ? sto->n_gm : 1));
-    double *op_time = calloc(sto->n_gm ? sto->n_gm : 1, sizeof *op_time);
+    size_t *start = api_calloc(sto->n_st + 2, sizeof *start);
+    size_t *order = api_malloc(sizeof *order * (sto->n_ev ? sto->n_ev : 1));
+    iv *scratch = api_malloc(sizeof *scratch * (sto->n_ev ? sto->n_ev : 1));
+    iv *comp = api_malloc(sizeof *comp * (sto->n_ev ? sto->n_ev : 1));
+    int64_t *stamp = api_malloc(sizeof *stamp * (sto->n_gm ? sto->n_gm : 1));
+    double *op_time = api_calloc(sto->n_gm ? sto->n_gm : 1, sizeof *op_time);
     json_t *steps = NULL;
     if (!start || !order || !scratch || !comp || !stamp || !op_time) {
         api_fail(st, 503, "", "out of memory measuring the trace");
@@ -1118,7 +1118,7 @@ done:
 
 json_t *api_trace_file(const char *path, const char *marker, api_status *st)
 {
-    lexer *lx = calloc(1, sizeof *lx);
+    lexer *lx = api_calloc(1, sizeof *lx);
     if (!lx) {
         api_fail(st, 503, "", "out of memory");
         return NULL;
@@ -1139,7 +1139,7 @@ json_t *api_trace_file(const char *path, const char *marker, api_status *st)
 
 json_t *api_trace_text(const char *text, size_t len, const char *marker, api_status *st)
 {
-    lexer *lx = calloc(1, sizeof *lx);
+    lexer *lx = api_calloc(1, sizeof *lx);
     if (!lx) {
         api_fail(st, 503, "", "out of memory");
         return NULL;

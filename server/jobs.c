@@ -1383,6 +1383,8 @@ void srv_process_init(const struct srv_config *cfg)
     /* a write past the file-size limit (ulimit -f) fails with EFBIG, as on
      * a full disk, instead of killing the daemon (issue 14 item 2) */
     signal(SIGXFSZ, SIG_IGN);
+    /* jansson's allocations counted for the api's out-of-memory policy */
+    api_alloc_init();
     srv_metrics_init(cfg->workers);
 }
 

@@ -817,6 +817,7 @@ static int presets(int c, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    api_alloc_init(); /* the api's out-of-memory policy (api/oom.c) */
     if (argc < 2) {
         top_help(stderr);
         return EX_USAGE;
