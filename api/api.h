@@ -120,6 +120,21 @@ json_t *api_search(json_t *request, api_status *st, api_progress_fn fn, void *ct
  * fn is called only when threads == 1. */
 json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads);
 
+/* A search request parsed once (issue 15 item 1): api_prepare_search
+ * validates it and builds everything the search needs, on the caller's
+ * thread; its normal form (borrowed; the cache key's text) may be edited
+ * in place before the search runs, with api_prepared_set_deadline for the
+ * deadline; api_search_prepared runs it (once, on any one thread) without
+ * parsing again. NULL with st set on a bad request. */
+typedef struct api_prepared api_prepared;
+api_prepared *api_prepare_search(json_t *request, api_status *st);
+json_t *api_prepared_normal(api_prepared *p);
+void api_prepared_set_deadline(api_prepared *p, double deadline_s);
+json_t *api_search_prepared(api_prepared *p, api_status *st, api_progress_fn fn, void *ctx, int threads);
+void api_prepared_free(api_prepared *p);
+/* Requests parsed so far by this process (every entry point's parse). */
+unsigned long api_parse_count(void);
+
 /* What-if comparisons (api/compare.c, docs/planning.md):
  * {"base": <search request>, "vary": {"hardware": [...], "devices": [...],
  *  "seq_len": [...], "global_batch_tokens": [...], "fp8": [...]}}.

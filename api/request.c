@@ -502,8 +502,14 @@ static int parse_cost(json_t *req, json_t *tj, api_request *r, api_status *st)
     return bad;
 }
 
+/* requests parsed, all threads (api_parse_count; /metrics) */
+static atomic_ulong parses;
+
+unsigned long api_parse_count(void) { return atomic_load(&parses); }
+
 int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st)
 {
+    atomic_fetch_add(&parses, 1);
     memset(r, 0, sizeof *r);
     if (!json_is_object(req)) {
         api_fail(st, 422, "", "the request must be a JSON object");
@@ -719,110 +725,150 @@ json_t *api_normalize(json_t *request, api_status *st)
     return api_oom_policy(normalize_run(request, st), st, before);
 }
 
-static json_t *normalize_run(json_t *request, api_status *st)
-{
+/* ---- the prepared request (issue 15 item 1: parse once) ----------------
+ * A search request parsed, validated and given its system once -- model,
+ * hardware, options, provenance, the roofline inside the system -- on the
+ * HTTP thread: its normal form is the cache key's text, and the worker runs
+ * the same object (api_search_prepared) without parsing again. */
+struct api_prepared {
     api_request r;
-    int need = json_is_object(request) && (json_object_get(request, "search") ||
-                                            json_object_get(request, "devices"));
-    if (api_parse_request(request, need, &r, st)) {
-        api_request_free(&r);
-        return NULL;
-    }
-    mfu_op *ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
-    mfu_system sys;
+    mfu_system sys;             /* points into r: the object does not move */
     mfu_search_opts o;
     double deadline;
+    mfu_op *ops;
+    json_t *request;            /* owned by api_prepare_search's object */
+    json_t *normal;
+};
+
+static void prepared_fini(struct api_prepared *p)
+{
+    free(p->ops);
+    api_request_free(&p->r);
+    json_decref(p->request);
+    json_decref(p->normal);
+    p->ops = NULL;
+    p->request = p->normal = NULL;
+}
+
+/* Parse, validate, build the system and the search options; 0 or -1 with
+ * st set. prepared_fini afterwards either way. */
+static int prepare(json_t *request, int need, struct api_prepared *p, api_status *st)
+{
+    memset(p, 0, sizeof *p);
+    if (api_parse_request(request, need, &p->r, st)) return -1;
+    p->ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
+    if (!p->ops) {
+        api_fail(st, 503, "", "out of memory");
+        return -1;
+    }
+    if (system_init(&p->sys, &p->r, p->ops, st)) return -1;
+    return parse_search(json_object_get(request, "search"), &p->sys, &p->o, &p->deadline, st);
+}
+
+/* The normal form of a prepared request (docs: the cache key is its hash). */
+static json_t *normal_form(struct api_prepared *p, json_t *request, api_status *st)
+{
+    const api_request *r = &p->r;
+    const mfu_system *sys = &p->sys;
+    const mfu_search_opts *o = &p->o;
+    double deadline = p->deadline;
     json_t *out = NULL;
-    if (!ops) { api_fail(st, 503, "", "out of memory"); goto done; }
-    if (system_init(&sys, &r, ops, st)) goto done;
-    if (parse_search(json_object_get(request, "search"), &sys, &o, &deadline, st)) goto done;
     mfu_config mc;
     json_t *meas = json_object_get(request, "measured");
     json_t *mj = NULL;
     if (meas) {
         double t;
         json_t *tr;
-        if (parse_measured(meas, 0, &t, &tr, st)) goto done;
+        if (parse_measured(meas, 0, &t, &tr, st)) goto fail;
         json_t *cj = json_object_get(meas, "config");
-        if (!cj) { api_fail(st, 422, "/measured/config", "required field is missing"); goto done; }
-        if (parse_config(cj, "/measured/config", &sys, &mc, st)) goto done;
-        mc.tp_overlap = r.tp_overlap;
-        mc.ep_overlap = r.ep_overlap;
-        mj = json_pack("{s:o}", "config", config_json_min(&sys, &mc));
+        if (!cj) { api_fail(st, 422, "/measured/config", "required field is missing"); goto fail; }
+        if (parse_config(cj, "/measured/config", sys, &mc, st)) goto fail;
+        mc.tp_overlap = r->tp_overlap;
+        mc.ep_overlap = r->ep_overlap;
+        mj = json_pack("{s:o}", "config", config_json_min(sys, &mc));
         if (t > 0) json_object_set_new(mj, "step_time_s", json_real(t));
         if (tr) json_object_set_new(mj, "trace", json_deep_copy(tr));
     }
     json_t *allowed = json_object();
     for (int a = 0; a < MFU_AX_COUNT; a++) {
-        if (!o.n_allowed[a]) continue;
+        if (!o->n_allowed[a]) continue;
         json_t *arr = json_array();
-        for (int i = 0; i < o.n_allowed[a]; i++) json_array_append_new(arr, json_integer(o.allowed[a][i]));
+        for (int i = 0; i < o->n_allowed[a]; i++) json_array_append_new(arr, json_integer(o->allowed[a][i]));
         json_object_set_new(allowed, AXES[a], arr);
     }
     /* fixed switches only, spelled as the request spells them (fuzz,
      * cachekey: {"sp": -1, "schedule": 0, ...} for "searched" was not a
      * valid request, so the normal form did not normalize again) */
     json_t *fix = json_object();
-    if (o.fix_sp >= 0) json_object_set_new(fix, "sp", json_boolean(o.fix_sp));
-    if (o.fix_zero >= 0) json_object_set_new(fix, "zero", json_integer(o.fix_zero));
-    if (o.fix_schedule >= 0)
-        json_object_set_new(fix, "schedule", json_string(api_schedule_names[o.fix_schedule]));
-    if (o.fix_recompute >= 0) set_recompute(fix, &sys, o.fix_recompute);
-    if (o.fix_etp >= 0) json_object_set_new(fix, "etp", json_integer((json_int_t)o.fix_etp));
-    if (o.fix_vpp >= 0) json_object_set_new(fix, "vpp", json_integer((json_int_t)o.fix_vpp));
-    if (o.fix_mbs >= 0) json_object_set_new(fix, "mbs", json_integer((json_int_t)o.fix_mbs));
+    if (o->fix_sp >= 0) json_object_set_new(fix, "sp", json_boolean(o->fix_sp));
+    if (o->fix_zero >= 0) json_object_set_new(fix, "zero", json_integer(o->fix_zero));
+    if (o->fix_schedule >= 0)
+        json_object_set_new(fix, "schedule", json_string(api_schedule_names[o->fix_schedule]));
+    if (o->fix_recompute >= 0) set_recompute(fix, sys, o->fix_recompute);
+    if (o->fix_etp >= 0) json_object_set_new(fix, "etp", json_integer((json_int_t)o->fix_etp));
+    if (o->fix_vpp >= 0) json_object_set_new(fix, "vpp", json_integer((json_int_t)o->fix_vpp));
+    if (o->fix_mbs >= 0) json_object_set_new(fix, "mbs", json_integer((json_int_t)o->fix_mbs));
     json_t *fws = json_array();
     for (int f = 0; f < MFU_FW_COUNT; f++)
-        if (o.frameworks & MFU_FW_MASK(f)) json_array_append_new(fws, json_string(FRAMEWORKS[f]));
-    if (o.frameworks & MFU_FW_ANY) json_array_append_new(fws, json_string("any"));
-    json_t *search = json_pack("{s:i,s:s,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:b,s:o,s:o,s:[I,I],s:o}", "top_k", o.top_k,
-                               "rank_by", RANKS[o.rank_by_bound], "distinct", DISTINCT[o.distinct], "max_evaluations",
-                               (json_int_t)o.max_evaluations, "deadline_s", deadline, "max_tp",
-                               (json_int_t)o.max_ax[MFU_AX_TP], "max_mbs", (json_int_t)o.max_mbs,
-                               "max_vpp", (json_int_t)o.max_vpp, "partial_recompute",
-                               o.partial_recompute, "cpu_offload", o.cpu_offload, "allowed", allowed,
+        if (o->frameworks & MFU_FW_MASK(f)) json_array_append_new(fws, json_string(FRAMEWORKS[f]));
+    if (o->frameworks & MFU_FW_ANY) json_array_append_new(fws, json_string("any"));
+    json_t *search = json_pack("{s:i,s:s,s:s,s:I,s:f,s:I,s:I,s:I,s:b,s:b,s:o,s:o,s:[I,I],s:o}", "top_k", o->top_k,
+                               "rank_by", RANKS[o->rank_by_bound], "distinct", DISTINCT[o->distinct], "max_evaluations",
+                               (json_int_t)o->max_evaluations, "deadline_s", deadline, "max_tp",
+                               (json_int_t)o->max_ax[MFU_AX_TP], "max_mbs", (json_int_t)o->max_mbs,
+                               "max_vpp", (json_int_t)o->max_vpp, "partial_recompute",
+                               o->partial_recompute, "cpu_offload", o->cpu_offload, "allowed", allowed,
                                "fix", fix, "batch_seqs",
-                               (json_int_t)o.batch_min_seqs, (json_int_t)o.batch_max_seqs,
+                               (json_int_t)o->batch_min_seqs, (json_int_t)o->batch_max_seqs,
                                "frameworks", fws);
-    json_t *model = api_model_to_ir(&r.model);
+    json_t *model = api_model_to_ir(&r->model);
     out = json_pack("{s:o,s:o,s:I,s:{s:I,s:I,s:s,s:s,s:b,s:b,s:s,s:s,s:b},s:s,s:o}", "model", model,
-                    "hardware", api_hardware_to_json(&r.hw), "devices", (json_int_t)r.devices,
-                    "training", "seq_len", (json_int_t)r.train.seq, "global_batch_tokens",
-                    api_json_count(r.train.global_batch_tokens), "dtype", DTYPES[r.train.dtype], "attention_impl",
-                    IMPLS[r.train.attn_impl], "tp_overlap", r.tp_overlap, "ep_overlap",
-                    r.ep_overlap, "grad_dtype", GRAD_DTYPES[r.train.grad_bf16],
-                    "adam_moments_dtype", GRAD_DTYPES[r.train.moments_bf16], "overlap_grad_reduce",
-                    !r.train.no_grad_overlap, "mfu_convention",
-                    CONVS[r.train.conv], "search", search);
+                    "hardware", api_hardware_to_json(&r->hw), "devices", (json_int_t)r->devices,
+                    "training", "seq_len", (json_int_t)r->train.seq, "global_batch_tokens",
+                    api_json_count(r->train.global_batch_tokens), "dtype", DTYPES[r->train.dtype], "attention_impl",
+                    IMPLS[r->train.attn_impl], "tp_overlap", r->tp_overlap, "ep_overlap",
+                    r->ep_overlap, "grad_dtype", GRAD_DTYPES[r->train.grad_bf16],
+                    "adam_moments_dtype", GRAD_DTYPES[r->train.moments_bf16], "overlap_grad_reduce",
+                    !r->train.no_grad_overlap, "mfu_convention",
+                    CONVS[r->train.conv], "search", search);
     /* only when stated: keys of requests without it stay as they were */
-    if (out && r.train.moe_imbalance > 1.0)
-        json_object_set_new(json_object_get(out, "training"), "moe_imbalance", json_real(r.train.moe_imbalance));
-    if (out && r.train.vocab_tiles > 1)
-        json_object_set_new(json_object_get(out, "training"), "vocab_tiles", json_integer(r.train.vocab_tiles));
-    if (out && r.train.optimizer_offload)
+    if (out && r->train.moe_imbalance > 1.0)
+        json_object_set_new(json_object_get(out, "training"), "moe_imbalance", json_real(r->train.moe_imbalance));
+    if (out && r->train.vocab_tiles > 1)
+        json_object_set_new(json_object_get(out, "training"), "vocab_tiles", json_integer(r->train.vocab_tiles));
+    if (out && r->train.optimizer_offload)
         json_object_set_new(json_object_get(out, "training"), "optimizer_offload", json_true());
     if (!out) { /* as api_roofline */
         json_decref(mj);
         api_fail(st, 500, "", "normal form has a non-finite number");
-        goto done;
+        goto fail;
     }
     if (mj) json_object_set_new(out, "measured", mj);
     /* time and cost to train are part of the answer, hence of the key */
-    if (r.train_tokens > 0)
-        json_object_set_new(json_object_get(out, "training"), "tokens", json_real(r.train_tokens));
+    if (r->train_tokens > 0)
+        json_object_set_new(json_object_get(out, "training"), "tokens", json_real(r->train_tokens));
     if (json_object_get(request, "cost")) {
-        json_t *cj = json_pack("{s:f,s:s,s:f}", "price_per_device_hour", r.price_per_device_hour,
-                               "currency", r.currency, "pue", r.pue);
-        if (r.power_given) json_object_set_new(cj, "power_per_device_w", json_real(r.power_per_device_w));
+        json_t *cj = json_pack("{s:f,s:s,s:f}", "price_per_device_hour", r->price_per_device_hour,
+                               "currency", r->currency, "pue", r->pue);
+        if (r->power_given) json_object_set_new(cj, "power_per_device_w", json_real(r->power_per_device_w));
         json_object_set_new(out, "cost", cj);
     }
     /* provenance is kept outside the hashed part: same model, same key */
-    json_object_set_new(out, "_source", json_pack("{s:O,s:O,s:O}", "model", r.model_source,
-                                                  "model_overridden", r.model_overridden ? r.model_overridden : json_null(),
-                                                  "hardware_overridden", r.hw_overridden ? r.hw_overridden : json_null()));
-done:
-    free(ops);
-    api_request_free(&r);
+    json_object_set_new(out, "_source", json_pack("{s:O,s:O,s:O}", "model", r->model_source,
+                                                  "model_overridden", r->model_overridden ? r->model_overridden : json_null(),
+                                                  "hardware_overridden", r->hw_overridden ? r->hw_overridden : json_null()));
+    return out;
+fail:
+    return NULL;
+}
+
+static json_t *normalize_run(json_t *request, api_status *st)
+{
+    int need = json_is_object(request) && (json_object_get(request, "search") ||
+                                            json_object_get(request, "devices"));
+    struct api_prepared p;
+    json_t *out = prepare(request, need, &p, st) ? NULL : normal_form(&p, request, st);
+    prepared_fini(&p);
     return out;
 }
 
@@ -1087,44 +1133,39 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
     return api_oom_policy(search_mt_run(request, st, fn, ctx, threads), st, before);
 }
 
-static json_t *search_mt_run(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads)
+/* Run a prepared search and render its answer. */
+static json_t *search_from(struct api_prepared *p, json_t *request, api_status *st, api_progress_fn fn,
+                           void *ctx, int threads)
 {
-    api_request r;
-    if (api_parse_request(request, 1, &r, st)) {
-        api_request_free(&r);
-        return NULL;
-    }
+    api_request *r = &p->r;
+    mfu_system *sys = &p->sys;
+    mfu_search_opts *o = &p->o;
+    mfu_op *ops = p->ops;
+    double deadline = p->deadline;
     json_t *out = NULL;
-    mfu_op *ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
     mfu_ranked *top = NULL, *parts_top = NULL;
-    mfu_system sys;
-    mfu_search_opts o;
-    double deadline;
-    if (!ops) { api_fail(st, 503, "", "out of memory"); goto done; }
-    if (system_init(&sys, &r, ops, st)) goto done;
-    if (parse_search(json_object_get(request, "search"), &sys, &o, &deadline, st)) goto done;
-    o.tp_overlap = r.tp_overlap;
-    o.ep_overlap = r.ep_overlap;
+    o->tp_overlap = r->tp_overlap;
+    o->ep_overlap = r->ep_overlap;
     mfu_config mc;
     json_t *meas = json_object_get(request, "measured");
     double meas_t = 0;
     json_t *meas_trace = NULL;
     if (meas) {
-        if (parse_measured(meas, 1, &meas_t, &meas_trace, st)) goto done;
-        if (parse_config(json_object_get(meas, "config"), "/measured/config", &sys, &mc, st)) goto done;
-        mc.tp_overlap = r.tp_overlap;
-        mc.ep_overlap = r.ep_overlap;
+        if (parse_measured(meas, 1, &meas_t, &meas_trace, st)) goto fail;
+        if (parse_config(json_object_get(meas, "config"), "/measured/config", sys, &mc, st)) goto fail;
+        mc.tp_overlap = r->tp_overlap;
+        mc.ep_overlap = r->ep_overlap;
     }
     if (threads < 1) threads = 1;
     if (threads > MFU_SEARCH_SHARDS) threads = MFU_SEARCH_SHARDS;
-    top = api_malloc(sizeof *top * (size_t)o.top_k);
-    parts_top = api_malloc(sizeof *parts_top * (size_t)o.top_k * MFU_SEARCH_SHARDS);
-    if (!top || !parts_top) { api_fail(st, 503, "", "out of memory for the ranking"); goto done; }
+    top = api_malloc(sizeof *top * (size_t)o->top_k);
+    parts_top = api_malloc(sizeof *parts_top * (size_t)o->top_k * MFU_SEARCH_SHARDS);
+    if (!top || !parts_top) { api_fail(st, 503, "", "out of memory for the ranking"); goto fail; }
     mfu_search_result res = {0, top, {0}};
     mfu_search_result parts[MFU_SEARCH_SHARDS];
     for (int k = 0; k < MFU_SEARCH_SHARDS; k++) {
         memset(&parts[k], 0, sizeof parts[k]);
-        parts[k].top = parts_top + (size_t)k * (size_t)o.top_k;
+        parts[k].top = parts_top + (size_t)k * (size_t)o->top_k;
     }
     deadline_ctx d = {threads == 1 ? fn : NULL, ctx, {0, 0}, deadline, 0, 0};
     clock_gettime(CLOCK_MONOTONIC, &d.start);
@@ -1132,7 +1173,7 @@ static json_t *search_mt_run(json_t *request, api_status *st, api_progress_fn fn
     pthread_t tid[MFU_SEARCH_SHARDS];
     int started[MFU_SEARCH_SHARDS] = {0};
     for (int t = 0; t < threads; t++) {
-        th[t] = (search_thread){&sys, &o, &d, t, threads, parts, 0};
+        th[t] = (search_thread){sys, o, &d, t, threads, parts, 0};
         /* thread 0 runs on the calling thread */
         if (t > 0) started[t] = pthread_create(&tid[t], NULL, search_thread_main, &th[t]) == 0;
     }
@@ -1143,27 +1184,23 @@ static json_t *search_mt_run(json_t *request, api_status *st, api_progress_fn fn
         else search_thread_main(&th[t]); /* no thread: run its shards here */
         lost |= !th[t].ok;
     }
-    if (lost) { api_fail(st, 503, "", "out of memory for the search"); goto done; }
-    for (int k = 0; k < MFU_SEARCH_SHARDS; k++) mfu_search_merge(&o, &parts[k], &res);
+    if (lost) { api_fail(st, 503, "", "out of memory for the search"); goto fail; }
+    for (int k = 0; k < MFU_SEARCH_SHARDS; k++) mfu_search_merge(o, &parts[k], &res);
     if (atomic_load(&d.hit) || atomic_load(&d.cancelled)) res.stats.truncated = 1;
     double elapsed = since(&d.start);
-    mfu_roofline roof;
-    if (mfu_roofline_totals(&r.model, &r.hw, &r.train, ops, &roof) != MFU_OK) {
-        api_fail(st, 422, "/model", "cannot be modelled: %s", mfu_strerror(MFU_ETOOMANYOPS));
-        goto done;
-    }
+    const mfu_roofline roof = sys->roof; /* the system's: one roofline per search */
     json_t *configs = json_array();
-    double u = r.hw.has_profile ? r.hw.eff.uncertainty : 0.0;
+    double u = r->hw.has_profile ? r->hw.eff.uncertainty : 0.0;
     for (int i = 0; i < res.n; i++) {
-        json_t *cj = api_render_config(&sys, &top[i].config, &top[i].eval, i + 1,
+        json_t *cj = api_render_config(sys, &top[i].config, &top[i].eval, i + 1,
                                        i < API_STAGES_RANKS ? ops : NULL);
-        json_t *cost = api_plan_cost(&r, &top[i].eval, u);
+        json_t *cost = api_plan_cost(r, &top[i].eval, u);
         if (cost) json_object_set_new(cj, "time_to_train", cost);
         json_array_append_new(configs, cj);
     }
     /* ties (F-TIME-INTERVAL): configurations whose expected intervals
      * overlap cannot be told apart; tiers name them */
-    json_t *ties = api_plan_ranking(configs, top, res.n, u, o.distinct == MFU_DISTINCT_LAYOUT);
+    json_t *ties = api_plan_ranking(configs, top, res.n, u, o->distinct == MFU_DISTINCT_LAYOUT);
     int n_ties = 0;
     for (size_t i = 0; i < json_array_size(configs); i++)
         n_ties += json_is_true(json_object_get(json_array_get(configs, i), "tie_with_best"));
@@ -1179,18 +1216,18 @@ static json_t *search_mt_run(json_t *request, api_status *st, api_progress_fn fn
                               "truncated", res.stats.truncated, "truncated_by",
                               !res.stats.truncated ? "" : atomic_load(&d.hit) ? "deadline_s" :
                               atomic_load(&d.cancelled) ? "cancelled" : "max_evaluations",
-                              "rank_by", RANKS[o.rank_by_bound]);
+                              "rank_by", RANKS[o->rank_by_bound]);
     json_object_set_new(stats, "ties_with_best", json_integer(n_ties));
-    json_object_set_new(stats, "distinct", json_string(DISTINCT[o.distinct]));
-    json_t *roof_j = api_render_roofline(&r, &roof, NULL);
-    out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:o}", "model", api_render_model(&r), "hardware",
-                    api_render_hardware(&r), "devices", (json_int_t)r.devices, "roofline", roof_j,
+    json_object_set_new(stats, "distinct", json_string(DISTINCT[o->distinct]));
+    json_t *roof_j = api_render_roofline(r, &roof, NULL);
+    out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:o}", "model", api_render_model(r), "hardware",
+                    api_render_hardware(r), "devices", (json_int_t)r->devices, "roofline", roof_j,
                     "configs", configs, "ties", ties, "search", stats);
     if (!out) api_fail(st, 500, "", "result has a non-finite number"); /* as api_roofline */
     if (out && meas) {
         mfu_eval ev;
-        if (mfu_evaluate(&sys, &mc, ops, &ev) == MFU_OK)
-            json_object_set_new(out, "measured", api_render_measured(&sys, &mc, &ev, meas_t, ops, meas_trace));
+        if (mfu_evaluate(sys, &mc, ops, &ev) == MFU_OK)
+            json_object_set_new(out, "measured", api_render_measured(sys, &mc, &ev, meas_t, ops, meas_trace));
         else
             api_fail(st, 500, "/measured/config", "could not be evaluated");
     }
@@ -1198,18 +1235,69 @@ static json_t *search_mt_run(json_t *request, api_status *st, api_progress_fn fn
      * that configuration evaluated (issue 9 item 11) */
     mfu_config pc;
     if (out && res.n == 0 && pinned_config(json_object_get(json_object_get(request, "search"), "fix"),
-                                           &sys, &o, &pc))
-        json_object_set_new(out, "pinned", api_render_pinned(&sys, &o, &pc, ops));
+                                           sys, o, &pc))
+        json_object_set_new(out, "pinned", api_render_pinned(sys, o, &pc, ops));
     /* nothing fits: the closest miss and the fewest devices that fit
      * (issue 11 item 3), within what is left of the deadline (at least 1 s) */
     if (out && res.n == 0 && !res.stats.truncated) {
         double left = deadline - since(&d.start);
-        json_object_set_new(out, "no_fit", api_plan_no_fit(&r, &sys, &o, &res.stats, ops, left > 1.0 ? left : 1.0));
+        json_object_set_new(out, "no_fit", api_plan_no_fit(r, sys, o, &res.stats, ops, left > 1.0 ? left : 1.0));
     }
-done:
+fail:
     free(top);
     free(parts_top);
-    free(ops);
-    api_request_free(&r);
     return out;
+}
+
+static json_t *search_mt_run(json_t *request, api_status *st, api_progress_fn fn, void *ctx, int threads)
+{
+    struct api_prepared p;
+    json_t *out = prepare(request, 1, &p, st) ? NULL : search_from(&p, request, st, fn, ctx, threads);
+    prepared_fini(&p);
+    return out;
+}
+
+static struct api_prepared *prepare_search_run(json_t *request, api_status *st)
+{
+    struct api_prepared *p = api_malloc(sizeof *p);
+    if (!p) {
+        api_fail(st, 503, "", "out of memory");
+        return NULL;
+    }
+    if (prepare(request, 1, p, st) || !(p->normal = normal_form(p, request, st))) {
+        prepared_fini(p);
+        free(p);
+        return NULL;
+    }
+    p->request = json_incref(request);
+    return p;
+}
+
+api_prepared *api_prepare_search(json_t *request, api_status *st)
+{
+    unsigned long before = api_oom_events();
+    struct api_prepared *p = prepare_search_run(request, st);
+    if (api_oom_events() != before || (!p && !st->status)) {
+        api_prepared_free(p);
+        api_oom_policy(NULL, st, before);
+        return NULL;
+    }
+    return p;
+}
+
+json_t *api_prepared_normal(api_prepared *p) { return p->normal; }
+
+void api_prepared_set_deadline(api_prepared *p, double deadline_s) { p->deadline = deadline_s; }
+
+json_t *api_search_prepared(api_prepared *p, api_status *st, api_progress_fn fn, void *ctx, int threads)
+{
+    unsigned long before = api_oom_events();
+    return api_oom_policy(search_from(p, p->request, st, fn, ctx, threads), st, before);
+}
+
+void api_prepared_free(api_prepared *p)
+{
+    if (!p) return;
+    prepared_fini(p);
+    free(p);
 }

@@ -126,6 +126,7 @@ int mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
     mfu_roofline roof;
     int rc = mfu_roofline_totals(m, hw, t, ops, &roof);
     if (rc != MFU_OK) return rc;
+    sys->roof = roof;
     sys->roofline_mfu = roof.mfu;
     sys->roof_step_per_token_s = roof.step_time_s / t->global_batch_tokens;
     sys->f_fwd_per_token = mfu_model_flops_per_token_fwd(m, t->seq, t->conv);

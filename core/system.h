@@ -218,6 +218,7 @@ typedef struct mfu_system {
     mfu_training train;
     int64_t devices;
     double roofline_mfu;
+    mfu_roofline roof;            /* the Roofline Bound's totals, computed once here */
     double f_fwd_per_token;       /* model FLOPs per token (convention) */
     double params_total, params_active, params_expert, params_embed;
     int64_t layers;

@@ -643,7 +643,13 @@ static enum MHD_Result handle_search(struct srv_req *r)
     api_status st;
     api_status_init(&st);
     int compare = r->route == ROUTE_COMPARE;
-    json_t *norm = compare ? api_compare_normalize(req, &st) : api_normalize(req, &st);
+    /* a search is parsed once, here; the job runs the prepared object */
+    json_t *norm = NULL;
+    if (compare) {
+        norm = api_compare_normalize(req, &st);
+    } else if ((r->prep = api_prepare_search(req, &st))) {
+        norm = json_incref(api_prepared_normal(r->prep));
+    }
     if (!norm) {
         json_decref(req);
         if (!st.status) api_fail(&st, 422, "", "invalid request");
@@ -658,6 +664,7 @@ static enum MHD_Result handle_search(struct srv_req *r)
     json_t *dl = json_object_get(sopt, "deadline_s");
     if (json_is_number(dl) && json_number_value(dl) > cfg->max_search_s) {
         json_object_set_new(sopt, "deadline_s", json_real(cfg->max_search_s));
+        if (r->prep) api_prepared_set_deadline(r->prep, cfg->max_search_s);
         json_t *in = json_object_get(req, "search");
         if (!in) json_object_set_new(req, "search", in = json_object());
         if (json_is_object(in)) json_object_set_new(in, "deadline_s", json_real(cfg->max_search_s));
@@ -1265,6 +1272,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(r->hardware);
     free(r->if_none_match);
     json_decref(r->roofline_req);
+    api_prepared_free(r->prep);
     srv_answer_reset(r);
     free(r);
     *con_cls = NULL;

@@ -5,12 +5,16 @@
  * waiter lists; nothing else touches them. HTTP threads hand requests over
  * through a mutex-protected queue plus uv_async_send (which coalesces, so
  * each wake-up drains the whole queue). Searches run on the libuv thread
- * pool (uv_queue_work, UV_THREADPOOL_SIZE = --workers): the worker parses
- * the stored request as the client sent it (its deadline clamped to
- * --max-search-s; not the normalized form, whose model is resolved IR and
- * would lose the model's provenance in the result), calls api_search() and
- * renders the result text, so the loop only writes it to the database and
- * answers waiters. The cache key is the normalized form's.
+ * pool (uv_queue_work, UV_THREADPOOL_SIZE = --workers). A search is parsed
+ * once, on the HTTP thread (api_prepare_search: model, hardware, options,
+ * provenance, the system with its roofline); the job takes that prepared
+ * object and the worker runs it (api_search_prepared) and renders the
+ * result text, so the loop only writes it to the database and answers
+ * waiters. A job restarted from its row after a crash, a comparison, or a
+ * search whose measured trace the loop resolved from the store parses the
+ * stored input instead (as the client sent it, its deadline clamped to
+ * --max-search-s: the normal form's model is resolved IR and would lose
+ * the model's provenance). The cache key is the normalized form's.
  *
  * A job is identified by its cache key; at most one job per key is in the
  * table, so identical requests in flight share it (they become waiters or
@@ -45,6 +49,8 @@
 struct job {
     char id[65];
     char *request;               /* the request the engine runs (as received) */
+    struct api_prepared *prep;   /* the same, parsed on the HTTP thread (NULL: a job
+                                  * restarted from its row, or a comparison) */
     int64_t created_ms;
     atomic_llong started_ms;     /* 0 until a worker takes it */
     int started_persisted;
@@ -181,6 +187,7 @@ static void job_free(struct job *j)
     if (!j) return;
     subs_free(j);
     json_decref(j->known);
+    api_prepared_free(j->prep);
     free(j->request);
     free(j->result);
     free(j->error);
@@ -452,9 +459,10 @@ static void work_cb(uv_work_t *w)
     api_status st;
     api_status_init(&st);
     json_error_t jerr;
-    json_t *req = json_loads(j->request, 0, &jerr);
+    json_t *req = j->prep ? NULL : json_loads(j->request, 0, &jerr);
     json_t *res = NULL;
-    if (!req) api_fail(&st, 500, "", "stored request is not JSON: %s", jerr.text);
+    if (j->prep) res = api_search_prepared(j->prep, &st, progress_cb, j, 1); /* parsed once */
+    else if (!req) api_fail(&st, 500, "", "stored request is not JSON: %s", jerr.text);
     else if (json_object_get(req, "vary")) { /* POST /compare */
         json_t *computed = json_object(), *known = json_object();
         const char *kk;
@@ -602,14 +610,17 @@ static void after_work_cb(uv_work_t *w, int status)
 }
 
 /* Create and start a job. The row must already be in the database. */
-static struct job *job_start(const char *id, const char *request, int64_t created_ms, json_t *known)
+static struct job *job_start(const char *id, const char *request, int64_t created_ms, json_t *known,
+                             struct api_prepared *prep)
 {
     struct job *j = calloc(1, sizeof *j);
     if (!j) {
         json_decref(known);
+        api_prepared_free(prep);
         return NULL;
     }
     j->known = known;
+    j->prep = prep;
     memcpy(j->id, id, 65);
     j->request = strdup(request);
     j->created_ms = created_ms;
@@ -905,7 +916,7 @@ static void recover_corrupt(struct srv_req *r, struct db_row *row, int may_wait)
     }
     char *input = NULL;
     struct job *j = NULL;
-    if (db_reset(app.db, r->id, &input) == DB_OK) j = job_start(r->id, input, created, NULL);
+    if (db_reset(app.db, r->id, &input) == DB_OK) j = job_start(r->id, input, created, NULL, NULL);
     free(input);
     if (!j) {
         srv_answer_problem(r, 500, "Internal Server Error", "a corrupted stored result could not be recomputed");
@@ -994,6 +1005,9 @@ static void cmd_search(struct srv_req *r)
         if (s) {
             free(r->input);
             r->input = s;
+            /* the stored measurement changed the input: the job parses it */
+            api_prepared_free(r->prep);
+            r->prep = NULL;
         }
     }
     struct db_new_job nj = {r->id, r->normalized, r->input, r->model, r->hardware, r->devices,
@@ -1006,8 +1020,10 @@ static void cmd_search(struct srv_req *r)
         return;
     }
     if (rc == DB_ENOTFOUND) created = nj.now_ms;
+    struct api_prepared *prep = r->prep; /* the job takes it */
+    r->prep = NULL;
     j = job_start(r->id, r->input, created,
-                  r->route == ROUTE_COMPARE ? known_variants(r->normalized) : NULL);
+                  r->route == ROUTE_COMPARE ? known_variants(r->normalized) : NULL, prep);
     if (!j) {
         srv_answer_problem(r, 500, "Internal Server Error", "could not start the job");
         srv_http_resume(r);
@@ -1305,7 +1321,7 @@ static void requeue_one(void *ctx, const char *id, const char *request)
         db_row_fini(&row);
     }
     if (job_find(id)) return;
-    if (!job_start(id, request, created, NULL))
+    if (!job_start(id, request, created, NULL, NULL))
         srv_log(SRV_LOG_ERROR, "msg=\"could not re-queue\" id=%.12s", id);
     else (*(int *)ctx)++;
 }

@@ -306,6 +306,9 @@ char *srv_metrics_render(size_t *out_len)
             "mfud_cache_lookups_total{result=\"hit\"} %llu\n"
             "mfud_cache_lookups_total{result=\"miss\"} %llu\n",
         LD(m.cache_hit), LD(m.cache_miss));
+    put(&b, "# HELP mfud_request_parses_total Requests parsed and validated (a search once, on the HTTP thread).\n"
+            "# TYPE mfud_request_parses_total counter\nmfud_request_parses_total %lu\n",
+        api_parse_count());
     put(&b, "# HELP mfud_jobs_created_total Search jobs created (new or re-queued at start).\n"
             "# TYPE mfud_jobs_created_total counter\nmfud_jobs_created_total %llu\n",
         LD(m.jobs_created));

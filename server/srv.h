@@ -122,6 +122,8 @@ struct srv_req {
     char *model, *hardware;    /* owned: summary names, may be NULL */
     int64_t devices;
     json_t *roofline_req;      /* owned: POST /roofline or /calibrate body */
+    struct api_prepared *prep; /* owned: POST /search parsed once (api_prepare_search),
+                                * handed to the job that runs it */
     int prefer_async;
     double wait_s;             /* how long POST /search may wait */
     int limit, offset;         /* GET /results */

@@ -95,6 +95,7 @@ check "CORS names the one origin configured (--cors-origin), not *" [ "$(hdr Acc
 
 # ---- POST -> 202 -> poll with ETag -> 304 -> done -> POST -> 200 cached ------
 hits0=$(metric 'mfud_cache_lookups_total{result="hit"}')
+parses0=$(metric mfud_request_parses_total)
 req POST /search "${JSONH[@]}" -H 'Prefer: respond-async' -d "$REQ"
 check "respond-async gives 202" [ "$CODE" = 202 ]
 LOC=$(hdr Location)
@@ -115,6 +116,9 @@ for _ in $(seq 1 1200); do
     sleep 0.1
 done
 check "job finished (done)" [ "$done_" = 1 ]
+# parsed once: on the HTTP thread; the worker runs the prepared request
+parses1=$(metric mfud_request_parses_total)
+check "one search, one parse ($parses0 -> $parses1)" [ "$parses1" -eq $((parses0 + 1)) ]
 check "done has a result" grep -q '"result":{' "$BODY"
 cp "$BODY" "$T/result.json"
 req GET "$LOC" -H "If-None-Match: $ETAG"

@@ -54,6 +54,15 @@ char *__wrap_strdup(const char *s) { return fail_now() ? NULL : __real_strdup(s)
 
 typedef json_t *(*api_fn)(json_t *, api_status *);
 static json_t *search_fn(json_t *r, api_status *st) { return api_search(r, st, NULL, NULL); }
+/* the daemon's path: prepared on one thread, searched on another */
+static json_t *prepared_fn(json_t *r, api_status *st)
+{
+    api_prepared *p = api_prepare_search(r, st);
+    if (!p) return NULL;
+    json_t *res = api_search_prepared(p, st, NULL, NULL, 1);
+    api_prepared_free(p);
+    return res;
+}
 
 /* Walk one request through fn with each allocation failed in turn; the
  * number of runs (allocations walked). */
@@ -109,6 +118,8 @@ int main(void)
     n = walk("roofline", api_roofline, small);
     CHECK(n > 10);
     n = walk("search", search_fn, small);
+    CHECK(n > 10);
+    n = walk("prepared search", prepared_fn, small);
     CHECK(n > 10);
     /* a model given as a HuggingFace config.json: the importer's path */
     const char *hf = "{\"model\": {\"hf_config\": {\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"], "
