@@ -7,6 +7,12 @@
  * CHECK_STR(a, b)          string equality.
  * check_done()             prints "N passed, N failed" and returns the
  *                          exit status (0 iff none failed).
+ * check_main(argc, argv, cases, n)
+ *                          the registry: runs the named cases of a
+ *                          {name, function} table (CHECK_CASE(fn)), all of
+ *                          them when no name is given; --list prints the
+ *                          names. An unknown name is a failure, so a typo
+ *                          cannot pass as "nothing failed".
  */
 #ifndef MFU_CHECK_H
 #define MFU_CHECK_H
@@ -63,6 +69,33 @@ static inline int check_done(void)
 {
     printf("%d passed, %d failed\n", check_passed_, check_failed_);
     return check_failed_ ? 1 : 0;
+}
+
+typedef struct check_case {
+    const char *name;
+    void (*fn)(void);
+} check_case;
+#define CHECK_CASE(fn) {#fn, fn}
+
+static inline int check_main(int argc, char **argv, const check_case *cases, size_t n)
+{
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (size_t i = 0; i < n; i++) printf("%s\n", cases[i].name);
+        return 0;
+    }
+    for (int a = 1; a < argc; a++) {
+        size_t i = 0;
+        while (i < n && strcmp(cases[i].name, argv[a]) != 0) i++;
+        if (i == n) {
+            check_failed_++;
+            fprintf(stderr, "no case named %s (--list names them)\n", argv[a]);
+        } else {
+            cases[i].fn();
+        }
+    }
+    if (argc < 2)
+        for (size_t i = 0; i < n; i++) cases[i].fn();
+    return check_done();
 }
 
 #endif

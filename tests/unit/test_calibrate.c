@@ -251,10 +251,13 @@ static void t_trace(void)
     json_decref(truth);
 }
 
-int main(void)
+static const check_case cases[] = {
+    CHECK_CASE(t_toy),
+    CHECK_CASE(t_recover),
+    CHECK_CASE(t_trace),
+};
+
+int main(int argc, char **argv)
 {
-    t_toy();
-    t_recover();
-    t_trace();
-    return check_done();
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -520,7 +520,18 @@ static void test_sql_strings(void)
     db_close(db);
 }
 
-int main(void)
+static const check_case cases[] = {
+    CHECK_CASE(test_migration),
+    CHECK_CASE(test_round_trip),
+    CHECK_CASE(test_corrupt),
+    CHECK_CASE(test_hits),
+    CHECK_CASE(test_requeue),
+    CHECK_CASE(test_eviction),
+    CHECK_CASE(test_list),
+    CHECK_CASE(test_sql_strings),
+};
+
+int main(int argc, char **argv)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/mfu_test_db_XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -528,16 +539,9 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    test_migration();
-    test_round_trip();
-    test_corrupt();
-    test_hits();
-    test_requeue();
-    test_eviction();
-    test_list();
-    test_sql_strings();
+    int rc = check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    return check_done();
+    return rc;
 }

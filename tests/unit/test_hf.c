@@ -1213,28 +1213,31 @@ static void test_new_families_search(void)
     }
 }
 
-int main(void)
+static const check_case cases[] = {
+    CHECK_CASE(test_roundtrips),
+    CHECK_CASE(test_deepseek_published),
+    CHECK_CASE(test_llama_ir),
+    CHECK_CASE(test_trap_explicit_head_dim),
+    CHECK_CASE(test_trap_deepseek_head_dim),
+    CHECK_CASE(test_trap_q_lora_null),
+    CHECK_CASE(test_trap_deepseek_layers),
+    CHECK_CASE(test_trap_qwen_moe_layers),
+    CHECK_CASE(test_trap_windows),
+    CHECK_CASE(test_trap_gla),
+    CHECK_CASE(test_trap_defaults),
+    CHECK_CASE(test_text_config),
+    CHECK_CASE(test_bad_configs),
+    CHECK_CASE(test_junk_never_crashes),
+    CHECK_CASE(test_presets),
+    CHECK_CASE(test_route_nodes),
+    CHECK_CASE(test_new_families_published),
+    CHECK_CASE(test_new_families_layers),
+    CHECK_CASE(test_phi3_flops),
+    CHECK_CASE(test_new_families_bad),
+    CHECK_CASE(test_new_families_search),
+};
+
+int main(int argc, char **argv)
 {
-    test_roundtrips();
-    test_deepseek_published();
-    test_llama_ir();
-    test_trap_explicit_head_dim();
-    test_trap_deepseek_head_dim();
-    test_trap_q_lora_null();
-    test_trap_deepseek_layers();
-    test_trap_qwen_moe_layers();
-    test_trap_windows();
-    test_trap_gla();
-    test_trap_defaults();
-    test_text_config();
-    test_bad_configs();
-    test_junk_never_crashes();
-    test_presets();
-    test_route_nodes();
-    test_new_families_published();
-    test_new_families_layers();
-    test_phi3_flops();
-    test_new_families_bad();
-    test_new_families_search();
-    return check_done();
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

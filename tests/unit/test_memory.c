@@ -989,21 +989,24 @@ static void t_cpu_offload(void)
     CHECK(strstr(why, "host_bw_bytes_s") != NULL);
 }
 
-int main(void)
+static const check_case cases[] = {
+    CHECK_CASE(t_recompute_modules),
+    CHECK_CASE(t_inflight),
+    CHECK_CASE(t_splits),
+    CHECK_CASE(t_frameworks),
+    CHECK_CASE(t_llama3_405b),
+    CHECK_CASE(t_gpt3_narayanan),
+    CHECK_CASE(t_megatron_1t),
+    CHECK_CASE(t_deepseek_v3),
+    CHECK_CASE(t_dualpipev),
+    CHECK_CASE(t_remat_names),
+    CHECK_CASE(t_moe_load),
+    CHECK_CASE(t_maxtext_savers),
+    CHECK_CASE(t_megatron_fsdp),
+    CHECK_CASE(t_cpu_offload),
+};
+
+int main(int argc, char **argv)
 {
-    t_recompute_modules();
-    t_inflight();
-    t_splits();
-    t_frameworks();
-    t_llama3_405b();
-    t_gpt3_narayanan();
-    t_megatron_1t();
-    t_deepseek_v3();
-    t_dualpipev();
-    t_remat_names();
-    t_moe_load();
-    t_maxtext_savers();
-    t_megatron_fsdp();
-    t_cpu_offload();
-    return check_done();
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -461,13 +461,16 @@ static void t_tpu(void)
     json_decref(rec);
 }
 
-int main(void)
+static const check_case cases[] = {
+    CHECK_CASE(t_gpt3_175b),
+    CHECK_CASE(t_zero),
+    CHECK_CASE(t_torchtitan),
+    CHECK_CASE(t_moe),
+    CHECK_CASE(t_windows),
+    CHECK_CASE(t_tpu),
+};
+
+int main(int argc, char **argv)
 {
-    t_gpt3_175b();
-    t_zero();
-    t_torchtitan();
-    t_moe();
-    t_windows();
-    t_tpu();
-    return check_done();
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
