@@ -23,6 +23,9 @@ json_t *api_render_model(const api_request *r)
     mfu_model_params(&r->model, &p);
     json_t *ir = api_model_to_ir(&r->model);
     json_t *layers = json_incref(json_object_get(ir, "layers"));
+    /* taken before ir goes into json_pack, which steals it -- and frees it
+     * when the pack fails (tests/unit/test_oom.c found the read after) */
+    json_t *ap = json_incref(json_object_get(ir, "approximations"));
     double fpt = mfu_model_flops_per_token_fwd(&r->model, r->train.seq, r->train.conv);
     /* parameter counts are whole numbers: JSON integers (strictly typed
      * clients reject 8030261248.0 for an int64) */
@@ -38,8 +41,11 @@ json_t *api_render_model(const api_request *r)
         json_object_set(o, "overridden", r->model_overridden);
     /* what the model description could not express exactly (issue 16: an
      * approximation is said, never silent) */
-    json_t *ap = json_object_get(ir, "approximations");
-    json_object_set_new(o, "approximations", json_is_array(ap) ? json_incref(ap) : json_array());
+    if (json_is_array(ap)) json_object_set_new(o, "approximations", ap);
+    else {
+        json_decref(ap);
+        json_object_set_new(o, "approximations", json_array());
+    }
     return o;
 }
 
