@@ -5,7 +5,7 @@
  * valid request into a "required field missing" complaint. So every
  * allocation failure on the thread is counted (jansson's through
  * json_set_alloc_funcs, the api's own through api_oom_note), and an entry
- * point (api_normalize, api_roofline, api_search, api_compare...) that saw
+ * point (api_normalize, api_roofline, api_search, api_compare, api_trace_*...) that saw
  * one during its run answers 503 "out of memory; try again" whatever it
  * concluded, dropping its partial result. An entry point that returns no
  * answer and no problem gets a 500, so nothing fails silently.

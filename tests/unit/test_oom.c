@@ -54,6 +54,13 @@ char *__wrap_strdup(const char *s) { return fail_now() ? NULL : __real_strdup(s)
 
 typedef json_t *(*api_fn)(json_t *, api_status *);
 static json_t *search_fn(json_t *r, api_status *st) { return api_search(r, st, NULL, NULL); }
+/* a profiler trace (POST /traces): the small ROCm trace in tests/data */
+static json_t *trace_fn(json_t *r, api_status *st)
+{
+    (void)r;
+    return api_trace_file("tests/data/traces/kineto-rocm-mi250-toy.json.gz", NULL, st);
+}
+
 /* the daemon's path: prepared on one thread, searched on another */
 static json_t *prepared_fn(json_t *r, api_status *st)
 {
@@ -120,6 +127,8 @@ int main(void)
     n = walk("search", search_fn, small);
     CHECK(n > 10);
     n = walk("prepared search", prepared_fn, small);
+    CHECK(n > 10);
+    n = walk("trace", trace_fn, "{}");
     CHECK(n > 10);
     /* a model given as a HuggingFace config.json: the importer's path */
     const char *hf = "{\"model\": {\"hf_config\": {\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"], "
