@@ -320,57 +320,12 @@ static int64_t global_batch_seqs(const mfu_config *c)
 /* ---- Megatron-LM ----------------------------------------------------------
  * Flags of pretrain_gpt.py, megatron/training/arguments.py (core_v0.15.0). */
 
-static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const model_view *v,
-                               const char *why_not)
+/* Megatron-LM argv: sliding windows and the newer families' attention
+ * switches. */
+static void mg_attention_features(json_t *argv, const model_view *v)
 {
-    json_t *no = refused(why_not, v, "Megatron-LM core_v0.15.0 has no flags for");
-    if (no) return no;
-    if ((no = feature_refused(v, FW_R_MEGATRON, "Megatron-LM"))) return no;
     const mfu_model *m = v->m;
     const mfu_attention *at = v->at;
-    char why[320];
-    /* arguments.py: --swiglu is gated SiLU; without it the MLP is GeLU;
-     * --squared-relu and --quick-geglu are other functions */
-    if (!((v->gated && v->act == MFU_ACT_SILU) || (!v->gated && v->act == MFU_ACT_GELU))) {
-        snprintf(why, sizeof why,
-                 "Megatron-LM core_v0.15.0 builds a %s MLP only through TransformerConfig "
-                 "(gated_linear_unit, activation_func), which have no command-line flags",
-                 act_name(v));
-        return unavailable(why);
-    }
-    int64_t dp = c->ax[MFU_AX_DP], fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
-    int64_t pp = c->ax[MFU_AX_PP], cp = c->ax[MFU_AX_CP], ep = c->ax[MFU_AX_EP];
-    /* validate_args: --use-torch-fsdp2 asserts untie_embeddings_and_output_weights */
-    if (fsdp > 1 && m->tie_embeddings)
-        return unavailable("Megatron-LM's --use-torch-fsdp2 requires --untie-embeddings-and-output-weights "
-                           "(arguments.py validate_args) and this model ties them");
-
-    json_t *argv = json_array(), *notes = json_array();
-    note(notes, "Arguments of pretrain_gpt.py (Megatron-LM core_v0.15.0, megatron/training/arguments.py) "
-                "for %lld GPUs, e.g. torchrun --nnodes N --nproc-per-node G pretrain_gpt.py ARGV with "
-                "N x G = %lld.", (long long)sys->devices, (long long)sys->devices);
-
-    /* model shape */
-    opt_int(argv, "--num-layers", v->L);
-    opt_int(argv, "--hidden-size", m->d_model);
-    opt_int(argv, "--ffn-hidden-size", v->dense ? v->dense->ffn_dim : v->moe->expert_ffn_dim);
-    opt_int(argv, "--num-attention-heads", at->n_heads);
-    if (at->kind == MFU_ATTN_MLA) {
-        word(argv, "--multi-latent-attention");
-        if (at->q_lora_rank > 0) opt_int(argv, "--q-lora-rank", at->q_lora_rank);
-        opt_int(argv, "--kv-lora-rank", at->kv_lora_rank);
-        opt_int(argv, "--qk-head-dim", at->qk_nope_head_dim);
-        opt_int(argv, "--qk-pos-emb-head-dim", at->qk_rope_head_dim);
-        opt_int(argv, "--v-head-dim", at->v_head_dim);
-    } else {
-        if (at->n_kv_heads != at->n_heads) {
-            word(argv, "--group-query-attention");
-            opt_int(argv, "--num-query-groups", at->n_kv_heads);
-        }
-        /* validate_args: kv_channels defaults to hidden_size / heads */
-        if (m->d_model % at->n_heads || m->d_model / at->n_heads != at->head_dim)
-            opt_int(argv, "--kv-channels", at->head_dim);
-    }
     if (v->window > 0) {
         /* TE's (left, right) window: a query sees `left` earlier tokens and
          * itself (megatron/core/transformer/utils.py
@@ -416,8 +371,36 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
             opt_str(argv, "--rotary-percent", pc);
         }
     }
-    opt_int(argv, "--seq-length", sys->train.seq);
-    /* validate_args: max_position_embeddings >= seq_length (a learned
+}
+
+/* Megatron-LM argv: the model's shape: layers, widths, attention, positions, norms. */
+static void mg_model(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                     const model_view *v)
+{
+    const mfu_model *m = v->m;
+    const mfu_attention *at = v->at;
+    opt_int(argv, "--num-layers", v->L);
+    opt_int(argv, "--hidden-size", m->d_model);
+    opt_int(argv, "--ffn-hidden-size", v->dense ? v->dense->ffn_dim : v->moe->expert_ffn_dim);
+    opt_int(argv, "--num-attention-heads", at->n_heads);
+    if (at->kind == MFU_ATTN_MLA) {
+        word(argv, "--multi-latent-attention");
+        if (at->q_lora_rank > 0) opt_int(argv, "--q-lora-rank", at->q_lora_rank);
+        opt_int(argv, "--kv-lora-rank", at->kv_lora_rank);
+        opt_int(argv, "--qk-head-dim", at->qk_nope_head_dim);
+        opt_int(argv, "--qk-pos-emb-head-dim", at->qk_rope_head_dim);
+        opt_int(argv, "--v-head-dim", at->v_head_dim);
+    } else {
+        if (at->n_kv_heads != at->n_heads) {
+            word(argv, "--group-query-attention");
+            opt_int(argv, "--num-query-groups", at->n_kv_heads);
+        }
+        /* validate_args: kv_channels defaults to hidden_size / heads */
+        if (m->d_model % at->n_heads || m->d_model / at->n_heads != at->head_dim)
+            opt_int(argv, "--kv-channels", at->head_dim);
+    }
+    mg_attention_features(argv, v);
+    opt_int(argv, "--seq-length", sys->train.seq);    /* validate_args: max_position_embeddings >= seq_length (a learned
      * table is never shorter: the request is refused) */
     int64_t maxpos = m->max_positions > sys->train.seq ? m->max_positions : sys->train.seq;
     opt_int(argv, "--max-position-embeddings", maxpos);
@@ -438,8 +421,14 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
         opt_str(argv, "--attention-dropout", "0.0");
         opt_str(argv, "--hidden-dropout", "0.0");
     }
+}
 
-    /* MoE */
+/* Megatron-LM argv: the MoE layers: experts, routing, dispatch, their parallelism. */
+static void mg_moe(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                   const model_view *v)
+{
+    const mfu_model *m = v->m;
+    int64_t ep = c->ax[MFU_AX_EP];
     if (v->moe) {
         const mfu_mlp *e = v->moe;
         opt_int(argv, "--num-experts", e->n_experts);
@@ -479,8 +468,16 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
         note(notes, "The router (score function, load-balancing loss) is not part of mfud's model "
                     "description; Megatron-LM's defaults (softmax, aux_loss) apply.");
     }
+}
 
-    /* batch and layout */
+/* Megatron-LM argv: batch, micro-batch and the parallel layout with its pipeline split. */
+static void mg_layout(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                      const model_view *v)
+{
+    int64_t tp = c->ax[MFU_AX_TP];
+    int64_t pp = c->ax[MFU_AX_PP];
+    int64_t cp = c->ax[MFU_AX_CP];
+    int64_t ep = c->ax[MFU_AX_EP];
     opt_int(argv, "--micro-batch-size", c->mbs);
     opt_int(argv, "--global-batch-size", global_batch_seqs(c));
     opt_int(argv, "--tensor-model-parallel-size", tp);
@@ -502,8 +499,12 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
             opt_int(argv, "--decoder-last-pipeline-num-layers", c->pp_last);
         }
     }
+}
 
-    /* recompute */
+/* Megatron-LM argv: recompute, or CPU activation offload. */
+static void mg_recompute(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                         const model_view *v)
+{
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     if (rp->kind == MFU_RCK_SELECTIVE) {
         opt_str(argv, "--recompute-granularity", "selective");
@@ -542,8 +543,12 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
             note(notes, "Transformer Engine warns that offloading all but one layer prevents overlapping the "
                         "copies with compute; the estimate charges them in full.");
     }
+}
 
-    /* precision */
+/* Megatron-LM argv: precision: bf16/fp16, FP8, gradient reduction dtype. */
+static void mg_precision(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                         const model_view *v)
+{
     if (sys->train.dtype == MFU_DT_BF16 || sys->train.dtype == MFU_DT_FP8) word(argv, "--bf16");
     else if (sys->train.dtype == MFU_DT_FP16) word(argv, "--fp16");
     if (sys->train.dtype == MFU_DT_FP8) {
@@ -553,8 +558,16 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
                     "mfud does not model the scaling recipe (delayed, blockwise, mxfp8 are the others).");
     }
     if (sys->train.grad_bf16) word(argv, "--grad-reduce-in-bf16");
+}
 
-    /* sharding */
+/* Megatron-LM argv: sharding: distributed optimizer, Megatron-FSDP or FSDP2, moment dtypes. */
+static void mg_sharding(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                        const model_view *v)
+{
+    int64_t dp = c->ax[MFU_AX_DP];
+    int64_t fsdp = c->ax[MFU_AX_FSDP];
+    int64_t tp = c->ax[MFU_AX_TP];
+    int64_t cp = c->ax[MFU_AX_CP];
     int dist_opt = c->zero >= 1;
     if (c->zero == 1) word(argv, "--use-distributed-optimizer");
     if (c->zero == 2) {
@@ -607,8 +620,20 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
     else if (tp > 1 || cp > 1)
         note(notes, "Set CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args asserts it with tensor or context "
                     "parallelism before Blackwell).");
+}
 
-    /* overlap */
+/* Megatron-LM argv: what overlaps: gradient reduce, TP communication, EP dispatch. */
+static void mg_overlap(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                       const model_view *v)
+{
+    int64_t dp = c->ax[MFU_AX_DP];
+    int64_t fsdp = c->ax[MFU_AX_FSDP];
+    int64_t tp = c->ax[MFU_AX_TP];
+    int64_t pp = c->ax[MFU_AX_PP];
+    int64_t cp = c->ax[MFU_AX_CP];
+    int64_t ep = c->ax[MFU_AX_EP];
+    int dist_opt = c->zero >= 1;
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
     int64_t edp = v->moe ? dp * cp * tp / (ep * c->etp) : 1;
     if (!sys->train.no_grad_overlap && fsdp == 1 && (dp * cp > 1 || edp > 1)) {
         word(argv, "--overlap-grad-reduce");
@@ -636,7 +661,15 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
                         "and bf16/fp16 (transformer_config.py), so the EP overlap the estimate assumes is not applied.");
         }
     }
+}
 
+/* Megatron-LM argv: the attention kernel, the vocabulary and the throughput-run switches. */
+static void mg_tail(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                    const model_view *v)
+{
+    const mfu_model *m = v->m;
+    const mfu_attention *at = v->at;
+    int64_t tp = c->ax[MFU_AX_TP];
     /* attention kernel: TE's flash-attn backend wants one head size for
      * q, k and v; MLA (q/k 192, v 128) goes to cuDNN's fused attention */
     if (sys->train.attn_impl == MFU_ATTN_UNFUSED) opt_str(argv, "--attention-backend", "unfused");
@@ -663,6 +696,43 @@ static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const
     opt_str(argv, "--lr", "1e-4");
     note(notes, "--mock-data, NullTokenizer, --train-iters and --lr make this a throughput run on "
                 "synthetic data; replace them with the real data, tokenizer and schedule.");
+}
+
+static json_t *megatron_recipe(const mfu_system *sys, const mfu_config *c, const model_view *v,
+                               const char *why_not)
+{
+    json_t *no = refused(why_not, v, "Megatron-LM core_v0.15.0 has no flags for");
+    if (no) return no;
+    if ((no = feature_refused(v, FW_R_MEGATRON, "Megatron-LM"))) return no;
+    const mfu_model *m = v->m;
+    char why[320];
+    /* arguments.py: --swiglu is gated SiLU; without it the MLP is GeLU;
+     * --squared-relu and --quick-geglu are other functions */
+    if (!((v->gated && v->act == MFU_ACT_SILU) || (!v->gated && v->act == MFU_ACT_GELU))) {
+        snprintf(why, sizeof why,
+                 "Megatron-LM core_v0.15.0 builds a %s MLP only through TransformerConfig "
+                 "(gated_linear_unit, activation_func), which have no command-line flags",
+                 act_name(v));
+        return unavailable(why);
+    }
+    /* validate_args: --use-torch-fsdp2 asserts untie_embeddings_and_output_weights */
+    if (c->ax[MFU_AX_FSDP] > 1 && m->tie_embeddings)
+        return unavailable("Megatron-LM's --use-torch-fsdp2 requires --untie-embeddings-and-output-weights "
+                           "(arguments.py validate_args) and this model ties them");
+
+    json_t *argv = json_array(), *notes = json_array();
+    note(notes, "Arguments of pretrain_gpt.py (Megatron-LM core_v0.15.0, megatron/training/arguments.py) "
+                "for %lld GPUs, e.g. torchrun --nnodes N --nproc-per-node G pretrain_gpt.py ARGV with "
+                "N x G = %lld.", (long long)sys->devices, (long long)sys->devices);
+
+    mg_model(argv, notes, sys, c, v);
+    mg_moe(argv, notes, sys, c, v);
+    mg_layout(argv, notes, sys, c, v);
+    mg_recompute(argv, notes, sys, c, v);
+    mg_precision(argv, notes, sys, c, v);
+    mg_sharding(argv, notes, sys, c, v);
+    mg_overlap(argv, notes, sys, c, v);
+    mg_tail(argv, notes, sys, c, v);
     return json_pack("{s:o,s:o}", "argv", argv, "notes", notes);
 }
 
