@@ -1023,60 +1023,76 @@ static void per_device_batch(int64_t num, int64_t devices, char *out, size_t n)
     snprintf(out, n, "%.17g", nextafter(x, INFINITY));
 }
 
-static json_t *maxtext_recipe(const mfu_system *sys, const mfu_config *c, const model_view *v,
-                              const char *why_not)
-{
-    json_t *no = refused(why_not, v, "MaxText has no decoder block for a model with");
-    if (no) return no;
-    if ((no = feature_refused(v, FW_R_MAXTEXT, "MaxText"))) return no;
-    const mfu_model *m = v->m;
-    char why[320];
-    int64_t D = sys->devices;
-    int64_t dp = c->ax[MFU_AX_DP], fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
-    int64_t pp = c->ax[MFU_AX_PP], cp = c->ax[MFU_AX_CP], ep = c->ax[MFU_AX_EP];
-    const mx_model *known = NULL;
-    for (size_t i = 0; i < sizeof MX_MODELS / sizeof *MX_MODELS; i++)
-        if (mx_matches(&MX_MODELS[i], v)) { known = &MX_MODELS[i]; break; }
-    int64_t unit = known ? known->layer_unit : 1;
-    int64_t vv = c->vpp < 1 ? 1 : c->vpp;
-    if (pp > 1 && (v->L / unit) % (pp * vv)) {
-        snprintf(why, sizeof why, "MaxText's %s config has %lld decoder layers, which %lld stages x %lld repeats "
-                                  "do not divide (configs/types.py)",
-                 known ? known->name : "", (long long)(v->L / unit), (long long)pp, (long long)vv);
-        return unavailable(why);
-    }
+/* MaxText's mesh: ICI within a slice, DCN across slices, filled from the
+ * innermost axis out (mfud's placement: tp, cp, ep, fsdp, dp, pp; the
+ * expert axis is the innermost part of fsdp, FW-X2). The slice is the
+ * largest whole divisor of the devices within the ICI domain that the axes
+ * fill exactly (0: none). */
+enum { X_TP, X_CP, X_EP, X_FSDP, X_DP, X_PP, X_N };
+static const char *const MX_AXIS_NAMES[X_N] = {"tensor", "context", "expert", "fsdp", "data", "pipeline"};
+typedef struct mx_mesh {
+    int64_t axis[X_N], ici[X_N], dcn[X_N];
+    int64_t slice, domain;
+} mx_mesh;
 
-    /* ICI within a slice, DCN across slices: fill the slice from the
-     * innermost axis out (mfud's placement: tp, cp, ep, fsdp, dp, pp; the
-     * expert axis is the innermost part of fsdp, FW-X2). The slice is the
-     * largest whole divisor of the devices within the ICI domain that the
-     * axes fill exactly. */
-    enum { X_TP, X_CP, X_EP, X_FSDP, X_DP, X_PP, X_N };
-    static const char *const NAMES[X_N] = {"tensor", "context", "expert", "fsdp", "data", "pipeline"};
-    int64_t axis[X_N] = {tp, cp, ep, fsdp / ep, dp, pp};
-    int64_t ici[X_N], dcn[X_N], slice = 0;
-    int64_t domain = sys->hw->n_tiers > 0 ? sys->hw->tiers[0].domain_size : D;
-    for (int64_t s = domain < D ? domain : D; s >= 1 && !slice; s--) {
+static void mx_mesh_of(const mfu_system *sys, const mfu_config *c, mx_mesh *x)
+{
+    int64_t D = sys->devices, ep = c->ax[MFU_AX_EP];
+    int64_t axis[X_N] = {c->ax[MFU_AX_TP], c->ax[MFU_AX_CP], ep, c->ax[MFU_AX_FSDP] / ep, c->ax[MFU_AX_DP],
+                         c->ax[MFU_AX_PP]};
+    memcpy(x->axis, axis, sizeof axis);
+    x->slice = 0;
+    x->domain = sys->hw->n_tiers > 0 ? sys->hw->tiers[0].domain_size : D;
+    for (int64_t s = x->domain < D ? x->domain : D; s >= 1 && !x->slice; s--) {
         if (D % s) continue;
         int64_t rem = s;
         for (int a = 0; a < X_N; a++) {
             int64_t g = axis[a], r = rem;
             while (r) { int64_t t = g % r; g = r; r = t; } /* gcd(axis, rem) */
-            ici[a] = g;
-            dcn[a] = axis[a] / g;
+            x->ici[a] = g;
+            x->dcn[a] = axis[a] / g;
             rem /= g;
         }
-        if (rem == 1) slice = s;
+        if (rem == 1) x->slice = s;
     }
-    if (!slice) return unavailable("the axes do not split into whole slices of the ICI domain");
+}
 
-    json_t *argv = json_array(), *notes = json_array();
-    note(notes, "Overrides of MaxText's src/maxtext/configs/base.yml (main, 2026): "
-                "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml ARGV "
-                "(older releases: python3 -m MaxText.train MaxText/configs/base.yml ARGV), on %lld chips "
-                "in %lld slice%s of %lld.", (long long)D, (long long)(D / slice), D / slice > 1 ? "s" : "",
-         (long long)slice);
-    word(argv, "run_name=mfud");
+/* MaxText overrides: the mesh's ici_* and dcn_* degrees. */
+static void mx_mesh_args(json_t *argv, json_t *notes, const mx_mesh *x, int64_t D)
+{
+    const int64_t *axis = x->axis, *ici = x->ici, *dcn = x->dcn;
+    int64_t slice = x->slice, domain = x->domain;
+    const char *const *NAMES = MX_AXIS_NAMES;
+    for (int a = 0; a < X_N; a++) {
+        char key[64];
+        snprintf(key, sizeof key, "ici_%s_parallelism", NAMES[a]);
+        kv_int(argv, key, ici[a]);
+    }
+    for (int a = 0; a < X_N; a++) {
+        char key[64];
+        snprintf(key, sizeof key, "dcn_%s_parallelism", NAMES[a]);
+        kv_int(argv, key, dcn[a]);
+    }
+    if (slice < domain && slice < D) {
+        /* an axis the estimate put on ICI (its span fits the domain) may
+         * cross slices here */
+        int64_t span = 1;
+        for (int a = 0; a < X_N; a++) {
+            span *= axis[a];
+            if (dcn[a] > 1 && span <= domain) {
+                note(notes, "The %s axis crosses slices (DCN) in this layout; the estimate puts it on ICI.",
+                     NAMES[a]);
+                break;
+            }
+        }
+    }
+}
+
+/* MaxText overrides: the model, by MaxText's name when it has the shape,
+ * else as base_* keys on the nearest decoder block. */
+static void mx_model_args(json_t *argv, json_t *notes, const model_view *v, const mx_model *known)
+{
+    const mfu_model *m = v->m;
     if (known) {
         kv_str(argv, "model_name", known->name);
         if (known->vocab != m->vocab)
@@ -1132,56 +1148,12 @@ static json_t *maxtext_recipe(const mfu_system *sys, const mfu_config *c, const 
         note(notes, "No MaxText model config has this shape: the base_* keys describe it with the %s "
                     "decoder block, whose norms, position encoding and biases are that block's.", block);
     }
-    kv_int(argv, "max_target_length", sys->train.seq);
+}
 
-    /* batch: per_device_batch_size counts sequences of one optimizer
-     * micro-step over every chip (configs/types.py
-     * calculate_global_batch_sizes); the pipeline takes the whole step's
-     * batch as num_pipeline_microbatches micro-batches */
-    char pdbs[40];
-    int64_t gbs = global_batch_seqs(c);
-    if (pp > 1) {
-        per_device_batch(gbs, D, pdbs, sizeof pdbs);
-        kv_str(argv, "per_device_batch_size", pdbs);
-        kv_int(argv, "num_pipeline_microbatches", c->grad_accum);
-        kv_int(argv, "num_layers_per_pipeline_stage", v->L / unit / (pp * vv));
-        kv_int(argv, "num_pipeline_repeats", vv);
-    } else {
-        per_device_batch(gbs / c->grad_accum, D, pdbs, sizeof pdbs);
-        kv_str(argv, "per_device_batch_size", pdbs);
-        if (c->grad_accum > 1) kv_int(argv, "gradient_accumulation_steps", c->grad_accum);
-    }
-    for (int a = 0; a < X_N; a++) {
-        char key[64];
-        snprintf(key, sizeof key, "ici_%s_parallelism", NAMES[a]);
-        kv_int(argv, key, ici[a]);
-    }
-    for (int a = 0; a < X_N; a++) {
-        char key[64];
-        snprintf(key, sizeof key, "dcn_%s_parallelism", NAMES[a]);
-        kv_int(argv, key, dcn[a]);
-    }
-    if (slice < domain && slice < D) {
-        /* an axis the estimate put on ICI (its span fits the domain) may
-         * cross slices here */
-        int64_t span = 1;
-        for (int a = 0; a < X_N; a++) {
-            span *= axis[a];
-            if (dcn[a] > 1 && span <= domain) {
-                note(notes, "The %s axis crosses slices (DCN) in this layout; the estimate puts it on ICI.",
-                     NAMES[a]);
-                break;
-            }
-        }
-    }
-    if (c->zero == 1) kv_str(argv, "shard_optimizer_over_data", "true");
-    if (sys->train.optimizer_offload) kv_str(argv, "optimizer_memory_host_offload", "true");
-    if (sys->train.vocab_tiles > 1) {
-        char t[24];
-        snprintf(t, sizeof t, "%lld", (long long)sys->train.vocab_tiles);
-        kv_str(argv, "num_vocab_tiling", t);
-    }
-
+/* MaxText overrides: the remat policy (and a custom one's per-tensor
+ * switches). */
+static void mx_remat(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c)
+{
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     const char *remat = "full";
     if (c->recompute == MFU_RC_MINIMAL) remat = "minimal_with_context";
@@ -1212,7 +1184,14 @@ static json_t *maxtext_recipe(const mfu_system *sys, const mfu_config *c, const 
             kv_str(argv, TENSORS[i].name, rp->mx_device & TENSORS[i].mx ? "device"
                                           : rp->mx_host & TENSORS[i].mx ? "offload" : "remat");
     }
+}
 
+/* MaxText overrides: precision, attention kernel, overlap notes and the
+ * throughput-run switches. */
+static void mx_tail(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                    const model_view *v)
+{
+    int64_t tp = c->ax[MFU_AX_TP], ep = c->ax[MFU_AX_EP];
     switch (sys->train.dtype) {
     case MFU_DT_FP32: kv_str(argv, "dtype", "float32"); break;
     case MFU_DT_FP16: kv_str(argv, "dtype", "float16"); break;
@@ -1244,6 +1223,72 @@ static json_t *maxtext_recipe(const mfu_system *sys, const mfu_config *c, const 
     kv_str(argv, "enable_checkpointing", "false");
     note(notes, "dataset_type synthetic, %d steps and no checkpoints make this a throughput run; add "
                 "base_output_directory and the real dataset.", RECIPE_STEPS);
+}
+
+static json_t *maxtext_recipe(const mfu_system *sys, const mfu_config *c, const model_view *v,
+                              const char *why_not)
+{
+    json_t *no = refused(why_not, v, "MaxText has no decoder block for a model with");
+    if (no) return no;
+    if ((no = feature_refused(v, FW_R_MAXTEXT, "MaxText"))) return no;
+    char why[320];
+    int64_t D = sys->devices;
+    int64_t pp = c->ax[MFU_AX_PP];
+    const mx_model *known = NULL;
+    for (size_t i = 0; i < sizeof MX_MODELS / sizeof *MX_MODELS; i++)
+        if (mx_matches(&MX_MODELS[i], v)) { known = &MX_MODELS[i]; break; }
+    int64_t unit = known ? known->layer_unit : 1;
+    int64_t vv = c->vpp < 1 ? 1 : c->vpp;
+    if (pp > 1 && (v->L / unit) % (pp * vv)) {
+        snprintf(why, sizeof why, "MaxText's %s config has %lld decoder layers, which %lld stages x %lld repeats "
+                                  "do not divide (configs/types.py)",
+                 known ? known->name : "", (long long)(v->L / unit), (long long)pp, (long long)vv);
+        return unavailable(why);
+    }
+
+    mx_mesh mesh;
+    mx_mesh_of(sys, c, &mesh);
+    int64_t slice = mesh.slice;
+    if (!slice) return unavailable("the axes do not split into whole slices of the ICI domain");
+
+    json_t *argv = json_array(), *notes = json_array();
+    note(notes, "Overrides of MaxText's src/maxtext/configs/base.yml (main, 2026): "
+                "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml ARGV "
+                "(older releases: python3 -m MaxText.train MaxText/configs/base.yml ARGV), on %lld chips "
+                "in %lld slice%s of %lld.", (long long)D, (long long)(D / slice), D / slice > 1 ? "s" : "",
+         (long long)slice);
+    word(argv, "run_name=mfud");
+    mx_model_args(argv, notes, v, known);
+    kv_int(argv, "max_target_length", sys->train.seq);
+
+    /* batch: per_device_batch_size counts sequences of one optimizer
+     * micro-step over every chip (configs/types.py
+     * calculate_global_batch_sizes); the pipeline takes the whole step's
+     * batch as num_pipeline_microbatches micro-batches */
+    char pdbs[40];
+    int64_t gbs = global_batch_seqs(c);
+    if (pp > 1) {
+        per_device_batch(gbs, D, pdbs, sizeof pdbs);
+        kv_str(argv, "per_device_batch_size", pdbs);
+        kv_int(argv, "num_pipeline_microbatches", c->grad_accum);
+        kv_int(argv, "num_layers_per_pipeline_stage", v->L / unit / (pp * vv));
+        kv_int(argv, "num_pipeline_repeats", vv);
+    } else {
+        per_device_batch(gbs / c->grad_accum, D, pdbs, sizeof pdbs);
+        kv_str(argv, "per_device_batch_size", pdbs);
+        if (c->grad_accum > 1) kv_int(argv, "gradient_accumulation_steps", c->grad_accum);
+    }
+    mx_mesh_args(argv, notes, &mesh, D);
+    if (c->zero == 1) kv_str(argv, "shard_optimizer_over_data", "true");
+    if (sys->train.optimizer_offload) kv_str(argv, "optimizer_memory_host_offload", "true");
+    if (sys->train.vocab_tiles > 1) {
+        char t[24];
+        snprintf(t, sizeof t, "%lld", (long long)sys->train.vocab_tiles);
+        kv_str(argv, "num_vocab_tiling", t);
+    }
+
+    mx_remat(argv, notes, sys, c);
+    mx_tail(argv, notes, sys, c, v);
     return json_pack("{s:o,s:o}", "argv", argv, "notes", notes);
 }
 
