@@ -810,6 +810,115 @@ static void tt_stage_modules(FILE *f, const mfu_system *sys, const mfu_config *c
     fputs("]\n", f);
 }
 
+/* torchtitan job config: [model], by flavor when one has the shape; the
+ * FP8 converters. Returns whether FP8 is on. */
+static int tt_model(FILE *f, json_t *notes, const mfu_system *sys, const model_view *v, const char *family,
+                    const tt_flavor *fl)
+{
+    const mfu_model *m = v->m;
+    fprintf(f, "[model]\nname = \"%s\"\n", family);
+    if (fl) {
+        fprintf(f, "flavor = \"%s\"\n", fl->flavor);
+    } else {
+        fprintf(f, "flavor = \"mfud\"\n");
+        if (v->at->kind == MFU_ATTN_MLA)
+            note(notes, "No torchtitan v0.2.2 flavor has this shape: register a flavor \"mfud\" in "
+                        "torchtitan/models/%s/__init__.py with dim=%lld, n_layers=%lld, n_heads=%lld, "
+                        "q_lora_rank=%lld, kv_lora_rank=%lld, inter_dim=%lld, vocab_size=%lld.",
+                 family, (long long)m->d_model, (long long)v->L, (long long)v->at->n_heads,
+                 (long long)v->at->q_lora_rank, (long long)v->at->kv_lora_rank,
+                 (long long)(v->dense ? v->dense->ffn_dim : 0), (long long)m->vocab);
+        else
+            note(notes, "No torchtitan v0.2.2 flavor has this shape: register a flavor \"mfud\" in "
+                        "torchtitan/models/%s/__init__.py with dim=%lld, n_layers=%lld, n_heads=%lld, "
+                        "n_kv_heads=%lld, head_dim=%lld, an FFN of %lld, vocab_size=%lld.",
+                 family, (long long)m->d_model, (long long)v->L, (long long)v->at->n_heads,
+                 (long long)v->at->n_kv_heads, (long long)v->at->head_dim,
+                 (long long)(v->dense ? v->dense->ffn_dim : v->moe->expert_ffn_dim), (long long)m->vocab);
+        if (v->moe)
+            note(notes, "The flavor's MoE: %lld experts, top-%lld, expert FFN %lld, %lld shared.",
+                 (long long)v->moe->n_experts, (long long)v->moe->top_k,
+                 (long long)v->moe->expert_ffn_dim, (long long)v->moe->n_shared_experts);
+    }
+    if (m->tie_embeddings && strcmp(family, "llama3") == 0)
+        note(notes, "torchtitan's llama3 does not tie the embedding and the output layer; the estimate ties them.");
+    int fp8 = sys->train.dtype == MFU_DT_FP8;
+    if (fp8)
+        fprintf(f, "converters = [\"quantize.linear.float8\"%s]\n", v->moe ? ", \"quantize.grouped_mm.float8\"" : "");
+    return fp8;
+}
+
+/* torchtitan job config: [parallelism], with the pipeline schedule and
+ * split. */
+static void tt_parallelism(FILE *f, json_t *notes, const mfu_system *sys, const mfu_config *c,
+                           const model_view *v)
+{
+    int64_t dp = c->ax[MFU_AX_DP], fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
+    int64_t pp = c->ax[MFU_AX_PP], cp = c->ax[MFU_AX_CP], ep = c->ax[MFU_AX_EP];
+    fprintf(f, "\n[parallelism]\ndata_parallel_replicate_degree = %lld\ndata_parallel_shard_degree = %lld\n"
+               "tensor_parallel_degree = %lld\npipeline_parallel_degree = %lld\ncontext_parallel_degree = %lld\n",
+            (long long)dp, (long long)fsdp, (long long)tp, (long long)pp, (long long)cp);
+    if (v->moe)
+        fprintf(f, "expert_parallel_degree = %lld\nexpert_tensor_parallel_degree = %lld\n", (long long)ep,
+                (long long)c->etp);
+    if (c->tp_overlap && tp > 1) fprintf(f, "enable_async_tensor_parallel = true\n");
+    if (pp > 1) {
+        const char *sched = c->schedule == MFU_SCHED_INTERLEAVED ? "Interleaved1F1B"
+                          : c->schedule == MFU_SCHED_GPIPE      ? "GPipe"
+                          : c->schedule == MFU_SCHED_DUALPIPEV  ? "DualPipeV" : "1F1B";
+        fprintf(f, "pipeline_parallel_schedule = \"%s\"\npipeline_parallel_microbatch_size = %lld\n", sched,
+                (long long)c->mbs);
+        /* pipeline_llm: 2 virtual stages per rank for multi-stage
+         * schedules, 1 otherwise, split with the embedding and the output
+         * weighing *_less_layers (default 1) each */
+        int64_t dflt_v = c->schedule == MFU_SCHED_INTERLEAVED || c->schedule == MFU_SCHED_DUALPIPEV ? 2 : 1;
+        if (c->vpp == dflt_v && c->split == MFU_SPLIT_EVEN)
+            fprintf(f, "pipeline_parallel_first_stage_less_layers = 0\npipeline_parallel_last_stage_less_layers = 0\n");
+        else if (!(c->vpp == dflt_v && c->split == MFU_SPLIT_ACCOUNT))
+            tt_stage_modules(f, sys, c);
+    }
+    if (cp > 1 && fsdp == 1)
+        note(notes, "torchtitan wraps the model in FSDP over the context-parallel ranks even with "
+                    "data_parallel_shard_degree 1 (parallel_dims.py: fsdp is dp_shard x cp); the estimate "
+                    "keeps the parameters replicated there.");
+}
+
+/* torchtitan job config: activation checkpointing, compile, FP8 and the
+ * notes on what torchtitan does not do as estimated. */
+static void tt_tail(FILE *f, json_t *notes, const mfu_system *sys, const mfu_config *c, const model_view *v,
+                    int fp8)
+{
+    int64_t tp = c->ax[MFU_AX_TP], ep = c->ax[MFU_AX_EP];
+    fprintf(f, "\n[activation_checkpoint]\n");
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    if (rp->kind == MFU_RCK_NONE) {
+        fprintf(f, "mode = \"none\"\n");
+    } else if (rp->kind == MFU_RCK_FULL) {
+        fprintf(f, "mode = \"full\"\n");
+        if (c->recompute_layers > 0)
+            note(notes, "torchtitan recomputes every layer in full mode; the estimate recomputes %lld per stage.",
+                 (long long)c->recompute_layers);
+    } else {
+        fprintf(f, "mode = \"selective\"\nselective_ac_option = \"op\"\n");
+        note(notes, "torchtitan's op-level selective checkpointing saves every other matmul "
+                    "(activation_checkpoint.py _apply_op_sac); the estimate prices it as recomputing norms and activations.");
+    }
+    if (c->tp_overlap && tp > 1) {
+        fprintf(f, "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n");
+        note(notes, "Async tensor parallelism works only under torch.compile ([compile] enable), which "
+                    "also changes kernel times the estimate does not model.");
+    }
+    if (fp8) {
+        fprintf(f, "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n");
+        if (v->moe) fprintf(f, "\n[quantize.grouped_mm.float8]\nfqns = [\"experts\"]\n");
+        note(notes, "FP8 is torchao's float8 training with tensorwise scaling (a prototype for grouped GEMMs).");
+    }
+    if (c->ep_overlap && v->moe && ep > 1)
+        note(notes, "torchtitan v0.2.2 overlaps the EP all-to-all only under DualPipeV; the estimate's EP overlap is not applied.");
+    if (sys->train.attn_impl == MFU_ATTN_UNFUSED)
+        note(notes, "torchtitan runs attention through SDPA or FlexAttention, fused; the estimate assumes unfused attention.");
+}
+
 static json_t *torchtitan_recipe(const mfu_system *sys, const mfu_config *c, const model_view *v,
                                  const char *why_not)
 {
@@ -822,8 +931,8 @@ static json_t *torchtitan_recipe(const mfu_system *sys, const mfu_config *c, con
         !v->gated || v->act != MFU_ACT_SILU || v->at->qkv_bias)
         return unavailable("torchtitan v0.2.2's model families (llama3, llama4, qwen3, deepseek_v3) are "
                            "RMSNorm, RoPE, SwiGLU decoders without biases or sliding windows; this model is not one");
-    int64_t dp = c->ax[MFU_AX_DP], fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
-    int64_t pp = c->ax[MFU_AX_PP], cp = c->ax[MFU_AX_CP], ep = c->ax[MFU_AX_EP];
+    int64_t dp = c->ax[MFU_AX_DP], fsdp = c->ax[MFU_AX_FSDP];
+    int64_t pp = c->ax[MFU_AX_PP], cp = c->ax[MFU_AX_CP];
     /* models/llama3/infra/parallelize.py: DDP (replicas without FSDP)
      * raises unless it is the only parallelism */
     if (dp > 1 && fsdp == 1 && cp == 1 && dp != sys->devices)
@@ -857,35 +966,7 @@ static json_t *torchtitan_recipe(const mfu_system *sys, const mfu_config *c, con
                 "with N x G = %lld.", (long long)sys->devices);
     fprintf(f, "# torchtitan v0.2.2 job config (torchtitan/config/job_config.py), written by mfud\n");
     fprintf(f, "[job]\ndescription = \"mfud recipe\"\n\n");
-    fprintf(f, "[model]\nname = \"%s\"\n", family);
-    if (fl) {
-        fprintf(f, "flavor = \"%s\"\n", fl->flavor);
-    } else {
-        fprintf(f, "flavor = \"mfud\"\n");
-        if (v->at->kind == MFU_ATTN_MLA)
-            note(notes, "No torchtitan v0.2.2 flavor has this shape: register a flavor \"mfud\" in "
-                        "torchtitan/models/%s/__init__.py with dim=%lld, n_layers=%lld, n_heads=%lld, "
-                        "q_lora_rank=%lld, kv_lora_rank=%lld, inter_dim=%lld, vocab_size=%lld.",
-                 family, (long long)m->d_model, (long long)v->L, (long long)v->at->n_heads,
-                 (long long)v->at->q_lora_rank, (long long)v->at->kv_lora_rank,
-                 (long long)(v->dense ? v->dense->ffn_dim : 0), (long long)m->vocab);
-        else
-            note(notes, "No torchtitan v0.2.2 flavor has this shape: register a flavor \"mfud\" in "
-                        "torchtitan/models/%s/__init__.py with dim=%lld, n_layers=%lld, n_heads=%lld, "
-                        "n_kv_heads=%lld, head_dim=%lld, an FFN of %lld, vocab_size=%lld.",
-                 family, (long long)m->d_model, (long long)v->L, (long long)v->at->n_heads,
-                 (long long)v->at->n_kv_heads, (long long)v->at->head_dim,
-                 (long long)(v->dense ? v->dense->ffn_dim : v->moe->expert_ffn_dim), (long long)m->vocab);
-        if (v->moe)
-            note(notes, "The flavor's MoE: %lld experts, top-%lld, expert FFN %lld, %lld shared.",
-                 (long long)v->moe->n_experts, (long long)v->moe->top_k,
-                 (long long)v->moe->expert_ffn_dim, (long long)v->moe->n_shared_experts);
-    }
-    if (m->tie_embeddings && strcmp(family, "llama3") == 0)
-        note(notes, "torchtitan's llama3 does not tie the embedding and the output layer; the estimate ties them.");
-    int fp8 = sys->train.dtype == MFU_DT_FP8;
-    if (fp8)
-        fprintf(f, "converters = [\"quantize.linear.float8\"%s]\n", v->moe ? ", \"quantize.grouped_mm.float8\"" : "");
+    int fp8 = tt_model(f, notes, sys, v, family, fl);
 
     /* batch: with pp the whole per-replica batch of a step is one
      * local batch cut into micro-batches (pipeline_parallel.py
@@ -905,61 +986,8 @@ static json_t *torchtitan_recipe(const mfu_system *sys, const mfu_config *c, con
     if (sys->train.moments_bf16)
         note(notes, "torchtitan has no bf16 Adam moments next to fp32 master weights; the estimate assumes them.");
 
-    fprintf(f, "\n[parallelism]\ndata_parallel_replicate_degree = %lld\ndata_parallel_shard_degree = %lld\n"
-               "tensor_parallel_degree = %lld\npipeline_parallel_degree = %lld\ncontext_parallel_degree = %lld\n",
-            (long long)dp, (long long)fsdp, (long long)tp, (long long)pp, (long long)cp);
-    if (v->moe)
-        fprintf(f, "expert_parallel_degree = %lld\nexpert_tensor_parallel_degree = %lld\n", (long long)ep,
-                (long long)c->etp);
-    if (c->tp_overlap && tp > 1) fprintf(f, "enable_async_tensor_parallel = true\n");
-    if (pp > 1) {
-        const char *sched = c->schedule == MFU_SCHED_INTERLEAVED ? "Interleaved1F1B"
-                          : c->schedule == MFU_SCHED_GPIPE      ? "GPipe"
-                          : c->schedule == MFU_SCHED_DUALPIPEV  ? "DualPipeV" : "1F1B";
-        fprintf(f, "pipeline_parallel_schedule = \"%s\"\npipeline_parallel_microbatch_size = %lld\n", sched,
-                (long long)c->mbs);
-        /* pipeline_llm: 2 virtual stages per rank for multi-stage
-         * schedules, 1 otherwise, split with the embedding and the output
-         * weighing *_less_layers (default 1) each */
-        int64_t dflt_v = c->schedule == MFU_SCHED_INTERLEAVED || c->schedule == MFU_SCHED_DUALPIPEV ? 2 : 1;
-        if (c->vpp == dflt_v && c->split == MFU_SPLIT_EVEN)
-            fprintf(f, "pipeline_parallel_first_stage_less_layers = 0\npipeline_parallel_last_stage_less_layers = 0\n");
-        else if (!(c->vpp == dflt_v && c->split == MFU_SPLIT_ACCOUNT))
-            tt_stage_modules(f, sys, c);
-    }
-    if (cp > 1 && fsdp == 1)
-        note(notes, "torchtitan wraps the model in FSDP over the context-parallel ranks even with "
-                    "data_parallel_shard_degree 1 (parallel_dims.py: fsdp is dp_shard x cp); the estimate "
-                    "keeps the parameters replicated there.");
-
-    fprintf(f, "\n[activation_checkpoint]\n");
-    const mfu_rc_policy *rp = &sys->rc[c->recompute];
-    if (rp->kind == MFU_RCK_NONE) {
-        fprintf(f, "mode = \"none\"\n");
-    } else if (rp->kind == MFU_RCK_FULL) {
-        fprintf(f, "mode = \"full\"\n");
-        if (c->recompute_layers > 0)
-            note(notes, "torchtitan recomputes every layer in full mode; the estimate recomputes %lld per stage.",
-                 (long long)c->recompute_layers);
-    } else {
-        fprintf(f, "mode = \"selective\"\nselective_ac_option = \"op\"\n");
-        note(notes, "torchtitan's op-level selective checkpointing saves every other matmul "
-                    "(activation_checkpoint.py _apply_op_sac); the estimate prices it as recomputing norms and activations.");
-    }
-    if (c->tp_overlap && tp > 1) {
-        fprintf(f, "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n");
-        note(notes, "Async tensor parallelism works only under torch.compile ([compile] enable), which "
-                    "also changes kernel times the estimate does not model.");
-    }
-    if (fp8) {
-        fprintf(f, "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n");
-        if (v->moe) fprintf(f, "\n[quantize.grouped_mm.float8]\nfqns = [\"experts\"]\n");
-        note(notes, "FP8 is torchao's float8 training with tensorwise scaling (a prototype for grouped GEMMs).");
-    }
-    if (c->ep_overlap && v->moe && ep > 1)
-        note(notes, "torchtitan v0.2.2 overlaps the EP all-to-all only under DualPipeV; the estimate's EP overlap is not applied.");
-    if (sys->train.attn_impl == MFU_ATTN_UNFUSED)
-        note(notes, "torchtitan runs attention through SDPA or FlexAttention, fused; the estimate assumes unfused attention.");
+    tt_parallelism(f, notes, sys, c, v);
+    tt_tail(f, notes, sys, c, v, fp8);
     fclose(f);
     json_t *o = json_pack("{s:s,s:o}", "toml", toml ? toml : "", "notes", notes);
     free(toml);
