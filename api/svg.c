@@ -632,46 +632,71 @@ static void decade_si(char *buf, size_t n, int k)
 
 typedef struct rop { const char *name; int bwd, vector; double x, y, t; } rop;
 
-char *api_svg_roofline(json_t *result)
+/* A roofline chart's data and frame: the roofs, the plotted operators and
+ * the decades the axes span. */
+typedef struct rplot {
+    json_t *ops;
+    size_t n;                   /* operators in the result */
+    double ridge, bw, peak, vpeak, mfu;
+    char dtype[32];             /* the training dtype(s) the peak is of */
+    rop *pt;
+    size_t np, skipped;         /* plotted; without FLOPs, bytes or time */
+    int vroof;                  /* a vector-units roof below the compute roof */
+    int xlo, xhi, ylo, yhi;     /* decades */
+    double x0, x1, top, bottom; /* the plot area */
+} rplot;
+
+static double rx(const rplot *p, double v)
 {
-    if (!json_is_object(result)) return NULL;
+    return p->x0 + (p->x1 - p->x0) * (log10(v) - p->xlo) / (double)(p->xhi - p->xlo);
+}
+
+static double ry(const rplot *p, double v)
+{
+    return p->bottom - (p->bottom - p->top) * (log10(v) - p->ylo) / (double)(p->yhi - p->ylo);
+}
+
+/* The roofs from the result, the operators' points and the decades; -1 if
+ * the result is not a roofline. */
+static int roof_points(json_t *result, rplot *p)
+{
     json_t *roof = json_object_get(result, "roofline");
     json_t *hwj = json_object_get(result, "hardware");
-    json_t *ops = json_object_get(roof, "ops");
-    double ridge, bw, mfu;
-    if (!json_is_array(ops) || json_array_size(ops) == 0 || num(roof, "ridge_point_flops_per_byte", &ridge) ||
-        ridge <= 0 || num(hwj, "hbm_bw_bytes_s", &bw) || bw <= 0)
-        return NULL;
-    mfu = num_or(roof, "mfu", 0);
-    double peak = ridge * bw;
+    memset(p, 0, sizeof *p);
+    p->ops = json_object_get(roof, "ops");
+    if (!json_is_array(p->ops) || json_array_size(p->ops) == 0 ||
+        num(roof, "ridge_point_flops_per_byte", &p->ridge) || p->ridge <= 0 || num(hwj, "hbm_bw_bytes_s", &p->bw) ||
+        p->bw <= 0)
+        return -1;
+    p->mfu = num_or(roof, "mfu", 0);
+    p->peak = p->ridge * p->bw;
     /* the training dtype: the peak(s) the ridge point was computed from */
     static const char *const DT[] = {"bf16", "fp16", "fp8", "fp32"};
     json_t *pf = json_object_get(hwj, "peak_flops");
-    char dtype[32] = "";
     for (int d = 0; d < 4; d++) {
-        double p;
-        if (!num(pf, DT[d], &p) && fabs(p - peak) <= 1e-9 * peak) {
-            if (dtype[0]) strcat(dtype, "/");
-            strcat(dtype, DT[d]);
+        double pk;
+        if (!num(pf, DT[d], &pk) && fabs(pk - p->peak) <= 1e-9 * p->peak) {
+            if (p->dtype[0]) strcat(p->dtype, "/");
+            strcat(p->dtype, DT[d]);
         }
     }
-    double vpeak = num_or(pf, "fp32", 0);
-    size_t n = json_array_size(ops);
-    rop *pt = api_calloc(n, sizeof *pt);
-    if (!pt) return NULL;
-    size_t np = 0, skipped = 0;
+    p->vpeak = num_or(pf, "fp32", 0);
+    p->n = json_array_size(p->ops);
+    p->pt = api_calloc(p->n, sizeof *p->pt);
+    if (!p->pt) return -1;
     int any_vector = 0;
-    double minx = ridge, maxx = ridge, miny = peak;
-    for (size_t i = 0; i < n; i++) {
-        json_t *o = json_array_get(ops, i);
+    double minx = p->ridge, maxx = p->ridge, miny = p->peak;
+    for (size_t i = 0; i < p->n; i++) {
+        json_t *o = json_array_get(p->ops, i);
         double fl, by, t, cnt = num_or(o, "count", 1);
         const char *name = str_or(o, "name", NULL), *ph = str_or(o, "phase", NULL);
         if (!name || !ph || num(o, "flops", &fl) || num(o, "bytes", &by) || num(o, "time_s", &t)) {
-            free(pt);
-            return NULL;
+            free(p->pt);
+            p->pt = NULL;
+            return -1;
         }
-        if (!(fl > 0 && by > 0 && t > 0 && cnt > 0)) { skipped++; continue; }
-        rop *r = &pt[np++];
+        if (!(fl > 0 && by > 0 && t > 0 && cnt > 0)) { p->skipped++; continue; }
+        rop *r = &p->pt[p->np++];
         r->name = name;
         r->bwd = strcmp(ph, "fwd") != 0;
         r->vector = strcmp(str_or(o, "unit", "matrix"), "vector") == 0;
@@ -683,48 +708,57 @@ char *api_svg_roofline(json_t *result)
         if (r->x > maxx) maxx = r->x;
         if (r->y < miny) miny = r->y;
     }
-    int vroof = any_vector && vpeak > 0 && vpeak < peak * (1 - 1e-9);
-    if (vroof && vpeak / bw < minx) minx = vpeak / bw;
+    p->vroof = any_vector && p->vpeak > 0 && p->vpeak < p->peak * (1 - 1e-9);
+    if (p->vroof && p->vpeak / p->bw < minx) minx = p->vpeak / p->bw;
+    p->xlo = (int)floor(log10(minx / 2.0));
+    p->xhi = (int)ceil(log10(maxx * 3.0));
+    p->ylo = (int)floor(log10(miny / 2.0));
+    p->yhi = (int)ceil(log10(p->peak * 1.5));
+    if (p->xhi - p->xlo < 2) p->xhi = p->xlo + 2;
+    if (p->yhi - p->ylo < 2) p->ylo = p->yhi - 2;
+    if (p->xlo < -12) p->xlo = -12;
+    if (p->ylo < p->yhi - 12) p->ylo = p->yhi - 12;
+    p->x0 = 96;
+    p->x1 = 600;
+    p->top = 66;
+    p->bottom = 372;
+    return 0;
+}
+
+/* The chart's title, subtitle and description (what a screen reader says). */
+static void roof_texts(json_t *result, const rplot *p, sbuf *title, sbuf *desc, sbuf *sub)
+{
     const char *model = str_or(json_object_get(result, "model"), "name", "model");
-    const char *hw = str_or(hwj, "name", "hardware");
-
-    int xlo = (int)floor(log10(minx / 2.0)), xhi = (int)ceil(log10(maxx * 3.0));
-    int ylo = (int)floor(log10(miny / 2.0)), yhi = (int)ceil(log10(peak * 1.5));
-    if (xhi - xlo < 2) xhi = xlo + 2;
-    if (yhi - ylo < 2) ylo = yhi - 2;
-    if (xlo < -12) xlo = -12;
-    if (ylo < yhi - 12) ylo = yhi - 12;
-
-    sbuf title = {0}, desc = {0}, sub = {0}, b = {0};
-    sb_printf(&title, "Roofline: %s on one %s", model, hw);
-    sb_printf(&sub, "%s%s%scompute roof %s TFLOP/s, HBM %s TB/s, ridge %s FLOP/byte; roofline MFU %s%%",
-              dtype[0] ? "training dtype " : "", dtype, dtype[0] ? "; " : "", fx(peak / 1e12, 2),
-              fx(bw / 1e12, 2), fx(ridge, 2), fx(mfu * 100, 2));
-    sb_printf(&desc,
+    const char *hw = str_or(json_object_get(result, "hardware"), "name", "hardware");
+    sb_printf(title, "Roofline: %s on one %s", model, hw);
+    sb_printf(sub, "%s%s%scompute roof %s TFLOP/s, HBM %s TB/s, ridge %s FLOP/byte; roofline MFU %s%%",
+              p->dtype[0] ? "training dtype " : "", p->dtype, p->dtype[0] ? "; " : "", fx(p->peak / 1e12, 2),
+              fx(p->bw / 1e12, 2), fx(p->ridge, 2), fx(p->mfu * 100, 2));
+    sb_printf(desc,
               "Log-log roofline chart: arithmetic intensity in FLOP per byte of HBM traffic (x) "
               "against achieved FLOP/s per device (y) for each forward (circle) and backward "
               "(triangle) operator of one training step on one device. Compute roof %s TFLOP/s%s%s%s, "
               "HBM roof %s TB/s, ridge point at %s FLOP/byte.",
-              fx(peak / 1e12, 2), dtype[0] ? " (" : "", dtype, dtype[0] ? ")" : "", fx(bw / 1e12, 2),
-              fx(ridge, 2));
-    if (vroof)
-        sb_printf(&desc, " Elementwise operators run on the vector units, roof %s TFLOP/s (dashed).",
-                  fx(vpeak / 1e12, 2));
+              fx(p->peak / 1e12, 2), p->dtype[0] ? " (" : "", p->dtype, p->dtype[0] ? ")" : "", fx(p->bw / 1e12, 2),
+              fx(p->ridge, 2));
+    if (p->vroof)
+        sb_printf(desc, " Elementwise operators run on the vector units, roof %s TFLOP/s (dashed).",
+                  fx(p->vpeak / 1e12, 2));
     /* memory-bound as the result says (each operator's `bound`) */
     size_t nmem = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_t *o = json_array_get(ops, i);
+    for (size_t i = 0; i < p->n; i++) {
+        json_t *o = json_array_get(p->ops, i);
         nmem += num_or(o, "flops", 0) > 0 && num_or(o, "bytes", 0) > 0 && num_or(o, "time_s", 0) > 0 &&
                 num_or(o, "count", 1) > 0 && !strcmp(str_or(o, "bound", ""), "memory");
     }
-    sb_printf(&desc, " %zu operators plotted, %zu of them memory-bound; roofline MFU %s%%.", np, nmem,
-              fx(mfu * 100, 2));
+    sb_printf(desc, " %zu operators plotted, %zu of them memory-bound; roofline MFU %s%%.", p->np, nmem,
+              fx(p->mfu * 100, 2));
     /* the three that take the most time */
     {
         size_t top3[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
         double tt[3] = {-1, -1, -1};
-        for (size_t i = 0; i < n; i++) {
-            json_t *o = json_array_get(ops, i);
+        for (size_t i = 0; i < p->n; i++) {
+            json_t *o = json_array_get(p->ops, i);
             double t = num_or(o, "time_s", 0);
             for (int k = 0; k < 3; k++)
                 if (t > tt[k]) {
@@ -734,165 +768,194 @@ char *api_svg_roofline(json_t *result)
                     break;
                 }
         }
-        sb_printf(&desc, " Most time:");
+        sb_printf(desc, " Most time:");
         for (int k = 0; k < 3 && top3[k] != (size_t)-1; k++) {
-            json_t *o = json_array_get(ops, top3[k]);
-            sb_printf(&desc, "%s %s (%s) %s s", k ? "," : "", str_or(o, "name", "?"),
+            json_t *o = json_array_get(p->ops, top3[k]);
+            sb_printf(desc, "%s %s (%s) %s s", k ? "," : "", str_or(o, "name", "?"),
                       str_or(o, "phase", "?"), fx(tt[k], 3));
         }
-        sb_printf(&desc, ".");
+        sb_printf(desc, ".");
     }
-    if (skipped) {
-        sb_printf(&desc, " Not plotted (no FLOPs, bytes or time):");
+    if (p->skipped) {
+        sb_printf(desc, " Not plotted (no FLOPs, bytes or time):");
         int k = 0;
-        for (size_t i = 0; i < n; i++) {
-            json_t *o = json_array_get(ops, i);
+        for (size_t i = 0; i < p->n; i++) {
+            json_t *o = json_array_get(p->ops, i);
             if (num_or(o, "flops", 0) > 0 && num_or(o, "bytes", 0) > 0 && num_or(o, "time_s", 0) > 0 &&
                 num_or(o, "count", 1) > 0)
                 continue;
-            sb_printf(&desc, "%s %s (%s)", k++ ? "," : "", str_or(o, "name", "?"), str_or(o, "phase", "?"));
+            sb_printf(desc, "%s %s (%s)", k++ ? "," : "", str_or(o, "name", "?"), str_or(o, "phase", "?"));
         }
-        sb_printf(&desc, ".");
+        sb_printf(desc, ".");
     }
-    if (title.oom || desc.oom || sub.oom) goto fail;
+}
 
-    svg_begin(&b, "roofline", SVG_H, title.p, desc.p, sub.p);
-    const double x0 = 96, x1 = 600, top = 66, bottom = 372;
-#define RX(v) (x0 + (x1 - x0) * (log10(v) - xlo) / (double)(xhi - xlo))
-#define RY(v) (bottom - (bottom - top) * (log10(v) - ylo) / (double)(yhi - ylo))
+/* The decade grid, the frame and the axis titles. */
+static void roof_axes(sbuf *b, const rplot *p)
+{
     char lab[64];
-    sb_printf(&b, "<g class=\"axis\" font-size=\"11\">\n");
-    for (int k = xlo; k <= xhi; k++) {
+    sb_printf(b, "<g class=\"axis\" font-size=\"11\">\n");
+    for (int k = p->xlo; k <= p->xhi; k++) {
         double v = pow(10.0, k);
-        sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
-                  X1(RX(v)), X1(top), X1(RX(v)), X1(bottom));
+        sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
+                  X1(rx(p, v)), X1(p->top), X1(rx(p, v)), X1(p->bottom));
         decade_label(lab, sizeof lab, k);
-        text_at(&b, RX(v), bottom + 15, "middle", NULL, lab);
+        text_at(b, rx(p, v), p->bottom + 15, "middle", NULL, lab);
     }
-    for (int k = ylo; k <= yhi; k++) {
+    for (int k = p->ylo; k <= p->yhi; k++) {
         double v = pow(10.0, k);
-        sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
-                  X1(x0), X1(RY(v)), X1(x1), X1(RY(v)));
+        sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
+                  X1(p->x0), X1(ry(p, v)), X1(p->x1), X1(ry(p, v)));
         decade_si(lab, sizeof lab, k);
-        text_at(&b, x0 - 6, RY(v) + 4, "end", NULL, lab);
+        text_at(b, p->x0 - 6, ry(p, v) + 4, "end", NULL, lab);
     }
-    sb_printf(&b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"" INK "\"/>\n",
-              X1(x0), X1(top), X1(x1 - x0), X1(bottom - top));
-    text_at(&b, (x0 + x1) / 2, bottom + 34, "middle", " font-size=\"12\"",
+    sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"" INK "\"/>\n",
+              X1(p->x0), X1(p->top), X1(p->x1 - p->x0), X1(p->bottom - p->top));
+    text_at(b, (p->x0 + p->x1) / 2, p->bottom + 34, "middle", " font-size=\"12\"",
             "Arithmetic intensity (FLOP/byte of HBM traffic, log scale)");
-    sb_printf(&b, "<text x=\"18\" y=\"%s\" text-anchor=\"middle\" font-size=\"12\" "
+    sb_printf(b, "<text x=\"18\" y=\"%s\" text-anchor=\"middle\" font-size=\"12\" "
                   "transform=\"rotate(-90 18 %s)\">Achieved FLOP/s per device (log scale)</text>\n",
-              X1((top + bottom) / 2), X1((top + bottom) / 2));
-    sb_printf(&b, "</g>\n");
+              X1((p->top + p->bottom) / 2), X1((p->top + p->bottom) / 2));
+    sb_printf(b, "</g>\n");
 
-    /* the roofs: HBM up to the ridge, compute beyond it */
-    double xa = pow(10.0, xlo), ya = xa * bw;
-    if (ya < pow(10.0, ylo)) { ya = pow(10.0, ylo); xa = ya / bw; }
-    double xe = pow(10.0, xhi);
-    sb_printf(&b, "<g class=\"roofs\">\n");
-    sb_printf(&b, "<line class=\"roof hbm-roof\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
+}
+
+/* The HBM, compute and vector-units roofs with their labels. */
+static void roof_roofs(sbuf *b, const rplot *p)
+{
+    char lab[64];
+    /* the roofs: HBM up to the p->ridge, compute beyond it */
+    double xa = pow(10.0, p->xlo), ya = xa * p->bw;
+    if (ya < pow(10.0, p->ylo)) { ya = pow(10.0, p->ylo); xa = ya / p->bw; }
+    double xe = pow(10.0, p->xhi);
+    sb_printf(b, "<g class=\"roofs\">\n");
+    sb_printf(b, "<line class=\"roof hbm-roof\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
                   "\" stroke-width=\"2\"><title>HBM roof: %s TB/s x intensity</title></line>\n",
-              X1(RX(xa)), X1(RY(ya)), X1(RX(ridge)), X1(RY(peak)), fx(bw / 1e12, 2));
-    sb_printf(&b, "<line class=\"roof compute-roof\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
+              X1(rx(p, xa)), X1(ry(p, ya)), X1(rx(p, p->ridge)), X1(ry(p, p->peak)), fx(p->bw / 1e12, 2));
+    sb_printf(b, "<line class=\"roof compute-roof\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
                   "\" stroke-width=\"2\"><title>compute roof: %s TFLOP/s</title></line>\n",
-              X1(RX(ridge)), X1(RY(peak)), X1(RX(xe)), X1(RY(peak)), fx(peak / 1e12, 2));
-    snprintf(lab, sizeof lab, "compute roof %s TFLOP/s", fx(peak / 1e12, 2));
-    text_at(&b, x1 - 4, RY(peak) - 10, "end", " font-size=\"11\"" HALO, lab);
+              X1(rx(p, p->ridge)), X1(ry(p, p->peak)), X1(rx(p, xe)), X1(ry(p, p->peak)), fx(p->peak / 1e12, 2));
+    snprintf(lab, sizeof lab, "compute roof %s TFLOP/s", fx(p->peak / 1e12, 2));
+    text_at(b, p->x1 - 4, ry(p, p->peak) - 10, "end", " font-size=\"11\"" HALO, lab);
     {
         /* the HBM label along the slope, above the memory-bound points */
-        double lx = pow(10.0, log10(xa) + (log10(ridge) - log10(xa)) * 0.62);
-        double px = RX(lx), py = RY(lx * bw);
-        double ang = atan2(RY(ridge * bw) - RY(xa * bw), RX(ridge) - RX(xa)) * 180.0 / M_PI;
-        snprintf(lab, sizeof lab, "HBM roof %s TB/s", fx(bw / 1e12, 2));
-        sb_printf(&b, "<text x=\"%s\" y=\"%s\" font-size=\"11\"" HALO " transform=\"rotate(%s %s %s)\">", X1(px),
+        double lx = pow(10.0, log10(xa) + (log10(p->ridge) - log10(xa)) * 0.62);
+        double px = rx(p, lx), py = ry(p, lx * p->bw);
+        double ang = atan2(ry(p, p->ridge * p->bw) - ry(p, xa * p->bw), rx(p, p->ridge) - rx(p, xa)) * 180.0 / M_PI;
+        snprintf(lab, sizeof lab, "HBM roof %s TB/s", fx(p->bw / 1e12, 2));
+        sb_printf(b, "<text x=\"%s\" y=\"%s\" font-size=\"11\"" HALO " transform=\"rotate(%s %s %s)\">", X1(px),
                   X1(py - 6), fx(ang, 1), X1(px), X1(py - 6));
-        sb_esc(&b, lab);
-        sb_printf(&b, "</text>\n");
+        sb_esc(b, lab);
+        sb_printf(b, "</text>\n");
     }
-    if (vroof) {
-        sb_printf(&b, "<line class=\"roof vector-roof\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_DARK
+    if (p->vroof) {
+        sb_printf(b, "<line class=\"roof vector-roof\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_DARK
                       "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"><title>vector units roof: %s TFLOP/s"
                       "</title></line>\n",
-                  X1(RX(vpeak / bw)), X1(RY(vpeak)), X1(RX(xe)), X1(RY(vpeak)), fx(vpeak / 1e12, 2));
-        snprintf(lab, sizeof lab, "vector units %s TFLOP/s", fx(vpeak / 1e12, 2));
-        text_at(&b, x1 - 4, RY(vpeak) - 5, "end", " font-size=\"11\" fill=\"" GREY_DARK "\"" HALO, lab);
+                  X1(rx(p, p->vpeak / p->bw)), X1(ry(p, p->vpeak)), X1(rx(p, xe)), X1(ry(p, p->vpeak)), fx(p->vpeak / 1e12, 2));
+        snprintf(lab, sizeof lab, "vector units %s TFLOP/s", fx(p->vpeak / 1e12, 2));
+        text_at(b, p->x1 - 4, ry(p, p->vpeak) - 5, "end", " font-size=\"11\" fill=\"" GREY_DARK "\"" HALO, lab);
     }
-    sb_printf(&b, "</g>\n");
+    sb_printf(b, "</g>\n");
+}
+
+/* The operators and the ridge point. */
+static void roof_ops(sbuf *b, const rplot *p)
+{
+    char lab[64];
     /* the operators */
-    sb_printf(&b, "<g class=\"ops\" stroke=\"" INK "\" stroke-width=\"0.6\" fill-opacity=\"0.85\">\n");
-    for (size_t i = 0; i < np; i++) {
-        const rop *r = &pt[i];
-        double cx = RX(r->x), cy = RY(r->y);
+    sb_printf(b, "<g class=\"ops\" stroke=\"" INK "\" stroke-width=\"0.6\" fill-opacity=\"0.85\">\n");
+    for (size_t i = 0; i < p->np; i++) {
+        const rop *r = &p->pt[i];
+        double cx = rx(p, r->x), cy = ry(p, r->y);
         const char *col = r->vector ? OI_ORANGE : OI_BLUE;
         if (r->bwd)
-            sb_printf(&b, "<path class=\"op bwd\" d=\"M%s %sL%s %sL%s %sZ\" fill=\"%s\"><title>", X1(cx),
+            sb_printf(b, "<path class=\"op bwd\" d=\"M%s %sL%s %sL%s %sZ\" fill=\"%s\"><title>", X1(cx),
                       X1(cy - 5.5), X1(cx + 5), X1(cy + 3.5), X1(cx - 5), X1(cy + 3.5), col);
         else
-            sb_printf(&b, "<circle class=\"op fwd\" cx=\"%s\" cy=\"%s\" r=\"4.5\" fill=\"%s\"><title>", X1(cx),
+            sb_printf(b, "<circle class=\"op fwd\" cx=\"%s\" cy=\"%s\" r=\"4.5\" fill=\"%s\"><title>", X1(cx),
                       X1(cy), col);
-        sb_esc(&b, r->name);
-        sb_printf(&b, " (%s, %s units): %s FLOP/byte, %s TFLOP/s, %s s per step</title></%s>\n",
+        sb_esc(b, r->name);
+        sb_printf(b, " (%s, %s units): %s FLOP/byte, %s TFLOP/s, %s s per step</title></%s>\n",
                   r->bwd ? "bwd" : "fwd", r->vector ? "vector" : "matrix", fx(r->x, 2), fx(r->y / 1e12, 2),
                   fx(r->t, 3), r->bwd ? "path" : "circle");
     }
-    sb_printf(&b, "</g>\n");
-    /* the ridge point */
-    sb_printf(&b, "<g class=\"ridge\" data-flops-per-byte=\"%s\">\n", fx(ridge, 2));
-    sb_printf(&b, "<path d=\"M%s %sL%s %sL%s %sL%s %sZ\" fill=\"" OI_VERMILLION "\" stroke=\"" INK
+    sb_printf(b, "</g>\n");
+    /* the p->ridge point */
+    sb_printf(b, "<g class=\"ridge\" data-flops-per-byte=\"%s\">\n", fx(p->ridge, 2));
+    sb_printf(b, "<path d=\"M%s %sL%s %sL%s %sL%s %sZ\" fill=\"" OI_VERMILLION "\" stroke=\"" INK
                   "\"><title>ridge point: %s FLOP/byte</title></path>\n",
-              X1(RX(ridge)), X1(RY(peak) - 7), X1(RX(ridge) + 7), X1(RY(peak)), X1(RX(ridge)), X1(RY(peak) + 7),
-              X1(RX(ridge) - 7), X1(RY(peak)), fx(ridge, 2));
-    sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_VERMILLION
+              X1(rx(p, p->ridge)), X1(ry(p, p->peak) - 7), X1(rx(p, p->ridge) + 7), X1(ry(p, p->peak)), X1(rx(p, p->ridge)), X1(ry(p, p->peak) + 7),
+              X1(rx(p, p->ridge) - 7), X1(ry(p, p->peak)), fx(p->ridge, 2));
+    sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_VERMILLION
                   "\" stroke-dasharray=\"2 3\"/>\n",
-              X1(RX(ridge)), X1(RY(peak) + 7), X1(RX(ridge)), X1(bottom));
-    snprintf(lab, sizeof lab, "ridge %s FLOP/byte", fx(ridge, 2));
-    text_at(&b, RX(ridge) + 6, bottom - 6, NULL, " font-size=\"11\" fill=\"" OI_VERMILLION "\"" HALO, lab);
-    sb_printf(&b, "</g>\n");
-#undef RX
-#undef RY
+              X1(rx(p, p->ridge)), X1(ry(p, p->peak) + 7), X1(rx(p, p->ridge)), X1(p->bottom));
+    snprintf(lab, sizeof lab, "ridge %s FLOP/byte", fx(p->ridge, 2));
+    text_at(b, rx(p, p->ridge) + 6, p->bottom - 6, NULL, " font-size=\"11\" fill=\"" OI_VERMILLION "\"" HALO, lab);
+    sb_printf(b, "</g>\n");
+}
+
+/* The legend. */
+static void roof_legend(sbuf *b, const rplot *p)
+{
+    char lab[64];
     /* legend */
-    sb_printf(&b, "<g class=\"legend\" font-size=\"11\">\n");
+    sb_printf(b, "<g class=\"legend\" font-size=\"11\">\n");
     double ly = 90;
-    sb_printf(&b, "<circle cx=\"627\" cy=\"%s\" r=\"4.5\" fill=\"#FFFFFF\" stroke=\"" INK "\"/>\n", X1(ly - 4));
-    text_at(&b, 639, ly, NULL, NULL, "forward operator");
+    sb_printf(b, "<circle cx=\"627\" cy=\"%s\" r=\"4.5\" fill=\"#FFFFFF\" stroke=\"" INK "\"/>\n", X1(ly - 4));
+    text_at(b, 639, ly, NULL, NULL, "forward operator");
     ly += 20;
-    sb_printf(&b, "<path d=\"M627 %sL632 %sL622 %sZ\" fill=\"#FFFFFF\" stroke=\"" INK "\"/>\n", X1(ly - 9.5),
+    sb_printf(b, "<path d=\"M627 %sL632 %sL622 %sZ\" fill=\"#FFFFFF\" stroke=\"" INK "\"/>\n", X1(ly - 9.5),
               X1(ly - 0.5), X1(ly - 0.5));
-    text_at(&b, 639, ly, NULL, NULL, "backward operator");
+    text_at(b, 639, ly, NULL, NULL, "backward operator");
     ly += 20;
-    legend_item(&b, 620, ly, OI_BLUE, NULL, "matrix units", 0);
-    text_at(&b, 639, ly + 13, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "(GEMM, attention)");
+    legend_item(b, 620, ly, OI_BLUE, NULL, "matrix units", 0);
+    text_at(b, 639, ly + 13, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "(GEMM, attention)");
     ly += 33;
-    legend_item(&b, 620, ly, OI_ORANGE, NULL, "vector units", 0);
-    text_at(&b, 639, ly + 13, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "(norms, activations)");
+    legend_item(b, 620, ly, OI_ORANGE, NULL, "vector units", 0);
+    text_at(b, 639, ly + 13, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "(norms, activations)");
     ly += 33;
-    legend_item(&b, 620, ly, OI_BLACK, NULL, "compute and HBM roofs", 1);
+    legend_item(b, 620, ly, OI_BLACK, NULL, "compute and HBM roofs", 1);
     ly += 20;
-    if (vroof) {
-        legend_item(&b, 620, ly, GREY_DARK, " stroke-dasharray=\"6 3\"", "vector units roof", 1);
+    if (p->vroof) {
+        legend_item(b, 620, ly, GREY_DARK, " stroke-dasharray=\"6 3\"", "vector units roof", 1);
         ly += 20;
     }
-    sb_printf(&b, "<path d=\"M627 %sL633 %sL627 %sL621 %sZ\" fill=\"" OI_VERMILLION "\" stroke=\"" INK "\"/>\n",
+    sb_printf(b, "<path d=\"M627 %sL633 %sL627 %sL621 %sZ\" fill=\"" OI_VERMILLION "\" stroke=\"" INK "\"/>\n",
               X1(ly - 10), X1(ly - 4), X1(ly + 2), X1(ly - 4));
-    text_at(&b, 639, ly, NULL, NULL, "ridge point");
+    text_at(b, 639, ly, NULL, NULL, "ridge point");
     ly += 24;
-    text_at(&b, 620, ly, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "FLOP/s prefixes: G = 10^9,");
-    text_at(&b, 620, ly + 13, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "T = 10^12, P = 10^15");
+    text_at(b, 620, ly, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "FLOP/s prefixes: G = 10^9,");
+    text_at(b, 620, ly + 13, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "T = 10^12, P = 10^15");
     ly += 26;
-    if (skipped) {
-        snprintf(lab, sizeof lab, "%zu operator%s without FLOPs", skipped, skipped == 1 ? "" : "s");
-        text_at(&b, 620, ly + 6, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", lab);
-        text_at(&b, 620, ly + 19, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "not plotted (see desc)");
+    if (p->skipped) {
+        snprintf(lab, sizeof lab, "%zu operator%s without FLOPs", p->skipped, p->skipped == 1 ? "" : "s");
+        text_at(b, 620, ly + 6, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", lab);
+        text_at(b, 620, ly + 19, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "not plotted (see desc)");
     }
-    sb_printf(&b, "</g>\n");
-    svg_end(&b);
-    free(pt);
+    sb_printf(b, "</g>\n");
+}
+
+char *api_svg_roofline(json_t *result)
+{
+    if (!json_is_object(result)) return NULL;
+    rplot p;
+    if (roof_points(result, &p)) return NULL;
+    sbuf title = {0}, desc = {0}, sub = {0}, b = {0};
+    roof_texts(result, &p, &title, &desc, &sub);
+    char *out = NULL;
+    if (!(title.oom || desc.oom || sub.oom)) {
+        svg_begin(&b, "roofline", SVG_H, title.p, desc.p, sub.p);
+        roof_axes(&b, &p);
+        roof_roofs(&b, &p);
+        roof_ops(&b, &p);
+        roof_legend(&b, &p);
+        svg_end(&b);
+        out = sb_take(&b);
+    }
+    free(p.pt);
     free(title.p); free(desc.p); free(sub.p);
-    return sb_take(&b);
-fail:
-    free(pt);
-    free(title.p); free(desc.p); free(sub.p); free(b.p);
-    return NULL;
+    return out;
 }
 
 /* ======================================================================= */
