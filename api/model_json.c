@@ -404,22 +404,11 @@ json_t *api_model_to_ir(const mfu_model *m)
 
 /* ---- hardware ---------------------------------------------------------- */
 
-int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_status *st)
+/* hardware.peak_flops: FLOP/s per dtype, bf16 required. */
+static int hw_peaks(json_t *hw, const char *ptr, mfu_hardware *out, api_status *st)
 {
     int bad = 0;
     char p[256], q[256];
-    memset(out, 0, sizeof *out);
-    if (!json_is_object(hw)) {
-        api_fail(st, 422, ptr, "hardware must be an object");
-        return -1;
-    }
-    json_t *name = json_object_get(hw, "name");
-    if (name && (!json_is_string(name) || strlen(json_string_value(name)) >= sizeof out->name)) {
-        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "name"), "must be a string of at most %d bytes",
-                 (int)sizeof out->name - 1);
-        return -1;
-    }
-    snprintf(out->name, sizeof out->name, "%s", json_is_string(name) ? json_string_value(name) : "custom");
     json_t *pf = json_object_get(hw, "peak_flops");
     jv_ptr(p, sizeof p, ptr, "peak_flops");
     if (!json_is_object(pf)) {
@@ -443,14 +432,14 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
                 bad = -1;
             }
     }
-    bad |= jv_num(hw, "hbm_bytes", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bytes, st);
-    bad |= jv_num(hw, "hbm_bw_bytes_s", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bw_bytes_s, st);
-    bad |= jv_num(hw, "tdp_w", ptr, JV_OPTIONAL, 0.0, 0.0, 1e5, &out->tdp_w, st);
-    /* the host link offloaded activations cross (0: unknown, no offload) */
-    bad |= jv_num(hw, "host_bw_bytes_s", ptr, JV_OPTIONAL, 0.0, 0.0, 1e13, &out->host_bw_bytes_s, st);
-    int plat = 0;
-    bad |= jv_enum(hw, "platform", ptr, JV_OPTIONAL, 0, PLATFORMS, &plat, st);
-    out->platform = (mfu_platform)plat;
+    return bad;
+}
+
+/* hardware.memory_reserve, with the GPU presets' defaults. */
+static int hw_reserve(json_t *hw, const char *ptr, mfu_hardware *out, api_status *st)
+{
+    int bad = 0;
+    char p[256];
     /* Defaults when a description gives no reserve: the GPU presets' sourced
      * values (presets/hardware/h100-sxm.json notes.memory_reserve); none on
      * TPUs, whose bytes_limit already excludes XLA's reserve. */
@@ -468,6 +457,14 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
                   &out->reserve.comm_buffer_bytes, st);
     bad |= jv_num(res, "fragmentation", p, JV_OPTIONAL, gpu ? 0.05 : 0.0, 0.0, 0.9,
                   &out->reserve.fragmentation, st);
+    return bad;
+}
+
+/* hardware.tiers, innermost first: -1 when the list itself is unusable
+ * (the caller stops), else 0 with *bad set by a tier's fields. */
+static int hw_tiers(json_t *hw, const char *ptr, mfu_hardware *out, int *bad, api_status *st)
+{
+    char p[256], q[256];
     json_t *tiers = json_object_get(hw, "tiers");
     jv_ptr(p, sizeof p, ptr, "tiers");
     if (!json_is_array(tiers) || json_array_size(tiers) == 0 ||
@@ -501,9 +498,124 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
             b2 = -1;
         }
         prev = nt->domain_size;
-        bad |= b2;
+        *bad |= b2;
     }
     out->n_tiers = (int)json_array_size(tiers);
+    return 0;
+}
+
+/* One number per network tier in [lo, hi] (efficiency.net, .net_half_bytes). */
+static int per_tier(json_t *arr, const char *q, int n_tiers, double lo, double hi, const char *what,
+                    const char *range, double *dst, api_status *st)
+{
+    if (!json_is_array(arr) || (int)json_array_size(arr) != n_tiers) {
+        api_fail(st, 422, q, "must be an array with one %s per tier (%d)", what, n_tiers);
+        return -1;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) {
+        double v = json_number_value(e);
+        if (!json_is_number(e) || !(v >= lo) || v > hi) {
+            char r[256];
+            api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i), "must be in %s", range);
+            return -1;
+        }
+        dst[i] = v;
+    }
+    return 0;
+}
+
+/* hardware.efficiency (the expected profile): -1 on a malformed curve or
+ * per-tier list, else 0 with *bad set by a field. */
+static int hw_efficiency(json_t *eff, const char *p, mfu_hardware *out, int *bad, api_status *st)
+{
+    char q[256];
+    size_t i;
+    out->has_profile = 1;
+    json_t *g = json_object_get(eff, "gemm");
+    if (g) {
+        jv_ptr(q, sizeof q, p, "gemm");
+        if (!json_is_array(g) || json_array_size(g) > MFU_MAX_EFF_POINTS) {
+            api_fail(st, 422, q, "must be an array of at most %d [flops, efficiency] pairs",
+                     MFU_MAX_EFF_POINTS);
+            return -1;
+        }
+        json_t *pt;
+        json_array_foreach(g, i, pt) {
+            double f = json_number_value(json_array_get(pt, 0));
+            double e = json_number_value(json_array_get(pt, 1));
+            /* efficiency >= 0.001 (the smallest GEMMs of the presets
+             * run at ~0.01): a tiny one (fuzz: 1e-300) made expected
+             * times infinite */
+            if (!json_is_array(pt) || json_array_size(pt) != 2 || !(f > 0) || !(e >= 0.001) || e > 1 ||
+                (i > 0 && f <= out->eff.gemm_flops[i - 1])) {
+                char r[256];
+                api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i),
+                         "must be [flops > previous, 0.001 <= efficiency <= 1]");
+                return -1;
+            }
+            out->eff.gemm_flops[i] = f;
+            out->eff.gemm_eff[i] = e;
+        }
+        out->eff.n_gemm = (int)json_array_size(g);
+    }
+    *bad |= jv_num(eff, "attention", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.attn_eff, st);
+    *bad |= jv_num(eff, "attention_half_tokens", p, JV_OPTIONAL, 0.0, 0.0, 1e6,
+                  &out->eff.attn_half_tokens, st);
+    *bad |= jv_num(eff, "hbm", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.hbm_eff, st);
+    *bad |= jv_num(eff, "step_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e3,
+                  &out->eff.step_overhead_s, st);
+    *bad |= jv_num(eff, "overlap_slowdown", p, JV_OPTIONAL, 0.0, 0.0, 0.9,
+                  &out->eff.overlap_slowdown, st);
+    *bad |= jv_num(eff, "gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 2.0, &out->eff.gemm_scale, st);
+    *bad |= jv_num(eff, "fp8_gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 1.0, &out->eff.fp8_gemm_scale, st);
+    *bad |= jv_num(eff, "kernel_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e-2,
+                  &out->eff.kernel_overhead_s, st);
+    *bad |= jv_num(eff, "gemm_overhead_s", p, JV_OPTIONAL, 0.0, -5e-6, 1e-2, &out->eff.gemm_overhead_s, st);
+    *bad |= jv_num(eff, "microbatch_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 10.0,
+                  &out->eff.microbatch_overhead_s, st);
+    *bad |= jv_num(eff, "host_op_s", p, JV_OPTIONAL, 0.0, 0.0, 1e-3, &out->eff.host_op_s, st);
+    *bad |= jv_num(eff, "uncertainty", p, JV_OPTIONAL, 0.0, 0.0, 1.0, &out->eff.uncertainty, st);
+    json_t *half = json_object_get(eff, "net_half_bytes");
+    if (half && per_tier(half, jv_ptr(q, sizeof q, p, "net_half_bytes"), out->n_tiers, 0.0, 1e12, "size in bytes",
+                         "[0, 1e12] bytes", out->eff.net_half_bytes, st))
+        return -1;
+    json_t *net = json_object_get(eff, "net");
+    /* >= 0.01: as the gemm curve's efficiencies */
+    if (net && per_tier(net, jv_ptr(q, sizeof q, p, "net"), out->n_tiers, 0.01, 1.0, "efficiency", "[0.01, 1]",
+                        out->eff.net_eff, st))
+        return -1;
+    return 0;
+}
+
+int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_status *st)
+{
+    int bad = 0;
+    char p[256];
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(hw)) {
+        api_fail(st, 422, ptr, "hardware must be an object");
+        return -1;
+    }
+    json_t *name = json_object_get(hw, "name");
+    if (name && (!json_is_string(name) || strlen(json_string_value(name)) >= sizeof out->name)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "name"), "must be a string of at most %d bytes",
+                 (int)sizeof out->name - 1);
+        return -1;
+    }
+    snprintf(out->name, sizeof out->name, "%s", json_is_string(name) ? json_string_value(name) : "custom");
+    bad |= hw_peaks(hw, ptr, out, st);
+    bad |= jv_num(hw, "hbm_bytes", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bytes, st);
+    bad |= jv_num(hw, "hbm_bw_bytes_s", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bw_bytes_s, st);
+    bad |= jv_num(hw, "tdp_w", ptr, JV_OPTIONAL, 0.0, 0.0, 1e5, &out->tdp_w, st);
+    /* the host link offloaded activations cross (0: unknown, no offload) */
+    bad |= jv_num(hw, "host_bw_bytes_s", ptr, JV_OPTIONAL, 0.0, 0.0, 1e13, &out->host_bw_bytes_s, st);
+    int plat = 0;
+    bad |= jv_enum(hw, "platform", ptr, JV_OPTIONAL, 0, PLATFORMS, &plat, st);
+    out->platform = (mfu_platform)plat;
+    bad |= hw_reserve(hw, ptr, out, st);
+    if (hw_tiers(hw, ptr, out, &bad, st)) return -1;
     mfu_efficiency_ideal(&out->eff);
     json_t *eff = json_object_get(hw, "efficiency");
     if (eff && !json_is_null(eff)) {
@@ -512,87 +624,7 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
             api_fail(st, 422, p, "must be an object");
             return -1;
         }
-        out->has_profile = 1;
-        json_t *g = json_object_get(eff, "gemm");
-        if (g) {
-            jv_ptr(q, sizeof q, p, "gemm");
-            if (!json_is_array(g) || json_array_size(g) > MFU_MAX_EFF_POINTS) {
-                api_fail(st, 422, q, "must be an array of at most %d [flops, efficiency] pairs",
-                         MFU_MAX_EFF_POINTS);
-                return -1;
-            }
-            json_t *pt;
-            json_array_foreach(g, i, pt) {
-                double f = json_number_value(json_array_get(pt, 0));
-                double e = json_number_value(json_array_get(pt, 1));
-                /* efficiency >= 0.001 (the smallest GEMMs of the presets
-                 * run at ~0.01): a tiny one (fuzz: 1e-300) made expected
-                 * times infinite */
-                if (!json_is_array(pt) || json_array_size(pt) != 2 || !(f > 0) || !(e >= 0.001) || e > 1 ||
-                    (i > 0 && f <= out->eff.gemm_flops[i - 1])) {
-                    char r[256];
-                    api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i),
-                             "must be [flops > previous, 0.001 <= efficiency <= 1]");
-                    return -1;
-                }
-                out->eff.gemm_flops[i] = f;
-                out->eff.gemm_eff[i] = e;
-            }
-            out->eff.n_gemm = (int)json_array_size(g);
-        }
-        bad |= jv_num(eff, "attention", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.attn_eff, st);
-        bad |= jv_num(eff, "attention_half_tokens", p, JV_OPTIONAL, 0.0, 0.0, 1e6,
-                      &out->eff.attn_half_tokens, st);
-        bad |= jv_num(eff, "hbm", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.hbm_eff, st);
-        bad |= jv_num(eff, "step_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e3,
-                      &out->eff.step_overhead_s, st);
-        bad |= jv_num(eff, "overlap_slowdown", p, JV_OPTIONAL, 0.0, 0.0, 0.9,
-                      &out->eff.overlap_slowdown, st);
-        bad |= jv_num(eff, "gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 2.0, &out->eff.gemm_scale, st);
-        bad |= jv_num(eff, "fp8_gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 1.0, &out->eff.fp8_gemm_scale, st);
-        bad |= jv_num(eff, "kernel_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e-2,
-                      &out->eff.kernel_overhead_s, st);
-        bad |= jv_num(eff, "gemm_overhead_s", p, JV_OPTIONAL, 0.0, -5e-6, 1e-2, &out->eff.gemm_overhead_s, st);
-        bad |= jv_num(eff, "microbatch_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 10.0,
-                      &out->eff.microbatch_overhead_s, st);
-        bad |= jv_num(eff, "host_op_s", p, JV_OPTIONAL, 0.0, 0.0, 1e-3, &out->eff.host_op_s, st);
-        bad |= jv_num(eff, "uncertainty", p, JV_OPTIONAL, 0.0, 0.0, 1.0, &out->eff.uncertainty, st);
-        json_t *half = json_object_get(eff, "net_half_bytes");
-        if (half) {
-            jv_ptr(q, sizeof q, p, "net_half_bytes");
-            if (!json_is_array(half) || (int)json_array_size(half) != out->n_tiers) {
-                api_fail(st, 422, q, "must be an array with one size in bytes per tier (%d)", out->n_tiers);
-                return -1;
-            }
-            json_t *e;
-            json_array_foreach(half, i, e) {
-                double v = json_number_value(e);
-                if (!json_is_number(e) || !(v >= 0) || v > 1e12) {
-                    char r[256];
-                    api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i), "must be in [0, 1e12] bytes");
-                    return -1;
-                }
-                out->eff.net_half_bytes[i] = v;
-            }
-        }
-        json_t *net = json_object_get(eff, "net");
-        if (net) {
-            jv_ptr(q, sizeof q, p, "net");
-            if (!json_is_array(net) || (int)json_array_size(net) != out->n_tiers) {
-                api_fail(st, 422, q, "must be an array with one efficiency per tier (%d)", out->n_tiers);
-                return -1;
-            }
-            json_t *e;
-            json_array_foreach(net, i, e) {
-                double v = json_number_value(e);
-                if (!json_is_number(e) || !(v >= 0.01) || v > 1) { /* as gemm, above */
-                    char r[256];
-                    api_fail(st, 422, jv_ptr_i(r, sizeof r, q, i), "must be in [0.01, 1]");
-                    return -1;
-                }
-                out->eff.net_eff[i] = v;
-            }
-        }
+        if (hw_efficiency(eff, p, out, &bad, st)) return -1;
     }
     return bad ? -1 : 0;
 }
