@@ -156,9 +156,125 @@ json_t *api_calibrate(json_t *doc, api_status *st)
     return api_oom_policy(calibrate_run(doc, st), st, before);
 }
 
-static json_t *calibrate_run(json_t *doc, api_status *st)
+/* The parameters a request names (default: all of them). */
+static int cal_param_names(json_t *doc, cal_ctx *x, api_status *st)
 {
     char p[256];
+    json_t *names = json_object_get(doc, "parameters");
+    if (names) {
+        if (!json_is_array(names) || json_array_size(names) < 1 || json_array_size(names) > CP_COUNT) {
+            api_fail(st, 422, "/parameters", "must be an array of parameter names");
+            return -1;
+        }
+        size_t i;
+        json_t *e;
+        json_array_foreach(names, i, e) {
+            int id = -1;
+            for (int k = 0; json_is_string(e) && k < CP_COUNT; k++)
+                if (!strcmp(json_string_value(e), PARAMS[k].name)) id = k;
+            for (int k = 0; id >= 0 && k < x->np; k++)
+                if (x->ids[k] == id) id = -2;
+            if (id < 0) {
+                api_fail(st, 422, jv_ptr_i(p, sizeof p, "/parameters", i),
+                         id == -2 ? "named twice" : "unknown parameter; parameters: gemm_scale, gemm_overhead_s, attention, hbm, kernel_overhead_s, net_inner, net_outer, step_overhead_s, microbatch_overhead_s, overlap_slowdown, host_op_s");
+                return -1;
+            }
+            x->ids[x->np++] = id;
+        }
+    } else {
+        for (int k = 0; k < CP_COUNT; k++) x->ids[x->np++] = k;
+    }
+    return 0;
+}
+
+/* A run with a trace: its GEMM and attention kernel time and its
+ * collectives per axis, observations beside the step time. */
+static void cal_trace_obs(cal_ctx *x, int i, json_t *req, double *meas, int *use)
+{
+    /* a trace also gives the run's GEMM and attention kernel time: two
+     * more observations (recomputed forwards run GEMMs the model counts
+     * as recompute, so only runs without recompute) */
+    if (x->runs[i].layer) return; /* req was a copy, released: nothing to read */
+    json_t *tr = json_object_get(json_object_get(req, "measured"), "trace");
+    if (json_is_object(tr) && x->runs[i].sys.rc[x->runs[i].c.recompute].kind == MFU_RCK_NONE) {
+        double v[2 + MFU_COMM_COUNT];
+        v[0] = trace_mean(tr, "kernels", "gemm");
+        v[1] = trace_mean(tr, "kernels", "attention");
+        /* collective time per axis the process groups name (the link's
+         * efficiency: net_inner / net_outer) */
+        json_t *bx = json_object_get(json_object_get(tr, "summary"), "communication_by_axis");
+        for (int a = 0; a < MFU_COMM_COUNT; a++)
+            v[2 + a] = json_object_get(bx, mfu_comm_names[a]) ? trace_mean(tr, "communication_by_axis",
+                                                                           mfu_comm_names[a]) : 0.0;
+        for (int k = 0; k < 2 + MFU_COMM_COUNT; k++) {
+            if (!(v[k] > 0)) continue;
+            x->obs_run[x->n_obs] = i;
+            x->obs_kind[x->n_obs] = k < 2 ? OBS_GEMM + k : OBS_COMM + (k - 2);
+            meas[x->n_obs] = v[k];
+            use[x->n_obs++] = 1;
+        }
+    }
+}
+
+/* Run i: parsed (its errors under its own pointer), its observations. */
+static int cal_load_run(cal_ctx *x, json_t *run, int i, double *meas, int *use, api_status *st)
+{
+        json_t *req = json_object_get(run, "request") ? json_object_get(run, "request") : run;
+    char rp[64];
+    jv_ptr_i(rp, sizeof rp, "/runs", (size_t)i);
+    api_status s1;
+    api_status_init(&s1);
+    /* measured.layer_time_s (a layer's measurement) instead of step_time_s */
+    json_t *lt = json_object_get(json_object_get(req, "measured"), "layer_time_s");
+    json_t *owned = NULL;
+    if (lt) {
+        owned = json_deep_copy(req);
+        json_t *mm = json_object_get(owned, "measured");
+        json_object_set(mm, "step_time_s", lt);
+        json_object_del(mm, "layer_time_s");
+        req = owned;
+        x->runs[i].layer = 1;
+    }
+    int bad_run = api_request_measured(req, &x->runs[i].r, &x->runs[i].sys, &x->runs[i].c, &x->runs[i].measured_s, x->ops, &s1);
+    json_decref(owned);
+    if (bad_run) {
+        /* the run's errors, under its pointer */
+        for (int k = 0; k < s1.n_errors; k++) {
+            char ep[256];
+            snprintf(ep, sizeof ep, "%s%s%s", rp, json_object_get(run, "request") ? "/request" : "",
+                     s1.errors[k].pointer);
+            api_fail(st, s1.status, ep, "%s", s1.errors[k].detail);
+        }
+        if (!st->status) api_fail(st, s1.status ? s1.status : 422, rp, "invalid run");
+        api_request_free(&x->runs[i].r);
+        return -1;
+    }
+    x->n = i + 1;
+    json_t *id = json_object_get(run, "id");
+    x->runs[i].id = json_is_string(id) ? json_string_value(id) : NULL;
+    if (x->n_obs + 3 + MFU_COMM_COUNT > MFU_FIT_MAX_RUNS) {
+        api_fail(st, 422, rp, "too many observations: at most %d in one calibration (a run with a trace adds up to %d)",
+                 MFU_FIT_MAX_RUNS, 2 + MFU_COMM_COUNT);
+        return -1;
+    }
+    x->runs[i].obs = x->n_obs;
+    x->obs_run[x->n_obs] = i;
+    x->obs_kind[x->n_obs] = OBS_STEP;
+    meas[x->n_obs] = x->runs[i].measured_s;
+    use[x->n_obs++] = 1;
+    cal_trace_obs(x, i, req, meas, use);
+    if (i > 0 && strcmp(x->runs[i].r.hw.name, x->runs[0].r.hw.name)) {
+        api_fail(st, 422, rp, "hardware %s differs from the first run's %s: calibrate one hardware at a time",
+                 x->runs[i].r.hw.name, x->runs[0].r.hw.name);
+        return -1;
+    }
+    /* a description without a profile starts from the ideal one */
+    x->runs[i].r.hw.has_profile = 1;
+    return 0;
+}
+
+static json_t *calibrate_run(json_t *doc, api_status *st)
+{
     if (!json_is_object(doc)) {
         api_fail(st, 422, "", "must be an object {runs, parameters, cross_validate}");
         return NULL;
@@ -173,30 +289,7 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
     if (jv_bool(doc, "cross_validate", "", JV_OPTIONAL, 1, &cv, st)) return NULL;
     cal_ctx x;
     memset(&x, 0, sizeof x);
-    json_t *names = json_object_get(doc, "parameters");
-    if (names) {
-        if (!json_is_array(names) || json_array_size(names) < 1 || json_array_size(names) > CP_COUNT) {
-            api_fail(st, 422, "/parameters", "must be an array of parameter names");
-            return NULL;
-        }
-        size_t i;
-        json_t *e;
-        json_array_foreach(names, i, e) {
-            int id = -1;
-            for (int k = 0; json_is_string(e) && k < CP_COUNT; k++)
-                if (!strcmp(json_string_value(e), PARAMS[k].name)) id = k;
-            for (int k = 0; id >= 0 && k < x.np; k++)
-                if (x.ids[k] == id) id = -2;
-            if (id < 0) {
-                api_fail(st, 422, jv_ptr_i(p, sizeof p, "/parameters", i),
-                         id == -2 ? "named twice" : "unknown parameter; parameters: gemm_scale, gemm_overhead_s, attention, hbm, kernel_overhead_s, net_inner, net_outer, step_overhead_s, microbatch_overhead_s, overlap_slowdown, host_op_s");
-                return NULL;
-            }
-            x.ids[x.np++] = id;
-        }
-    } else {
-        for (int k = 0; k < CP_COUNT; k++) x.ids[x.np++] = k;
-    }
+    if (cal_param_names(doc, &x, st)) return NULL;
     int n = (int)json_array_size(runs);
     cal_run *cr = api_calloc((size_t)n, sizeof *cr);
     x.ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
@@ -208,81 +301,8 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
         goto done;
     }
     x.runs = cr;
-    for (int i = 0; i < n; i++) {
-        json_t *run = json_array_get(runs, (size_t)i);
-        json_t *req = json_object_get(run, "request") ? json_object_get(run, "request") : run;
-        char rp[64];
-        jv_ptr_i(rp, sizeof rp, "/runs", (size_t)i);
-        api_status s1;
-        api_status_init(&s1);
-        /* measured.layer_time_s (a layer's measurement) instead of step_time_s */
-        json_t *lt = json_object_get(json_object_get(req, "measured"), "layer_time_s");
-        json_t *owned = NULL;
-        if (lt) {
-            owned = json_deep_copy(req);
-            json_t *mm = json_object_get(owned, "measured");
-            json_object_set(mm, "step_time_s", lt);
-            json_object_del(mm, "layer_time_s");
-            req = owned;
-            cr[i].layer = 1;
-        }
-        int bad_run = api_request_measured(req, &cr[i].r, &cr[i].sys, &cr[i].c, &cr[i].measured_s, x.ops, &s1);
-        json_decref(owned);
-        if (bad_run) {
-            /* the run's errors, under its pointer */
-            for (int k = 0; k < s1.n_errors; k++) {
-                char ep[256];
-                snprintf(ep, sizeof ep, "%s%s%s", rp, json_object_get(run, "request") ? "/request" : "",
-                         s1.errors[k].pointer);
-                api_fail(st, s1.status, ep, "%s", s1.errors[k].detail);
-            }
-            if (!st->status) api_fail(st, s1.status ? s1.status : 422, rp, "invalid run");
-            api_request_free(&cr[i].r);
-            goto done;
-        }
-        x.n = i + 1;
-        json_t *id = json_object_get(run, "id");
-        cr[i].id = json_is_string(id) ? json_string_value(id) : NULL;
-        if (x.n_obs + 3 + MFU_COMM_COUNT > MFU_FIT_MAX_RUNS) {
-            api_fail(st, 422, rp, "too many observations: at most %d in one calibration (a run with a trace adds up to %d)",
-                     MFU_FIT_MAX_RUNS, 2 + MFU_COMM_COUNT);
-            goto done;
-        }
-        cr[i].obs = x.n_obs;
-        x.obs_run[x.n_obs] = i;
-        x.obs_kind[x.n_obs] = OBS_STEP;
-        meas[x.n_obs] = cr[i].measured_s;
-        use[x.n_obs++] = 1;
-        /* a trace also gives the run's GEMM and attention kernel time: two
-         * more observations (recomputed forwards run GEMMs the model counts
-         * as recompute, so only runs without recompute) */
-        json_t *tr = json_object_get(json_object_get(req, "measured"), "trace");
-        if (json_is_object(tr) && !cr[i].layer && cr[i].sys.rc[cr[i].c.recompute].kind == MFU_RCK_NONE) {
-            double v[2 + MFU_COMM_COUNT];
-            v[0] = trace_mean(tr, "kernels", "gemm");
-            v[1] = trace_mean(tr, "kernels", "attention");
-            /* collective time per axis the process groups name (the link's
-             * efficiency: net_inner / net_outer) */
-            json_t *bx = json_object_get(json_object_get(tr, "summary"), "communication_by_axis");
-            for (int a = 0; a < MFU_COMM_COUNT; a++)
-                v[2 + a] = json_object_get(bx, mfu_comm_names[a]) ? trace_mean(tr, "communication_by_axis",
-                                                                               mfu_comm_names[a]) : 0.0;
-            for (int k = 0; k < 2 + MFU_COMM_COUNT; k++) {
-                if (!(v[k] > 0)) continue;
-                x.obs_run[x.n_obs] = i;
-                x.obs_kind[x.n_obs] = k < 2 ? OBS_GEMM + k : OBS_COMM + (k - 2);
-                meas[x.n_obs] = v[k];
-                use[x.n_obs++] = 1;
-            }
-        }
-        if (i > 0 && strcmp(cr[i].r.hw.name, cr[0].r.hw.name)) {
-            api_fail(st, 422, rp, "hardware %s differs from the first run's %s: calibrate one hardware at a time",
-                     cr[i].r.hw.name, cr[0].r.hw.name);
-            goto done;
-        }
-        /* a description without a profile starts from the ideal one */
-        cr[i].r.hw.has_profile = 1;
-    }
+    for (int i = 0; i < n; i++)
+        if (cal_load_run(&x, json_array_get(runs, (size_t)i), i, meas, use, st)) goto done;
     mfu_fit_param fp[CP_COUNT];
     double prior[CP_COUNT];
     for (int j = 0; j < x.np; j++) {
