@@ -7,7 +7,7 @@
 #
 # Sources are picked up by wildcard: core/*.c -> libmfucore.a (C11 + libm only),
 # api/*.c -> libmfuapi.a (jansson), db/*.c -> libmfudb.a (sqlite3),
-# server/*.c -> build/mfud except server/mfu.c -> build/mfu.
+# server/*.c -> build/mfud; cli/mfu.c -> build/mfu (the CLI: api only, no server).
 # tests/unit/test_*.c each become one test binary linked with all libraries.
 
 CC      ?= cc
@@ -24,8 +24,8 @@ LDLIBS_ALL = $(LDLIBS_API) $(LDLIBS_SRV) -lm
 CORE_SRC   := $(wildcard core/*.c)
 API_SRC    := $(wildcard api/*.c)
 DB_SRC     := $(wildcard db/*.c)
-CLI_SRC    := server/mfu.c
-SRV_SRC    := $(filter-out $(CLI_SRC),$(wildcard server/*.c))
+CLI_SRC    := cli/mfu.c
+SRV_SRC    := $(wildcard server/*.c)
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
 BENCH_SRC  := $(wildcard bench/*.c)
 PRESETS    := $(sort $(wildcard presets/models/*.json presets/hardware/*.json))
@@ -76,7 +76,7 @@ $(BUILD)/libmfuapi.a: $(API_OBJ)
 $(BUILD)/libmfudb.a: $(DB_OBJ)
 	@rm -f $@; ar rcs $@ $^
 
-$(BUILD)/mfu: $(BUILD)/obj/server/mfu.o $(LIBS)
+$(BUILD)/mfu: $(BUILD)/obj/cli/mfu.o $(LIBS)
 	$(CC) $(SAN) $< $(LIBS) $(LDLIBS_API) -lm -o $@
 
 $(BUILD)/mfud: $(SRV_OBJ) $(LIBS)

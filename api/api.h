@@ -1,7 +1,7 @@
 /* api/api.h -- JSON <-> core (jansson): request parsing and validation with
  * JSON-pointer errors, presets, result rendering, the cache key.
  *
- * The CLI (server/mfu.c) and the daemon (server/) both go through these
+ * The CLI (cli/mfu.c) and the daemon (server/) both go through these
  * functions, so they give the same answers. Every function is reentrant:
  * callable from worker threads as long as each thread uses its own json_t
  * objects.

@@ -145,11 +145,12 @@ int mfu_op_compute_bound(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)
 double mfu_op_host_kernels(const mfu_op *op, mfu_dtype dt);
 void mfu_moe_host_kernels(mfu_dtype dt, double *fwd_pre, double *fwd_post, double *bwd);
 
-/* Seed 002: intensity of a [M,K]x[K,N] matmul, MNK/(MN+NK+MK) for 2-byte
- * elements (FLOPs per byte = 2MNK / (2(MN+NK+MK))). */
+/* The arithmetic intensity of a [M,K]x[K,N] matmul (docs/model.md F-OP,
+ * F-ROOF: Williams et al. 2009), MNK/(MN+NK+MK) for 2-byte elements
+ * (FLOPs per byte = 2MNK / (2(MN+NK+MK))). */
 double mfu_matmul_intensity(double M, double N, double K, double elem_bytes);
-/* Seed 002: attention intensity 2T/(T/S + H_kv/H) (FLOPs per byte, 2-byte
- * elements, T queries, S keys). */
+/* Attention's arithmetic intensity 2T/(T/S + H_kv/H) (docs/model.md F-OP:
+ * FLOPs per byte, 2-byte elements, T queries, S keys). */
 double mfu_attention_intensity(double T, double S, double H, double H_kv);
 
 #endif

@@ -29,8 +29,7 @@ test: fuzz-replay-bins
 fuzz-replay-bins: $(FUZZ_REPLAY_BIN)
 
 # The http target runs the daemon in its own process: it links the server's
-# objects, all of server/*.c but mfud.c (whose main() it replaces) and mfu.c
-# (the CLI, already left out of SRV_SRC).
+# objects, all of server/*.c but mfud.c (whose main() it replaces).
 FUZZ_SRV_SRC  := $(filter-out server/mfud.c,$(SRV_SRC))
 FUZZ_SRV_DEPS := $(wildcard server/*.h db/*.h)
 

@@ -60,7 +60,7 @@ import sys
 import time
 
 # JSON numbers are printed with 10 significant digits (JSON_REAL_PRECISION(10)
-# in server/mfu.c): each printed value may carry 5e-10 relative rounding.
+# in cli/mfu.c): each printed value may carry 5e-10 relative rounding.
 PRINT_REL = 5e-10
 # Relations stated by the design ("add up exactly") are checked within 1e-9
 # relative to the magnitudes involved, plus the printing rounding.
@@ -296,7 +296,7 @@ def dtype_of(req):
 
 
 def inv_roofline(doc, req, **_):
-    """Seed 000 Phase 1 relations on the roofline block and its op list."""
+    """Roofline relations on the roofline block and its op list (docs/model.md F-ROOF, F-MFU)."""
     out = []
     roof, hw, model = doc["roofline"], doc["hardware"], doc["model"]
     peak = hw["peak_flops"][dtype_of(req)]
@@ -372,7 +372,7 @@ COMM = ("tp", "cp", "ep", "fsdp", "dp", "pp")
 
 
 def inv_search(doc, req, **_):
-    """System Bound relations of every ranked configuration (design.md)."""
+    """System Bound relations of every ranked configuration (docs/model.md F-GAP, F-SEARCH)."""
     out = []
     cfgs, stats = doc.get("configs"), doc.get("search")
     if not cfgs:

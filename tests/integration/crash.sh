@@ -12,7 +12,7 @@
 # of the search, different on every run). Strings, integers, booleans, keys
 # and array lengths must be identical; reals to a relative 1e-14, because
 # `mfu` prints reals with 15 significant digits (JSON_REAL_PRECISION(15) in
-# server/mfu.c) while the daemon stores jansson's default 17 -- the values
+# cli/mfu.c) while the daemon stores jansson's default 17 -- the values
 # are the same doubles, only the printing differs. (None of these requests
 # can hit a search time budget, so `truncated` and the counts are
 # deterministic too.)

@@ -1,4 +1,4 @@
-/* server/mfu.c -- the `mfu` CLI: the daemon's answers without the daemon.
+/* cli/mfu.c -- the `mfu` CLI: the daemon's answers without the daemon.
  *
  *   mfu roofline  [FILE|-] [request options] [--table]
  *   mfu search    [FILE|-] [request options] [search options] [--table | --csv]

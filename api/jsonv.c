@@ -1,0 +1,161 @@
+/* api/jsonv.c -- the typed field readers of api/jsonv.h: a value or its
+ * default, else a 422 with the field's JSON pointer. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "jsonv.h"
+
+int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *known,
+             api_status *st)
+{
+    char list[512] = "";
+    size_t len = 0;
+    for (int i = 0; known[i]; i++) {
+        if (known[i][0] == '_') continue; /* internal: not offered */
+        int w = snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", known[i]);
+        if (w < 0 || (size_t)w >= sizeof list - len) break;
+        len += (size_t)w;
+    }
+    int bad = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        int ok = 0;
+        for (int i = 0; known[i] && !ok; i++) ok = !strcmp(k, known[i]);
+        if (ok) continue;
+        char p[256];
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, k), "unknown field; %s has %s", what, list);
+        bad = -1;
+    }
+    return bad;
+}
+
+const char *jv_ptr(char *buf, size_t n, const char *ptr, const char *key)
+{
+    size_t len = (size_t)snprintf(buf, n, "%s/", ptr ? ptr : "");
+    for (const char *k = key; *k && len + 3 < n; k++) {
+        if (*k == '~') { buf[len++] = '~'; buf[len++] = '0'; }
+        else if (*k == '/') { buf[len++] = '~'; buf[len++] = '1'; }
+        else buf[len++] = *k;
+    }
+    buf[len < n ? len : n - 1] = '\0';
+    return buf;
+}
+
+const char *jv_ptr_i(char *buf, size_t n, const char *ptr, size_t index)
+{
+    snprintf(buf, n, "%s/%zu", ptr ? ptr : "", index);
+    return buf;
+}
+
+int jv_int(json_t *obj, const char *key, const char *ptr, int required, int64_t def,
+           int64_t min, int64_t max, int64_t *out, api_status *st)
+{
+    char p[256];
+    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required integer field is missing");
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    double d;
+    if (json_is_integer(v)) d = (double)json_integer_value(v);
+    else if (json_is_real(v)) d = json_real_value(v);
+    else {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be an integer");
+        return -1;
+    }
+    if (!isfinite(d) || d != floor(d)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be an integer, got %g", d);
+        return -1;
+    }
+    if (d < (double)min || d > (double)max) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be in [%lld, %lld], got %.17g",
+                 (long long)min, (long long)max, d);
+        return -1;
+    }
+    *out = json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)d;
+    return 0;
+}
+
+int jv_num(json_t *obj, const char *key, const char *ptr, int required, double def, double min,
+           double max, double *out, api_status *st)
+{
+    char p[256];
+    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required number field is missing");
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    if (!json_is_number(v)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be a number");
+        return -1;
+    }
+    double d = json_number_value(v);
+    if (!isfinite(d) || d < min || d > max) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be in [%g, %g], got %g", min, max,
+                 d);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+int jv_bool(json_t *obj, const char *key, const char *ptr, int required, int def, int *out,
+            api_status *st)
+{
+    char p[256];
+    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required boolean field is missing");
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    if (!json_is_boolean(v)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be true or false");
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+int jv_enum(json_t *obj, const char *key, const char *ptr, int required, int def,
+            const char *const *choices, int *out, api_status *st)
+{
+    char p[256];
+    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required field is missing");
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    if (json_is_string(v)) {
+        for (int i = 0; choices[i]; i++)
+            if (strcmp(json_string_value(v), choices[i]) == 0) {
+                *out = i;
+                return 0;
+            }
+    }
+    char list[256] = "";
+    for (int i = 0; choices[i]; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, choices[i], sizeof list - strlen(list) - 1);
+    }
+    api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be one of: %s", list);
+    return -1;
+}
