@@ -63,7 +63,10 @@ int mfu_config_check_shape(const mfu_system *sys, const mfu_config *c, int *reas
     return MFU_OK;
 }
 
-int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+/* check_sched's parts, in its order: the schedule's own demands; the
+ * split (pp, vpp and the stages' layers: what the search weighs once per
+ * pipeline layout, mfu_config_check_split); the rest (zero, batch). */
+static int sched_switch(const mfu_config *c, int *reason, const char **why)
 {
     const int D = MFU_PRUNE_DIVISIBILITY;
     int64_t pp = c->ax[MFU_AX_PP], v = c->vpp;
@@ -93,6 +96,13 @@ int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reas
     default:
         return illegal(reason, why, D, "unknown schedule");
     }
+    return MFU_OK;
+}
+
+int mfu_config_check_split(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+{
+    const int D = MFU_PRUNE_DIVISIBILITY;
+    int64_t pp = c->ax[MFU_AX_PP], v = c->vpp;
     if (pp * v > sys->layers + 2) return illegal(reason, why, D, "pp * vpp must not exceed the layers (+2)");
     mfu_stages st;
     mfu_config_stages(sys, c, &st);
@@ -104,11 +114,37 @@ int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reas
         return illegal(reason, why, D, "first/last split: the middle stages must share the rest evenly");
     if (c->split == MFU_SPLIT_FIRST_LAST && pp == 2 && c->pp_first + c->pp_last != sys->layers)
         return illegal(reason, why, D, "first/last split over 2 stages: first + last must be every layer");
+    return MFU_OK;
+}
+
+static int sched_rest(const mfu_config *c, int *reason, const char **why)
+{
+    const int D = MFU_PRUNE_DIVISIBILITY;
     if (c->zero < 0 || c->zero > 2) return illegal(reason, why, D, "zero must be 0, 1 or 2 (use fsdp for stage 3)");
     if (c->zero && c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] < 2)
         return illegal(reason, why, D, "zero needs dp * cp >= 2 (the ranks it shards over)");
     if (c->mbs < 1 || c->grad_accum < 1) return illegal(reason, why, MFU_PRUNE_BATCH, "mbs and grad_accum must be >= 1");
     return MFU_OK;
+}
+
+int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
+{
+    int r = sched_switch(c, reason, why);
+    if (r == MFU_OK) r = mfu_config_check_split(sys, c, reason, why);
+    return r == MFU_OK ? sched_rest(c, reason, why) : r;
+}
+
+int mfu_config_check_sched_given(const mfu_config *c, int split_rc, int split_reason, const char *split_why,
+                                 int *reason, const char **why)
+{
+    int r = sched_switch(c, reason, why);
+    if (r != MFU_OK) return r;
+    if (split_rc != MFU_OK) {
+        if (reason) *reason = split_reason;
+        if (why) *why = split_why;
+        return split_rc;
+    }
+    return sched_rest(c, reason, why);
 }
 
 /* F-RC-CPU-OFFLOAD, from Megatron-LM's TransformerConfig checks
@@ -451,14 +487,18 @@ static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsi
 unsigned mfu_config_frameworks_at(const mfu_system *sys, const mfu_config *c, unsigned levels,
                                   unsigned candidates, const char *why_not[MFU_FW_COUNT])
 {
-    unsigned plat = mfu_platform_frameworks(sys->hw) & candidates, mask = 0;
+    unsigned platform = mfu_platform_frameworks(sys->hw), plat = platform & candidates, mask = 0;
     for (int f = 0; f < MFU_FW_COUNT; f++) {
         const char *w;
-        if (!(plat & MFU_FW_MASK(f)))
-            w = !(mfu_platform_frameworks(sys->hw) & MFU_FW_MASK(f))
-                    ? (sys->hw->platform == MFU_PLATFORM_TPU ? "not a TPU framework" : "not a GPU framework")
-                    : "not asked for";
-        else if (f == MFU_FW_MEGATRON) w = megatron_rule(sys, c, levels);
+        if (!(plat & MFU_FW_MASK(f))) {
+            /* the search's calls (why_not NULL) skip the reason */
+            if (why_not)
+                why_not[f] = !(platform & MFU_FW_MASK(f))
+                                 ? (sys->hw->platform == MFU_PLATFORM_TPU ? "not a TPU framework" : "not a GPU framework")
+                                 : "not asked for";
+            continue;
+        }
+        if (f == MFU_FW_MEGATRON) w = megatron_rule(sys, c, levels);
         else if (f == MFU_FW_TORCHTITAN) w = torchtitan_rule(sys, c, levels);
         else w = maxtext_rule(sys, c, levels);
         if (!w) mask |= MFU_FW_MASK(f);

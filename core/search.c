@@ -202,6 +202,12 @@ typedef struct ctx {
     int64_t split_pp;
     int split_ok[MFU_SEARCH_MAX_VPP + 1];
     mfu_config split_cfg[MFU_SEARCH_MAX_VPP + 1];
+    /* check_split's verdict per (vpp slot, schedule) for split_pp, weighed
+     * once (the schedule loop runs it for every batch and zero) */
+    unsigned char split_done[MFU_SEARCH_MAX_VPP + 1][MFU_SCHED_COUNT];
+    int split_rc[MFU_SEARCH_MAX_VPP + 1][MFU_SCHED_COUNT];
+    int split_reason[MFU_SEARCH_MAX_VPP + 1][MFU_SCHED_COUNT];
+    const char *split_why[MFU_SEARCH_MAX_VPP + 1][MFU_SCHED_COUNT];
     /* the divisors of the device count, ascending: every axis value is one */
     int n_div;
     int64_t div[MFU_SEARCH_MAX_DIVISORS];
@@ -552,6 +558,7 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
             int reason;
             if (x->split_pp != pp) { /* a new pp: the splits of every vpp */
                 x->split_pp = pp;
+                memset(x->split_done, 0, sizeof x->split_done);
                 for (int64_t w = 0; w <= MFU_SEARCH_MAX_VPP; w++) {
                     mfu_config t = *c;
                     t.vpp = w ? w : 2;
@@ -569,7 +576,13 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
             c->pp_first = x->split_cfg[slot].pp_first;
             c->pp_mid = x->split_cfg[slot].pp_mid;
             c->pp_last = x->split_cfg[slot].pp_last;
-            if (mfu_config_check_sched(x->sys, c, &reason, &why) != MFU_OK) {
+            if (!x->split_done[slot][s]) {
+                x->split_rc[slot][s] = mfu_config_check_split(x->sys, c, &x->split_reason[slot][s],
+                                                              &x->split_why[slot][s]);
+                x->split_done[slot][s] = 1;
+            }
+            if (mfu_config_check_sched_given(c, x->split_rc[slot][s], x->split_reason[slot][s],
+                                             x->split_why[slot][s], &reason, &why) != MFU_OK) {
                 prune(x, reason, n_rc);
                 continue;
             }

@@ -274,6 +274,14 @@ MFU_MUST_CHECK int mfu_config_check_point(const mfu_system *sys, const mfu_confi
  * recompute policy. */
 MFU_MUST_CHECK int mfu_config_check_sched(const mfu_system *sys, const mfu_config *c, int *reason,
                                           const char **why);
+/* check_sched in two: the split's part (pp, vpp, the stages' layers),
+ * which depends only on the pipeline layout and the schedule; and
+ * check_sched with that part's verdict given (the same answer, and the
+ * same first reason, as mfu_config_check_sched). */
+MFU_MUST_CHECK int mfu_config_check_split(const mfu_system *sys, const mfu_config *c, int *reason,
+                                          const char **why);
+MFU_MUST_CHECK int mfu_config_check_sched_given(const mfu_config *c, int split_rc, int split_reason,
+                                                const char *split_why, int *reason, const char **why);
 MFU_MUST_CHECK int mfu_config_check_rc(const mfu_system *sys, const mfu_config *c, int *reason,
                                        const char **why);
 
