@@ -175,6 +175,8 @@ int mfu_config_check_rc(const mfu_system *sys, const mfu_config *c, int *reason,
         if (rp->modules == 0 && !(rp->mx_device | rp->mx_host))
             return illegal(reason, why, D, c->recompute == MFU_RC_MAXTEXT
                                                ? "maxtext recompute needs the request's remat names"
+                                           : c->recompute == MFU_RC_QKV_OFFLOADED || c->recompute == MFU_RC_MINIMAL_OFFLOADED
+                                               ? "a MaxText remat policy, offered on TPUs with a known host link"
                                                : "selective recompute needs at least one module");
         if (rp->mx_host && !(sys->hw->host_bw_bytes_s > 0))
             return illegal(reason, why, D, "offloading to the host needs hardware.host_bw_bytes_s");

@@ -90,11 +90,19 @@ static void rc_table(mfu_system *sys, unsigned custom)
      * qkv_proj_offloaded offloads query/key/value/kv_proj, minimal_offloaded
      * every projection (q, k, v, out, mlpwi, mlpwo) but not the context;
      * both save nothing else, the layer input (decoder_layer_input,
-     * "device" in base.yml) stays. Offered where the host link is known. */
-    unsigned off = sys->hw->host_bw_bytes_s > 0 ? MX : 0u;
-    names_policy(&rc[MFU_RC_QKV_OFFLOADED], MFU_MX_INPUT, MFU_MX_QKV, off);
-    names_policy(&rc[MFU_RC_MINIMAL_OFFLOADED], MFU_MX_INPUT,
-                 MFU_MX_QKV | MFU_MX_OUT | MFU_MX_WI | MFU_MX_WO, off);
+     * "device" in base.yml) stays. Offered on TPUs (MaxText's platform)
+     * where the host link is known; elsewhere the slots stay empty, so no
+     * search weighs them and no shape costs them (GPU presets have a host
+     * link for Megatron's CPU offload, F-RC-CPU-OFFLOAD) */
+    if (sys->hw->platform == MFU_PLATFORM_TPU) {
+        unsigned off = sys->hw->host_bw_bytes_s > 0 ? MX : 0u;
+        names_policy(&rc[MFU_RC_QKV_OFFLOADED], MFU_MX_INPUT, MFU_MX_QKV, off);
+        names_policy(&rc[MFU_RC_MINIMAL_OFFLOADED], MFU_MX_INPUT,
+                     MFU_MX_QKV | MFU_MX_OUT | MFU_MX_WI | MFU_MX_WO, off);
+    } else {
+        rc[MFU_RC_QKV_OFFLOADED] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u};
+        rc[MFU_RC_MINIMAL_OFFLOADED] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u};
+    }
     rc[MFU_RC_MAXTEXT] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u}; /* none given */
     /* F-RC-CPU-OFFLOAD: Megatron-LM's --cpu-offloading-num-layers keeps
      * everything (it refuses any recompute granularity with it:

@@ -708,18 +708,25 @@ static void t_remat_names(void)
     CHECK(ev.expected.step_time_s >= ev.bound.step_time_s);
     /* only MaxText offers them; Megatron and torchtitan are GPU frameworks */
     CHECK_EQ_I(ev.frameworks, MFU_FW_MASK(MFU_FW_MAXTEXT));
-    /* the same policy on a chip whose host link is unknown: not a configuration */
+    /* the same policy on a TPU whose host link is unknown: not a configuration */
+    mfu_hardware nohost = hw;
+    nohost.host_bw_bytes_s = 0;
+    mfu_system sn;
+    CHECK(mfu_system_init(&sn, &m, &nohost, &tr, 8, 0, ops) == MFU_OK);
+    int reason;
+    const char *why;
+    CHECK(mfu_config_check_rc(&sn, &c, &reason, &why) != MFU_OK);
+    CHECK(strstr(why, "host_bw_bytes_s") != NULL);
+    /* nor on a GPU, though it has a host link (for Megatron's CPU offload):
+     * MaxText is the TPUs' framework */
     mfu_hardware gpu;
     CHECK(load_hw("h100-sxm", &gpu) == 0);
     /* the preset's PCIe Gen5 x16: 32 GT/s x 16 lanes x 128/130 / 8 bits */
     CHECK_NEAR(gpu.host_bw_bytes_s, 32e9 * 16.0 * 128.0 / 130.0 / 8.0, 0.01);
-    gpu.host_bw_bytes_s = 0; /* a chip whose host link is not known */
     mfu_system sg;
     CHECK(mfu_system_init(&sg, &m, &gpu, &tr, 8, 0, ops) == MFU_OK);
-    int reason;
-    const char *why;
     CHECK(mfu_config_check_rc(&sg, &c, &reason, &why) != MFU_OK);
-    CHECK(strstr(why, "host_bw_bytes_s") != NULL);
+    CHECK(strstr(why, "TPUs") != NULL);
 }
 
 /* F-MOE-LOAD: a dropless run's stated imbalance sizes the busiest expert
