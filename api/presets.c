@@ -75,7 +75,7 @@ static int ensure_loaded(void)
     return rc;
 }
 
-static int api_presets_loaded(void) { return ensure_loaded() == 0; }
+static int presets_loaded(void) { return ensure_loaded() == 0; }
 
 json_t *api_preset_model(const char *name)
 {
@@ -227,7 +227,7 @@ json_t *api_resolve_model(json_t *model, json_t **source, json_t **overridden, a
         }
         json_t *p = api_preset_model(json_string_value(preset));
         if (!p) {
-            if (!api_presets_loaded()) api_fail(st, 503, "/model/preset", "out of memory loading the preset library; try again");
+            if (!presets_loaded()) api_fail(st, 503, "/model/preset", "out of memory loading the preset library; try again");
             else unknown_preset(st, "/model/preset", "model", json_string_value(preset), api_preset_model_names());
             return NULL;
         }
@@ -275,7 +275,7 @@ json_t *api_resolve_hardware(json_t *hw, json_t **overridden, api_status *st)
     }
     json_t *p = api_preset_hardware(json_string_value(preset));
     if (!p) {
-        if (!api_presets_loaded()) api_fail(st, 503, "/hardware/preset", "out of memory loading the preset library; try again");
+        if (!presets_loaded()) api_fail(st, 503, "/hardware/preset", "out of memory loading the preset library; try again");
         else unknown_preset(st, "/hardware/preset", "hardware", json_string_value(preset),
                        api_preset_hardware_names());
         return NULL;
