@@ -294,6 +294,116 @@ static int step_decimals(double step)
 /* The gap waterfall                                                         */
 /* ======================================================================= */
 
+/* A waterfall's frame and where it is: the plot spans 0..100 percentage
+ * points across x0..x1, one row per bar; cur is the running total. */
+typedef struct wfall {
+    sbuf *b;
+    double x0, x1, top, rh, axis_y;
+    double cur;
+    int row;
+} wfall;
+
+static double wx(const wfall *w, double v)
+{
+    return w->x0 + (w->x1 - w->x0) * (v < 0 ? 0 : v > 100 ? 100 : v) / 100.0;
+}
+
+/* A total bar from 0. */
+static void wf_total(wfall *w, const char *cls, const char *label, double value, const char *colour)
+{
+    sbuf *b = w->b;
+    double y_ = w->top + w->row * w->rh;
+    sb_printf(b, "<g class=\"gap-total %s\" data-mfu=\"%s\">\n", cls, fx((value), 2));
+    text_at(b, w->x0 - 8, y_ + w->rh * 0.5 + 4, "end", NULL, label);
+    sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"><title>",
+              X1(w->x0), X1(y_ + w->rh * 0.15), X1(wx(w, value) - w->x0), X1(w->rh * 0.7), colour);
+    sb_esc(b, label);
+    sb_printf(b, ": %s%%</title></rect>\n", fx((value), 2));
+    text_at(b, wx(w, value) + 5, y_ + w->rh * 0.5 + 4, NULL, " font-weight=\"bold\"", fx((value), 2));
+    sb_printf(b, "</g>\n");
+    w->row++;
+}
+
+/* A component: a bar from the running total, down by what it costs. */
+static void wf_step(wfall *w, const char *cls, const char *label, double value)
+{
+    sbuf *b = w->b;
+    double cur = w->cur;
+    double y_ = w->top + w->row * w->rh, v_ = (value), lo_ = cur - v_ < cur ? cur - v_ : cur;
+    double hi_ = cur - v_ < cur ? cur : cur - v_;
+    sb_printf(b, "<g class=\"gap-component %s\" data-name=\"", cls);
+    sb_esc(b, label);
+    sb_printf(b, "\" data-mfu-points=\"%s\">\n", fx(v_, 2));
+    sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_MID "\" stroke-dasharray=\"2 2\"/>\n",
+              X1(wx(w, cur)), X1(y_ - w->rh * 0.15), X1(wx(w, cur)), X1(y_ + w->rh * 0.15));
+    text_at(b, w->x0 - 8, y_ + w->rh * 0.5 + 4, "end", NULL, label);
+    sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"><title>", X1(wx(w, lo_)),
+              X1(y_ + w->rh * 0.15), X1(wx(w, hi_) - wx(w, lo_)), X1(w->rh * 0.7),
+              v_ >= 0 ? OI_VERMILLION : OI_ORANGE);
+    sb_esc(b, label);
+    sb_printf(b, ": %s points</title></rect>\n", fx(-v_, 2));
+    text_at(b, wx(w, hi_) + 5, y_ + w->rh * 0.5 + 4, NULL, NULL, fx(-v_, 2));
+    sb_printf(b, "</g>\n");
+    w->cur -= v_;
+    w->row++;
+}
+
+/* The grid and the x axis. */
+static void wf_axis(const wfall *w)
+{
+    sbuf *b = w->b;
+    sb_printf(b, "<g class=\"axis x-axis\" font-size=\"11\">\n");
+    for (int t = 0; t <= 100; t += 10) {
+        sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
+                  X1(wx(w, t)), X1(w->top - 4), X1(wx(w, t)), X1(w->axis_y));
+        char lab[16];
+        snprintf(lab, sizeof lab, "%d", t);
+        text_at(b, wx(w, t), w->axis_y + 15, "middle", NULL, lab);
+    }
+    sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" INK "\"/>\n", X1(w->x0),
+              X1(w->axis_y), X1(w->x1), X1(w->axis_y));
+    text_at(b, (w->x0 + w->x1) / 2, w->axis_y + 33, "middle", " font-size=\"12\"",
+            "MFU (% of the chip's peak FLOP/s); bars between totals: percentage points lost");
+    sb_printf(b, "</g>\n");
+}
+
+/* The gap chart's title, subtitle and description. */
+static void gap_texts(json_t *result, json_t *cfg, int rank, double roof, double expected, double bound,
+                      int has_measured, double measured, size_t nc, const char *const *names,
+                      const double *pts, sbuf *title, sbuf *desc, sbuf *sub)
+{
+    const char *model = str_or(json_object_get(result, "model"), "name", "model");
+    const char *hw = str_or(json_object_get(result, "hardware"), "name", "hardware");
+    double devices = num_or(result, "devices", 0);
+    sb_printf(title, "Gap to the roofline: %s on %s x %s, ", model, fx(devices, 0), hw);
+    if (rank) sb_printf(title, "configuration %d", rank);
+    else sb_printf(title, "the measured configuration");
+    if (rank) sb_printf(sub, "rank %d: ", rank);
+    else sb_printf(sub, "measured: ");
+    layout_words(sub, cfg);
+    sb_printf(desc,
+              "Waterfall of MFU in percentage points of the chip's peak for %s. Roofline MFU %s%%; "
+              "the named gap components in the model's order (each the MFU it costs under the "
+              "calibrated efficiency profile):",
+              rank ? "a ranked configuration" : "the measured configuration", fx(roof * 100, 2));
+    int listed = 0;
+    for (size_t i = 0; i < nc; i++) {
+        if (strcmp(fx(pts[i], 2), "0.00") == 0) continue;
+        sb_printf(desc, "%s %s %s", listed ? "," : "", names[i], fx(pts[i], 2));
+        listed++;
+    }
+    if (!listed) sb_printf(desc, " none above 0.005");
+    sb_printf(desc, "; components below 0.005 points are drawn but not listed. Expected MFU %s%%. "
+                    "Bound MFU (ideal kernels and network) %s%%, marked by a dashed line.",
+              fx(expected * 100, 2), fx(bound * 100, 2));
+    if (has_measured)
+        sb_printf(desc, " Measured MFU %s%%; unexplained by the profile %s points.",
+                  fx(measured * 100, 2), fx((expected - measured) * 100, 2));
+    sb_printf(desc, " Configuration: ");
+    layout_words(desc, cfg);
+    sb_printf(desc, ".");
+}
+
 char *api_svg_gap(json_t *result, int rank)
 {
     json_t *cfg = pick_config(result, rank);
@@ -319,125 +429,37 @@ char *api_svg_gap(json_t *result, int rank)
         if (num(json_object_get(result, "measured"), "mfu", &measured)) return NULL;
         has_measured = 1;
     }
-    const char *model = str_or(json_object_get(result, "model"), "name", "model");
-    const char *hw = str_or(json_object_get(result, "hardware"), "name", "hardware");
-    double devices = num_or(result, "devices", 0);
-
     sbuf title = {0}, desc = {0}, sub = {0}, b = {0};
-    sb_printf(&title, "Gap to the roofline: %s on %s x %s, ", model, fx(devices, 0), hw);
-    if (rank) sb_printf(&title, "configuration %d", rank);
-    else sb_printf(&title, "the measured configuration");
-    if (rank) sb_printf(&sub, "rank %d: ", rank);
-    else sb_printf(&sub, "measured: ");
-    layout_words(&sub, cfg);
-    sb_printf(&desc,
-              "Waterfall of MFU in percentage points of the chip's peak for %s. Roofline MFU %s%%; "
-              "the named gap components in the model's order (each the MFU it costs under the "
-              "calibrated efficiency profile):",
-              rank ? "a ranked configuration" : "the measured configuration", fx(roof * 100, 2));
-    int listed = 0;
-    for (size_t i = 0; i < nc; i++) {
-        if (strcmp(fx(pts[i], 2), "0.00") == 0) continue;
-        sb_printf(&desc, "%s %s %s", listed ? "," : "", names[i], fx(pts[i], 2));
-        listed++;
+    gap_texts(result, cfg, rank, roof, expected, bound, has_measured, measured, nc, names, pts, &title, &desc,
+              &sub);
+    if (title.oom || desc.oom || sub.oom) {
+        free(title.p); free(desc.p); free(sub.p);
+        return NULL;
     }
-    if (!listed) sb_printf(&desc, " none above 0.005");
-    sb_printf(&desc, "; components below 0.005 points are drawn but not listed. Expected MFU %s%%. "
-                     "Bound MFU (ideal kernels and network) %s%%, marked by a dashed line.",
-              fx(expected * 100, 2), fx(bound * 100, 2));
-    if (has_measured)
-        sb_printf(&desc, " Measured MFU %s%%; unexplained by the profile %s points.",
-                  fx(measured * 100, 2), fx((expected - measured) * 100, 2));
-    sb_printf(&desc, " Configuration: ");
-    layout_words(&desc, cfg);
-    sb_printf(&desc, ".");
-    if (title.oom || desc.oom || sub.oom) goto fail;
-
     svg_begin(&b, "gap", SVG_H, title.p, desc.p, sub.p);
-
-    /* plot: 0..100 percentage points across x0..x1; one row per bar */
-    const double x0 = 208, x1 = 688, top = 66, bottom = 380;
+    wfall w = {&b, 208, 688, 66, 0, 0, roof * 100, 0};
     int rows = (int)nc + 2 + (has_measured ? 2 : 0);
-    double rh = (bottom - top) / rows;
-    if (rh > 30) rh = 30;
-    double axis_y = top + rows * rh + 4;
-#define GX(v) (x0 + (x1 - x0) * ((v) < 0 ? 0 : (v) > 100 ? 100 : (v)) / 100.0)
-    /* grid and axis */
-    sb_printf(&b, "<g class=\"axis x-axis\" font-size=\"11\">\n");
-    for (int t = 0; t <= 100; t += 10) {
-        sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
-                  X1(GX(t)), X1(top - 4), X1(GX(t)), X1(axis_y));
-        char lab[16];
-        snprintf(lab, sizeof lab, "%d", t);
-        text_at(&b, GX(t), axis_y + 15, "middle", NULL, lab);
-    }
-    sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" INK "\"/>\n", X1(x0),
-              X1(axis_y), X1(x1), X1(axis_y));
-    text_at(&b, (x0 + x1) / 2, axis_y + 33, "middle", " font-size=\"12\"",
-            "MFU (% of the chip's peak FLOP/s); bars between totals: percentage points lost");
-    sb_printf(&b, "</g>\n");
-
-    double cur = roof * 100;
-    int row = 0;
-    /* a total bar from 0 */
-#define TOTAL_ROW(cls, label, value, colour)                                                        \
-    do {                                                                                           \
-        double y_ = top + row * rh;                                                                \
-        sb_printf(&b, "<g class=\"gap-total %s\" data-mfu=\"%s\">\n", cls, fx((value), 2));        \
-        text_at(&b, x0 - 8, y_ + rh * 0.5 + 4, "end", NULL, label);                                \
-        sb_printf(&b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"><title>",    \
-                  X1(x0), X1(y_ + rh * 0.15), X1(GX(value) - x0), X1(rh * 0.7), colour);            \
-        sb_esc(&b, label);                                                                         \
-        sb_printf(&b, ": %s%%</title></rect>\n", fx((value), 2));                                  \
-        text_at(&b, GX(value) + 5, y_ + rh * 0.5 + 4, NULL, " font-weight=\"bold\"",               \
-                fx((value), 2));                                                                   \
-        sb_printf(&b, "</g>\n");                                                                   \
-        row++;                                                                                     \
-    } while (0)
-#define STEP_ROW(cls, label, value)                                                                 \
-    do {                                                                                           \
-        double y_ = top + row * rh, v_ = (value), lo_ = cur - v_ < cur ? cur - v_ : cur;           \
-        double hi_ = cur - v_ < cur ? cur : cur - v_;                                              \
-        sb_printf(&b, "<g class=\"gap-component %s\" data-name=\"", cls);                          \
-        sb_esc(&b, label);                                                                         \
-        sb_printf(&b, "\" data-mfu-points=\"%s\">\n", fx(v_, 2));                                  \
-        sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_MID            \
-                      "\" stroke-dasharray=\"2 2\"/>\n",                                            \
-                  X1(GX(cur)), X1(y_ - rh * 0.15), X1(GX(cur)), X1(y_ + rh * 0.15));                \
-        text_at(&b, x0 - 8, y_ + rh * 0.5 + 4, "end", NULL, label);                                \
-        sb_printf(&b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"><title>",    \
-                  X1(GX(lo_)), X1(y_ + rh * 0.15), X1(GX(hi_) - GX(lo_)), X1(rh * 0.7),             \
-                  v_ >= 0 ? OI_VERMILLION : OI_ORANGE);                                            \
-        sb_esc(&b, label);                                                                         \
-        sb_printf(&b, ": %s points</title></rect>\n", fx(-v_, 2));                                 \
-        text_at(&b, GX(hi_) + 5, y_ + rh * 0.5 + 4, NULL, NULL, fx(-v_, 2));                       \
-        sb_printf(&b, "</g>\n");                                                                   \
-        cur -= v_;                                                                                 \
-        row++;                                                                                     \
-    } while (0)
-
-    TOTAL_ROW("roofline", "roofline MFU", roof * 100, OI_BLUE);
-    for (size_t i = 0; i < nc; i++) STEP_ROW("loss", names[i], pts[i]);
-    cur = expected * 100; /* the total is the result's, not the running sum */
-    TOTAL_ROW("expected", "expected MFU", expected * 100, OI_GREEN);
+    w.rh = (380 - w.top) / rows;
+    if (w.rh > 30) w.rh = 30;
+    w.axis_y = w.top + rows * w.rh + 4;
+    wf_axis(&w);
+    wf_total(&w, "roofline", "roofline MFU", roof * 100, OI_BLUE);
+    for (size_t i = 0; i < nc; i++) wf_step(&w, "loss", names[i], pts[i]);
+    w.cur = expected * 100; /* the total is the result's, not the running sum */
+    wf_total(&w, "expected", "expected MFU", expected * 100, OI_GREEN);
     if (has_measured) {
-        STEP_ROW("unexplained", "unexplained", (expected - measured) * 100);
-        TOTAL_ROW("measured", "measured MFU", measured * 100, OI_PURPLE);
+        wf_step(&w, "unexplained", "unexplained", (expected - measured) * 100);
+        wf_total(&w, "measured", "measured MFU", measured * 100, OI_PURPLE);
     }
-#undef TOTAL_ROW
-#undef STEP_ROW
     /* the bound */
     sb_printf(&b, "<g class=\"gap-bound\" data-mfu=\"%s\">\n", fx(bound * 100, 2));
     sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n",
-              X1(GX(bound * 100)), X1(top - 8), X1(GX(bound * 100)), X1(axis_y));
-    {
-        char lab[64];
-        snprintf(lab, sizeof lab, "bound %s%%", fx(bound * 100, 2));
-        text_at(&b, GX(bound * 100), top - 11, "middle", " font-size=\"11\"" HALO, lab);
-    }
+              X1(wx(&w, bound * 100)), X1(w.top - 8), X1(wx(&w, bound * 100)), X1(w.axis_y));
+    char lab[64];
+    snprintf(lab, sizeof lab, "bound %s%%", fx(bound * 100, 2));
+    text_at(&b, wx(&w, bound * 100), w.top - 11, "middle", " font-size=\"11\"" HALO, lab);
     sb_printf(&b, "</g>\n");
-#undef GX
     /* legend */
     double ly = SVG_H - 12;
     sb_printf(&b, "<g class=\"legend\" font-size=\"11\">\n");
@@ -452,9 +474,6 @@ char *api_svg_gap(json_t *result, int rank)
     svg_end(&b);
     free(title.p); free(desc.p); free(sub.p);
     return sb_take(&b);
-fail:
-    free(title.p); free(desc.p); free(sub.p); free(b.p);
-    return NULL;
 }
 
 /* ======================================================================= */
