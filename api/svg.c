@@ -490,143 +490,179 @@ static const char *const MEM_LEGEND[] = {"weights", "gradients", "optimizer stat
                                          "buffers", "reserve"};
 static const char *const MEM_COLOURS[] = {OI_BLUE, OI_SKY, OI_GREEN, OI_ORANGE, OI_PURPLE, GREY_MID};
 
-char *api_svg_memory(json_t *result, int rank)
+/* A memory chart's data and frame: the stages (or the binding one), the
+ * largest capacity and total, the stage with the least headroom. */
+typedef struct mplot {
+    json_t *stages, *one;
+    int fallback;               /* only the binding stage's figures */
+    size_t n, tight;
+    double cap, maxtot, tight_head;
+    double x0, x1, top, bottom, ymax;
+} mplot;
+
+static json_t *mp_stage(const mplot *p, size_t i) { return p->fallback ? p->one : json_array_get(p->stages, i); }
+
+static double my(const mplot *p, double gb) { return p->bottom - (p->bottom - p->top) * (gb) / p->ymax; }
+
+/* The stages' totals: -1 if the result has no memory figures. */
+static int mem_scan(json_t *cfg, mplot *p)
 {
-    json_t *cfg = pick_config(result, rank);
-    if (!cfg) return NULL;
-    json_t *stages = json_object_get(cfg, "memory_stages");
-    json_t *one = json_object_get(cfg, "memory");
-    int fallback = 0;
-    if (!json_is_array(stages) || json_array_size(stages) == 0) {
-        if (!json_is_object(one)) return NULL;
-        fallback = 1;
+    memset(p, 0, sizeof *p);
+    p->stages = json_object_get(cfg, "memory_stages");
+    p->one = json_object_get(cfg, "memory");
+    if (!json_is_array(p->stages) || json_array_size(p->stages) == 0) {
+        if (!json_is_object(p->one)) return -1;
+        p->fallback = 1;
     }
-    size_t n = fallback ? 1 : json_array_size(stages);
-    double cap = 0, maxtot = 0;
-    size_t tight = 0;
-    double tight_head = INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        json_t *m = fallback ? one : json_array_get(stages, i);
+    p->n = p->fallback ? 1 : json_array_size(p->stages);
+    p->tight_head = INFINITY;
+    for (size_t i = 0; i < p->n; i++) {
+        json_t *m = mp_stage(p, i);
         double x, tot = 0, c;
-        if (!json_is_object(m) || num(m, "capacity_bytes", &c) || c <= 0) return NULL;
+        if (!json_is_object(m) || num(m, "capacity_bytes", &c) || c <= 0) return -1;
         for (int k = 0; k < 6; k++) {
-            if (num(m, MEM_KEYS[k], &x) || x < 0) return NULL;
+            if (num(m, MEM_KEYS[k], &x) || x < 0) return -1;
             tot += x;
         }
-        if (c > cap) cap = c;
-        if (tot > maxtot) maxtot = tot;
-        if (c - tot < tight_head) { tight_head = c - tot; tight = i; }
+        if (c > p->cap) p->cap = c;
+        if (tot > p->maxtot) p->maxtot = tot;
+        if (c - tot < p->tight_head) { p->tight_head = c - tot; p->tight = i; }
     }
+    return 0;
+}
+
+/* The memory chart's title, subtitle and description. */
+static void mem_texts(json_t *result, json_t *cfg, int rank, const mplot *p, sbuf *title, sbuf *desc, sbuf *sub)
+{
     const char *model = str_or(json_object_get(result, "model"), "name", "model");
     const char *hw = str_or(json_object_get(result, "hardware"), "name", "hardware");
     double devices = num_or(result, "devices", 0);
-
-    sbuf title = {0}, desc = {0}, sub = {0}, b = {0};
-    sb_printf(&title, "Memory per device by pipeline stage: %s on %s x %s, ", model, fx(devices, 0), hw);
-    if (rank) sb_printf(&title, "configuration %d", rank);
-    else sb_printf(&title, "the measured configuration");
-    if (rank) sb_printf(&sub, "rank %d: ", rank);
-    else sb_printf(&sub, "measured: ");
-    layout_words(&sub, cfg);
-    if (fallback) sb_printf(&sub, " (binding stage only)");
-    sb_printf(&desc, "Stacked bars of the memory one device holds, in GB (10^9 bytes), for %s of %zu "
-                     "pipeline stage%s, against the %s GB the device exposes (dashed line). ",
+    size_t n = p->n;
+    int fallback = p->fallback;
+    sb_printf(title, "Memory per device by pipeline stage: %s on %s x %s, ", model, fx(devices, 0), hw);
+    if (rank) sb_printf(title, "configuration %d", rank);
+    else sb_printf(title, "the measured configuration");
+    if (rank) sb_printf(sub, "rank %d: ", rank);
+    else sb_printf(sub, "measured: ");
+    layout_words(sub, cfg);
+    if (fallback) sb_printf(sub, " (binding stage only)");
+    sb_printf(desc, "Stacked bars of the memory one device holds, in GB (10^9 bytes), for %s of %zu "
+                    "pipeline stage%s, against the %s GB the device exposes (dashed line). ",
               fallback ? "the binding stage" : "each", fallback ? (size_t)num_or(json_object_get(cfg, "parallel"), "pp", 1) : n,
-              n == 1 && !fallback ? "" : "s", fx(cap / 1e9, 2));
+              n == 1 && !fallback ? "" : "s", fx(p->cap / 1e9, 2));
     for (size_t i = 0; i < n; i++) {
-        json_t *m = fallback ? one : json_array_get(stages, i);
+        json_t *m = mp_stage(p, i);
         double tot = 0;
         for (int k = 0; k < 6; k++) tot += num_or(m, MEM_KEYS[k], 0);
-        sb_printf(&desc, "Stage %s: %s GB (", fx(num_or(m, "stage", (double)i), 0), fx(tot / 1e9, 2));
+        sb_printf(desc, "Stage %s: %s GB (", fx(num_or(m, "stage", (double)i), 0), fx(tot / 1e9, 2));
         for (int k = 0; k < 6; k++)
-            sb_printf(&desc, "%s%s %s", k ? ", " : "", MEM_NAMES[k], fx(num_or(m, MEM_KEYS[k], 0) / 1e9, 2));
-        sb_printf(&desc, "). ");
+            sb_printf(desc, "%s%s %s", k ? ", " : "", MEM_NAMES[k], fx(num_or(m, MEM_KEYS[k], 0) / 1e9, 2));
+        sb_printf(desc, "). ");
     }
-    {
-        json_t *m = fallback ? one : json_array_get(stages, tight);
-        sb_printf(&desc, "The least headroom: stage %s, %s GB %s.",
-                  fx(num_or(m, "stage", (double)tight), 0), fx(fabs(tight_head) / 1e9, 2),
-                  tight_head >= 0 ? "free" : "over the capacity");
-    }
-    if (title.oom || desc.oom || sub.oom) goto fail;
+    json_t *m = mp_stage(p, p->tight);
+    sb_printf(desc, "The least headroom: stage %s, %s GB %s.", fx(num_or(m, "stage", (double)p->tight), 0),
+              fx(fabs(p->tight_head) / 1e9, 2), p->tight_head >= 0 ? "free" : "over the capacity");
+}
 
-    svg_begin(&b, "memory", SVG_H, title.p, desc.p, sub.p);
-    const double x0 = 80, x1 = 600, top = 66, bottom = 372;
-    double step = nice_step((maxtot > cap ? maxtot : cap) / 1e9 * 1.06, 6);
-    double ymax = ceil((maxtot > cap ? maxtot : cap) / 1e9 * 1.06 / step) * step;
+/* The y axis in GB and the x axis's line and title. */
+static void mem_axes(sbuf *b, const mplot *p, double step)
+{
     int dec = step_decimals(step);
-#define MY(gb) (bottom - (bottom - top) * (gb) / ymax)
-    sb_printf(&b, "<g class=\"axis y-axis\" font-size=\"11\">\n");
-    for (int t = 0; t * step <= ymax + step * 1e-9; t++) {
+    sb_printf(b, "<g class=\"axis y-axis\" font-size=\"11\">\n");
+    for (int t = 0; t * step <= p->ymax + step * 1e-9; t++) {
         double v = t * step;
-        sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
-                  X1(x0), X1(MY(v)), X1(x1), X1(MY(v)));
-        text_at(&b, x0 - 6, MY(v) + 4, "end", NULL, fx(v, dec));
+        sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
+                  X1(p->x0), X1(my(p, v)), X1(p->x1), X1(my(p, v)));
+        text_at(b, p->x0 - 6, my(p, v) + 4, "end", NULL, fx(v, dec));
     }
-    sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" INK "\"/>\n", X1(x0),
-              X1(top), X1(x0), X1(bottom));
-    sb_printf(&b, "<text x=\"20\" y=\"%s\" text-anchor=\"middle\" font-size=\"12\" "
-                  "transform=\"rotate(-90 20 %s)\">Memory per device (GB, 10^9 bytes)</text>\n",
-              X1((top + bottom) / 2), X1((top + bottom) / 2));
-    sb_printf(&b, "</g>\n");
-    sb_printf(&b, "<line class=\"x-axis\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" INK "\"/>\n",
-              X1(x0), X1(bottom), X1(x1), X1(bottom));
-    text_at(&b, (x0 + x1) / 2, bottom + 36, "middle", NULL, "Pipeline stage (rank)");
+    sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" INK "\"/>\n", X1(p->x0),
+              X1(p->top), X1(p->x0), X1(p->bottom));
+    sb_printf(b, "<text x=\"20\" y=\"%s\" text-anchor=\"middle\" font-size=\"12\" "
+                 "transform=\"rotate(-90 20 %s)\">Memory per device (GB, 10^9 bytes)</text>\n",
+              X1((p->top + p->bottom) / 2), X1((p->top + p->bottom) / 2));
+    sb_printf(b, "</g>\n");
+    sb_printf(b, "<line class=\"x-axis\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" INK "\"/>\n",
+              X1(p->x0), X1(p->bottom), X1(p->x1), X1(p->bottom));
+    text_at(b, (p->x0 + p->x1) / 2, p->bottom + 36, "middle", NULL, "Pipeline stage (rank)");
+}
 
-    double gw = (x1 - x0) / (double)n, bw = gw * 0.7;
+/* One stacked bar per stage. */
+static void mem_bars(sbuf *b, const mplot *p)
+{
+    size_t n = p->n;
+    double gw = (p->x1 - p->x0) / (double)n, bw = gw * 0.7;
     if (bw > 64) bw = 64;
     size_t label_every = n <= 32 ? 1 : (n + 31) / 32;
     for (size_t i = 0; i < n; i++) {
-        json_t *m = fallback ? one : json_array_get(stages, i);
+        json_t *m = mp_stage(p, i);
         double stage = num_or(m, "stage", (double)i);
-        double cx = x0 + gw * (i + 0.5), acc = 0;
-        sb_printf(&b, "<g class=\"stage\" data-stage=\"%s\">\n", fx(stage, 0));
+        double cx = p->x0 + gw * (i + 0.5), acc = 0;
+        sb_printf(b, "<g class=\"stage\" data-stage=\"%s\">\n", fx(stage, 0));
         for (int k = 0; k < 6; k++) {
             double gb = num_or(m, MEM_KEYS[k], 0) / 1e9;
-            double ya = MY(acc), yb = MY(acc + gb);
-            sb_printf(&b, "<rect class=\"seg %s\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" "
-                          "fill=\"%s\"><title>stage %s %s: %s GB</title></rect>\n",
+            double ya = my(p, acc), yb = my(p, acc + gb);
+            sb_printf(b, "<rect class=\"seg %s\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" "
+                         "fill=\"%s\"><title>stage %s %s: %s GB</title></rect>\n",
                       MEM_NAMES[k], X1(cx - bw / 2), X1(yb), X1(bw), X1(ya - yb), MEM_COLOURS[k],
                       fx(stage, 0), MEM_WORDS[k], fx(gb, 2));
             acc += gb;
         }
         if (bw >= 26)
-            text_at(&b, cx, MY(acc) - 4, "middle", " font-size=\"10\" class=\"total\"" HALO, fx(acc, 1));
+            text_at(b, cx, my(p, acc) - 4, "middle", " font-size=\"10\" class=\"total\"" HALO, fx(acc, 1));
         if (i % label_every == 0)
-            text_at(&b, cx, bottom + 15, "middle", i == tight ? " font-size=\"11\" font-weight=\"bold\"" : " font-size=\"11\"",
-                    fx(stage, 0));
-        sb_printf(&b, "</g>\n");
+            text_at(b, cx, p->bottom + 15, "middle",
+                    i == p->tight ? " font-size=\"11\" font-weight=\"bold\"" : " font-size=\"11\"", fx(stage, 0));
+        sb_printf(b, "</g>\n");
     }
-    /* the capacity */
-    sb_printf(&b, "<g class=\"capacity\" data-gb=\"%s\">\n", fx(cap / 1e9, 2));
-    sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
-                  "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n",
-              X1(x0), X1(MY(cap / 1e9)), X1(x1), X1(MY(cap / 1e9)));
-    {
-        char lab[64];
-        snprintf(lab, sizeof lab, "capacity %s GB", fx(cap / 1e9, 2));
-        text_at(&b, x1, MY(cap / 1e9) - 5, "end", " font-size=\"11\"" HALO, lab);
-    }
-    sb_printf(&b, "</g>\n");
-#undef MY
+}
+
+/* The capacity line and the legend. */
+static void mem_capacity_legend(sbuf *b, const mplot *p)
+{
+    sb_printf(b, "<g class=\"capacity\" data-gb=\"%s\">\n", fx(p->cap / 1e9, 2));
+    sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
+                 "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n",
+              X1(p->x0), X1(my(p, p->cap / 1e9)), X1(p->x1), X1(my(p, p->cap / 1e9)));
+    char lab[64];
+    snprintf(lab, sizeof lab, "capacity %s GB", fx(p->cap / 1e9, 2));
+    text_at(b, p->x1, my(p, p->cap / 1e9) - 5, "end", " font-size=\"11\"" HALO, lab);
+    sb_printf(b, "</g>\n");
     /* legend: top of the stack first */
-    sb_printf(&b, "<g class=\"legend\" font-size=\"11\">\n");
+    sb_printf(b, "<g class=\"legend\" font-size=\"11\">\n");
     for (int k = 5; k >= 0; k--)
-        legend_item(&b, 620, 90 + (5 - k) * 20, MEM_COLOURS[k], NULL, MEM_LEGEND[k], 0);
-    legend_item(&b, 620, 90 + 6 * 20, OI_BLACK, " stroke-dasharray=\"6 3\"", "capacity", 1);
-    text_at(&b, 620, 90 + 8 * 20, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"",
-            "reserve: CUDA context, comm");
-    text_at(&b, 620, 90 + 8 * 20 + 13, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"",
-            "buffers, fragmentation");
-    text_at(&b, 620, 90 + 10 * 20, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"",
-            "bold stage: least headroom");
-    sb_printf(&b, "</g>\n");
+        legend_item(b, 620, 90 + (5 - k) * 20, MEM_COLOURS[k], NULL, MEM_LEGEND[k], 0);
+    legend_item(b, 620, 90 + 6 * 20, OI_BLACK, " stroke-dasharray=\"6 3\"", "capacity", 1);
+    text_at(b, 620, 90 + 8 * 20, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "reserve: CUDA context, comm");
+    text_at(b, 620, 90 + 8 * 20 + 13, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "buffers, fragmentation");
+    text_at(b, 620, 90 + 10 * 20, NULL, " font-size=\"10\" fill=\"" GREY_DARK "\"", "bold stage: least headroom");
+    sb_printf(b, "</g>\n");
+}
+
+char *api_svg_memory(json_t *result, int rank)
+{
+    json_t *cfg = pick_config(result, rank);
+    if (!cfg) return NULL;
+    mplot p;
+    if (mem_scan(cfg, &p)) return NULL;
+    sbuf title = {0}, desc = {0}, sub = {0}, b = {0};
+    mem_texts(result, cfg, rank, &p, &title, &desc, &sub);
+    if (title.oom || desc.oom || sub.oom) {
+        free(title.p); free(desc.p); free(sub.p);
+        return NULL;
+    }
+    svg_begin(&b, "memory", SVG_H, title.p, desc.p, sub.p);
+    p.x0 = 80;
+    p.x1 = 600;
+    p.top = 66;
+    p.bottom = 372;
+    double step = nice_step((p.maxtot > p.cap ? p.maxtot : p.cap) / 1e9 * 1.06, 6);
+    p.ymax = ceil((p.maxtot > p.cap ? p.maxtot : p.cap) / 1e9 * 1.06 / step) * step;
+    mem_axes(&b, &p, step);
+    mem_bars(&b, &p);
+    mem_capacity_legend(&b, &p);
     svg_end(&b);
     free(title.p); free(desc.p); free(sub.p);
     return sb_take(&b);
-fail:
-    free(title.p); free(desc.p); free(sub.p); free(b.p);
-    return NULL;
 }
 
 /* ======================================================================= */
