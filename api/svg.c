@@ -294,6 +294,20 @@ static int step_decimals(double step)
 /* The gap waterfall                                                         */
 /* ======================================================================= */
 
+/* A per-configuration chart's title ("WHAT: model on N x hw, configuration
+ * k" or "the measured configuration") and subtitle (rank and layout). */
+static void config_heading(sbuf *title, sbuf *sub, const char *what, json_t *result, json_t *cfg, int rank)
+{
+    const char *model = str_or(json_object_get(result, "model"), "name", "model");
+    const char *hw = str_or(json_object_get(result, "hardware"), "name", "hardware");
+    sb_printf(title, "%s: %s on %s x %s, ", what, model, fx(num_or(result, "devices", 0), 0), hw);
+    if (rank) sb_printf(title, "configuration %d", rank);
+    else sb_printf(title, "the measured configuration");
+    if (rank) sb_printf(sub, "rank %d: ", rank);
+    else sb_printf(sub, "measured: ");
+    layout_words(sub, cfg);
+}
+
 /* A waterfall's frame and where it is: the plot spans 0..100 percentage
  * points across x0..x1, one row per bar; cur is the running total. */
 typedef struct wfall {
@@ -372,15 +386,7 @@ static void gap_texts(json_t *result, json_t *cfg, int rank, double roof, double
                       int has_measured, double measured, size_t nc, const char *const *names,
                       const double *pts, sbuf *title, sbuf *desc, sbuf *sub)
 {
-    const char *model = str_or(json_object_get(result, "model"), "name", "model");
-    const char *hw = str_or(json_object_get(result, "hardware"), "name", "hardware");
-    double devices = num_or(result, "devices", 0);
-    sb_printf(title, "Gap to the roofline: %s on %s x %s, ", model, fx(devices, 0), hw);
-    if (rank) sb_printf(title, "configuration %d", rank);
-    else sb_printf(title, "the measured configuration");
-    if (rank) sb_printf(sub, "rank %d: ", rank);
-    else sb_printf(sub, "measured: ");
-    layout_words(sub, cfg);
+    config_heading(title, sub, "Gap to the roofline", result, cfg, rank);
     sb_printf(desc,
               "Waterfall of MFU in percentage points of the chip's peak for %s. Roofline MFU %s%%; "
               "the named gap components in the model's order (each the MFU it costs under the "
@@ -534,17 +540,9 @@ static int mem_scan(json_t *cfg, mplot *p)
 /* The memory chart's title, subtitle and description. */
 static void mem_texts(json_t *result, json_t *cfg, int rank, const mplot *p, sbuf *title, sbuf *desc, sbuf *sub)
 {
-    const char *model = str_or(json_object_get(result, "model"), "name", "model");
-    const char *hw = str_or(json_object_get(result, "hardware"), "name", "hardware");
-    double devices = num_or(result, "devices", 0);
     size_t n = p->n;
     int fallback = p->fallback;
-    sb_printf(title, "Memory per device by pipeline stage: %s on %s x %s, ", model, fx(devices, 0), hw);
-    if (rank) sb_printf(title, "configuration %d", rank);
-    else sb_printf(title, "the measured configuration");
-    if (rank) sb_printf(sub, "rank %d: ", rank);
-    else sb_printf(sub, "measured: ");
-    layout_words(sub, cfg);
+    config_heading(title, sub, "Memory per device by pipeline stage", result, cfg, rank);
     if (fallback) sb_printf(sub, " (binding stage only)");
     sb_printf(desc, "Stacked bars of the memory one device holds, in GB (10^9 bytes), for %s of %zu "
                     "pipeline stage%s, against the %s GB the device exposes (dashed line). ",
@@ -1076,16 +1074,8 @@ char *api_svg_timeline(json_t *result, int rank)
     for (int k = 0; k < TL_COUNT; k++) total += d[k];
     double span = total > step ? total : step;
 
-    const char *model = str_or(json_object_get(result, "model"), "name", "model");
-    const char *hw = str_or(json_object_get(result, "hardware"), "name", "hardware");
-    double devices = num_or(result, "devices", 0);
     sbuf title = {0}, desc = {0}, sub = {0}, b = {0};
-    sb_printf(&title, "One training step: %s on %s x %s, ", model, fx(devices, 0), hw);
-    if (rank) sb_printf(&title, "configuration %d", rank);
-    else sb_printf(&title, "the measured configuration");
-    if (rank) sb_printf(&sub, "rank %d: ", rank);
-    else sb_printf(&sub, "measured: ");
-    layout_words(&sub, cfg);
+    config_heading(&title, &sub, "One training step", result, cfg, rank);
     sb_printf(&desc,
               "Timeline of one training step as expected (calibrated efficiency profile): %s s. One "
               "lane per pipeline stage (%d). Simplified: every stage is drawn with the busiest stage's "
