@@ -192,9 +192,16 @@ json_t *api_presets_hardware(void)
  * a preset with overrides, a HuggingFace config.json, or the IR) -------- */
 
 /* A 422 at ptr naming the presets there are (model or hardware). */
+/* No preset by that name: 422 with the known names; or, while the library
+ * cannot be loaded (out of memory), 503. Takes names. */
 static void unknown_preset(api_status *st, const char *ptr, const char *kind, const char *name,
                            json_t *names)
 {
+    if (!presets_loaded()) {
+        json_decref(names);
+        api_fail(st, 503, ptr, "out of memory loading the preset library; try again");
+        return;
+    }
     char *list = json_dumps(names, JSON_COMPACT);
     api_fail(st, 422, ptr, "unknown %s preset \"%.64s\"; known: %s", kind, name, list ? list : "");
     free(list);
@@ -227,8 +234,7 @@ json_t *api_resolve_model(json_t *model, json_t **source, json_t **overridden, a
         }
         json_t *p = api_preset_model(json_string_value(preset));
         if (!p) {
-            if (!presets_loaded()) api_fail(st, 503, "/model/preset", "out of memory loading the preset library; try again");
-            else unknown_preset(st, "/model/preset", "model", json_string_value(preset), api_preset_model_names());
+            unknown_preset(st, "/model/preset", "model", json_string_value(preset), api_preset_model_names());
             return NULL;
         }
         *source = json_string("preset");
@@ -275,9 +281,7 @@ json_t *api_resolve_hardware(json_t *hw, json_t **overridden, api_status *st)
     }
     json_t *p = api_preset_hardware(json_string_value(preset));
     if (!p) {
-        if (!presets_loaded()) api_fail(st, 503, "/hardware/preset", "out of memory loading the preset library; try again");
-        else unknown_preset(st, "/hardware/preset", "hardware", json_string_value(preset),
-                       api_preset_hardware_names());
+        unknown_preset(st, "/hardware/preset", "hardware", json_string_value(preset), api_preset_hardware_names());
         return NULL;
     }
     json_t *out = json_deep_copy(json_object_get(p, "hardware"));
