@@ -18,7 +18,12 @@ CFLAGS  ?= $(OPT) -g
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
 ALLCFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) $(SAN) -Icore -Iapi -Idb -Iserver -I$(BUILD)
 LDLIBS_API = -ljansson -lz
-LDLIBS_SRV = -lmicrohttpd -luv -lsqlite3 -lpthread
+# The PostgreSQL backend (db/pg.c, docs/storage.md) when libpq is there
+# (Debian's libpq-dev, installed by docker/deps.sh build); without it the
+# build still works and --db postgresql://... says it is not supported.
+PQ_LIBS := $(shell pkg-config --libs libpq 2>/dev/null)
+PQ_CFLAGS := $(if $(PQ_LIBS),-DMFU_HAVE_LIBPQ $(shell pkg-config --cflags libpq 2>/dev/null))
+LDLIBS_SRV = -lmicrohttpd -luv -lsqlite3 $(PQ_LIBS) -lpthread
 LDLIBS_ALL = $(LDLIBS_API) $(LDLIBS_SRV) -lm
 
 CORE_SRC   := $(wildcard core/*.c)
@@ -54,6 +59,10 @@ CORECFLAGS = -std=c11 $(WARN) $(CFLAGS) $(SAN) -Icore
 $(BUILD)/obj/core/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CORECFLAGS) -Wno-missing-prototypes -c $< -o $@
+
+$(BUILD)/obj/db/pg.o: db/pg.c $(wildcard db/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(PQ_CFLAGS) -c $< -o $@
 
 # server/openapi_blob.c embeds openapi.yaml (.incbin): rebuild it when the contract changes.
 $(BUILD)/obj/server/openapi_blob.o: openapi.yaml

@@ -1,4 +1,8 @@
-/* db/db.h -- the SQLite result and job store behind mfud.
+/* db/db.h -- the result and job store behind mfud: one interface, two
+ * backends, chosen by the URL given to db_open (db_int.h, docs/storage.md):
+ * a file path (or :memory:) is the embedded SQLite store (db/sqlite.c, the
+ * default: one process per file); postgresql://... (or postgres://...) is a
+ * PostgreSQL database several mfud replicas share (db/pg.c, libpq).
  *
  * DESIGN
  * One row per search id (the cache key): the normalized request, the job
@@ -33,11 +37,18 @@
 #define DB_EVERSION  (-4) /* file written by a newer schema */
 #define DB_EBUSY     (-5) /* another process has the database open (its <path>.lock) */
 #define DB_ECORRUPT  (-6) /* db_get: the stored body fails its checksum (bodies not given) */
+#define DB_EOWNED    (-7) /* db_put_job: the row is another replica's live job, or done */
+#define DB_ELOST     (-8) /* set_running/finish: this replica's lease on the row was lost
+                           * (another replica took the job over); nothing written */
+#define DB_EUNSUPPORTED (-9) /* db_open: a backend this build lacks (no libpq) */
 
 /* Current schema version (PRAGMA user_version after migrations). */
 #define DB_SCHEMA_VERSION 2
 
 struct mfu_db;
+
+/* A job to run: its id and the request it runs (db_requeue, db_claim). */
+typedef void (*db_pending_fn)(void *ctx, const char *id, const char *request);
 
 /* One row. Strings are malloc'd copies owned by the row (db_row_fini). */
 struct db_row {
@@ -68,7 +79,10 @@ struct db_new_job {
 };
 
 /* Open (creating the file and its parent directory if needed) and migrate.
- * One process at a time: DB_EBUSY while another holds <path>.lock.
+ * path: a file path, ":memory:", or a postgresql:// URL.
+ * SQLite: one process at a time: DB_EBUSY while another holds <path>.lock.
+ * PostgreSQL: any number of replicas; the schema migrates once under an
+ * advisory lock while they start together.
  * cache_max_bytes: size cap for finished rows (0 = unbounded).
  * On failure *out is NULL and err holds a message. */
 int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char *err,
@@ -76,10 +90,36 @@ int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char
 /* Finalize statements, checkpoint the WAL and close. NULL is a no-op. */
 void db_close(struct mfu_db *db);
 const char *db_errmsg(struct mfu_db *db);
-/* Is the file at the path still the one opened? 0 (and why) when it was
- * deleted or replaced while open: the handle writes to a file nobody will
- * read again (issue 14 item 3). 1 for :memory:. */
+/* Is the store usable? SQLite: is the file at the path still the one
+ * opened (0, and why, when it was deleted or replaced while open: the
+ * handle writes to a file nobody will read again; issue 14 item 3; 1 for
+ * :memory:): that never heals. PostgreSQL: is the connection up (a lost one
+ * is re-established with backoff here): 0 while the server is unreachable. */
 int db_file_ok(struct mfu_db *db, char *why, size_t whylen);
+/* The path or URL with any password replaced by *** (for logs). */
+void db_redact(const char *url, char *out, size_t n);
+/* "sqlite" or "postgresql". */
+const char *db_backend(const struct mfu_db *db);
+/* 1 when several processes share the store (leases matter), else 0. */
+int db_shared(const struct mfu_db *db);
+/* Shared stores: renew the leases of this replica's queued and running
+ * rows (call every second or so; a replica that stops renewing loses its
+ * jobs to the others after DB_LEASE_MS). DB_OK and nothing done otherwise. */
+int db_heartbeat(struct mfu_db *db);
+/* Shared stores: claim up to max rows, queued or running, whose owner's
+ * lease ran out (a replica killed or cut off), locking with SKIP LOCKED so
+ * replicas claiming together never take the same row; cb gets each one's
+ * id and input (as db_requeue). Returns the count or <0. 0 otherwise. */
+int db_claim(struct mfu_db *db, int max, db_pending_fn cb, void *ctx);
+/* The store's calls so far: count, failures (not-found and the lease codes
+ * are answers, not failures) and time spent. Any thread. */
+struct db_stats {
+    int64_t queries, errors;
+    double seconds;
+};
+void db_stats(const struct mfu_db *db, struct db_stats *out);
+/* How long a replica's lease on its jobs lasts without a heartbeat. */
+#define DB_LEASE_MS 10000
 int db_schema_version(struct mfu_db *db);
 
 /* Fetch a row. with_bodies: also copy request, result and error, checked
@@ -90,7 +130,10 @@ int db_get(struct mfu_db *db, const char *id, int with_bodies, struct db_row *ou
 void db_row_fini(struct db_row *row);
 
 /* Insert a new queued job, or reset an existing failed row to queued.
- * An existing queued/running/done row is left alone. */
+ * An existing queued/running/done row is left alone. DB_OK: the caller
+ * runs the job. Shared stores: a queued or running row whose lease ran out
+ * is taken over (DB_OK); one another replica holds, or a done row, is
+ * DB_EOWNED (the caller answers from the row, and runs nothing). */
 int db_put_job(struct mfu_db *db, const struct db_new_job *job);
 int db_set_running(struct mfu_db *db, const char *id, int64_t now_ms);
 /* A corrupted row back to queued (its body dropped); *input: what the job
@@ -106,8 +149,8 @@ int db_finish(struct mfu_db *db, const char *id, const char *status, const char 
 
 /* Crash recovery: every running row becomes queued; then cb is called for
  * each queued row, oldest first (id, and the input request JSON, or the
- * normalized one when no input was stored). Returns the count or <0. */
-typedef void (*db_pending_fn)(void *ctx, const char *id, const char *request);
+ * normalized one when no input was stored). Returns the count or <0.
+ * Shared stores: only rows whose owner's lease ran out (db_claim). */
 int db_requeue(struct mfu_db *db, db_pending_fn cb, void *ctx);
 
 /* Record accesses in one transaction: hits += n, accessed = max(accessed, now). */

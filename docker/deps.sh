@@ -4,17 +4,18 @@
 # three prove the same list. Installs only what is missing; needs root (or
 # sudo) only when something is missing.
 set -e
-BUILD_PKGS="build-essential pkg-config libjansson-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev zlib1g-dev"
+BUILD_PKGS="build-essential pkg-config libjansson-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev zlib1g-dev libpq-dev"
 # tests: curl/python3 drive the daemon, sqlite3 checks the file, promtool
 # (Debian's prometheus) lints /metrics, wrk loads it, clang + its runtime
 # build the fuzzers and the sanitizer runs, valgrind checks leaks, chromium
-# loads the page headless (tests/integration/page.sh; on a bare Debian 12
+# loads the page headless, postgresql runs the shared-store tests
+# (tests/integration/replicas.sh, a throwaway cluster in a temporary directory) (tests/integration/page.sh; on a bare Debian 12
 # about 170 packages, 190 MB to download, 640 MB installed: only in this
 # full mode, never for `make run`)
-TEST_PKGS="curl sqlite3 python3 prometheus wrk clang libclang-rt-14-dev valgrind chromium"
+TEST_PKGS="curl sqlite3 postgresql python3 prometheus wrk clang libclang-rt-14-dev valgrind chromium"
 case "${1:-all}" in
     build) PKGS="$BUILD_PKGS" ;;
-    runtime) PKGS="libjansson4 libmicrohttpd12 libuv1 libsqlite3-0 zlib1g" ;;
+    runtime) PKGS="libjansson4 libmicrohttpd12 libuv1 libsqlite3-0 zlib1g libpq5" ;;
     *) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
 esac
 missing=""

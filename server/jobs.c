@@ -126,6 +126,7 @@ static struct {
     int n_held;
     atomic_int store_ok;         /* 0 while some outcome is held */
     atomic_int file_ok;          /* 0 once the database file was deleted or replaced */
+    atomic_int reachable;        /* shared store: 0 while the database cannot be reached */
     char store_err[160];
 } app;
 
@@ -254,12 +255,15 @@ static void flush_held(void)
 {
     while (app.held) {
         struct held *h = app.held;
-        if (db_finish(app.db, h->id, h->outcome, h->result, h->error, h->has_best, h->best_mfu, h->evaluated,
-                      h->finished_ms) != DB_OK) {
+        int rc = db_finish(app.db, h->id, h->outcome, h->result, h->error, h->has_best, h->best_mfu,
+                           h->evaluated, h->finished_ms);
+        if (rc == DB_ELOST)
+            srv_log(SRV_LOG_WARN, "msg=\"held result dropped: another replica took the job over\" id=%.12s", h->id);
+        else if (rc != DB_OK) {
             snprintf(app.store_err, sizeof app.store_err, "%s", db_errmsg(app.db));
             return;
         }
-        srv_log(SRV_LOG_INFO, "msg=\"held result written\" id=%.12s", h->id);
+        else srv_log(SRV_LOG_INFO, "msg=\"held result written\" id=%.12s", h->id);
         app.held = h->next;
         app.n_held--;
         free(h->result);
@@ -270,11 +274,40 @@ static void flush_held(void)
     atomic_store(&app.store_ok, 1);
 }
 
+static void requeue_one(void *ctx, const char *id, const char *request);
+
+/* A store several replicas share (docs/storage.md): renew this replica's
+ * leases, see whether the database is reachable (a lost connection comes
+ * back here, with backoff), and take over the jobs of replicas whose
+ * leases ran out, as many as there is room for. */
+static void shared_store_tick(void)
+{
+    char why[sizeof app.store_err];
+    int up = db_file_ok(app.db, why, sizeof why);
+    if (up != atomic_load(&app.reachable)) {
+        if (up) srv_log(SRV_LOG_WARN, "msg=\"database reachable again\"");
+        else srv_log(SRV_LOG_ERROR, "msg=\"database unreachable\" detail=\"%s\"", why);
+        atomic_store(&app.reachable, up);
+    }
+    if (!up) return;
+    if (db_heartbeat(app.db) != DB_OK)
+        srv_log(SRV_LOG_WARN, "msg=\"lease renewal failed\" err=\"%s\"", db_errmsg(app.db));
+    int room = app.cfg->queue_limit - app.n_active;
+    if (room > app.cfg->workers) room = app.cfg->workers; /* leave the rest to the others */
+    if (app.stopping || !atomic_load(&app.store_ok) || room <= 0) return;
+    int n = 0;
+    if (db_claim(app.db, room, requeue_one, &n) > 0) {
+        srv_log(SRV_LOG_INFO, "msg=\"took over jobs whose replica stopped renewing\" jobs=%d", n);
+        srv_metrics_job_failover(n);
+    }
+}
+
 static void on_flush_timer(uv_timer_t *t)
 {
+    if (app.db && db_shared(app.db)) shared_store_tick();
     /* the file deleted or replaced under us: loudly, not ready, no new
      * jobs, until a restart opens the file at the path again */
-    if (app.db && atomic_load(&app.file_ok)) {
+    if (app.db && !db_shared(app.db) && atomic_load(&app.file_ok)) {
         char why[sizeof app.store_err];
         if (!db_file_ok(app.db, why, sizeof why)) {
             srv_log(SRV_LOG_ERROR, "msg=\"database file lost\" detail=\"%s\"", why);
@@ -284,7 +317,12 @@ static void on_flush_timer(uv_timer_t *t)
     }
     if (app.held) flush_held();
     flush_touches();
-    if (app.db) srv_metrics_db_size(db_size_bytes(app.db));
+    if (app.db) {
+        struct db_stats st;
+        db_stats(app.db, &st);
+        srv_metrics_db_size(db_size_bytes(app.db));
+        srv_metrics_db_calls(st.queries, st.errors, st.seconds);
+    }
 }
 
 /* ---- answers ----------------------------------------------------------- */
@@ -559,7 +597,13 @@ static void after_work_cb(uv_work_t *w, int status)
         int frc = db_finish(app.db, j->id, outcome, j->result, j->error, j->has_best,
                             j->best_mfu, j->n_evaluated, now);
         app.finishing_id = NULL;
-        if (frc != DB_OK) {
+        if (frc == DB_ELOST) {
+            /* this replica was cut off long enough for another to take
+             * the job over: that one stores the outcome (the same, the
+             * search being deterministic); ours answers our waiters only */
+            srv_log(SRV_LOG_WARN, "msg=\"lease lost; another replica stores this job\" id=%.12s", j->id);
+            srv_metrics_job_lease_lost();
+        } else if (frc != DB_OK) {
             /* held in memory, answered from there and written again every
              * second; meanwhile not ready, and no new jobs (503) */
             srv_log(SRV_LOG_ERROR, "msg=\"db finish failed; result held in memory\" id=%.12s err=\"%s\"", j->id,
@@ -597,6 +641,7 @@ static void after_work_cb(uv_work_t *w, int status)
             v.finished_ms = now;
             e = srv_rcache_put(&v, j->result);
             if (e && frc == DB_OK && app.finishing_evicted) srv_rcache_remove(j->id);
+            if (e && frc == DB_ELOST) srv_rcache_remove(j->id); /* not ours to keep */
         }
         srv_log(SRV_LOG_INFO, "msg=job_end id=%.12s outcome=%s evaluated=%lld ms=%lld", j->id,
                 outcome, (long long)j->n_evaluated,
@@ -932,6 +977,32 @@ static void recover_corrupt(struct srv_req *r, struct db_row *row, int may_wait)
     }
 }
 
+/* A search another replica holds: its row as it stands now, 200 when
+ * done, else 202 (the client polls /results/{id}, answered by any
+ * replica). */
+static void answer_owned_elsewhere(struct srv_req *r)
+{
+    struct db_row row;
+    int rc = db_get(app.db, r->id, 1, &row);
+    srv_metrics_job_deduplicated();
+    if (rc == DB_OK && !strcmp(row.status, "done")) {
+        answer_done_row(r, &row);
+        return;
+    }
+    if (rc == DB_OK && !strcmp(row.status, "failed")) {
+        answer_failed(r, row.error);
+        db_row_fini(&row);
+    } else if (rc == DB_OK) {
+        view_from_row(&r->view, &row);
+        db_row_fini(&row);
+        answer_view(r, 202);
+    } else {
+        if (rc == DB_ECORRUPT) db_row_fini(&row);
+        answer_overloaded(r, "the database cannot be read; retry later");
+    }
+    srv_http_resume(r);
+}
+
 static void cmd_search(struct srv_req *r)
 {
     struct job *j = job_find(r->id);
@@ -965,8 +1036,9 @@ static void cmd_search(struct srv_req *r)
     int64_t created = rc == DB_OK ? row.created_ms : srv_now_ms();
     if (rc == DB_OK) db_row_fini(&row);
     if (rc != DB_OK && rc != DB_ENOTFOUND) {
+        /* not acknowledged: the client retries (a database restarting) */
         srv_log(SRV_LOG_ERROR, "msg=\"db get failed\" err=\"%s\"", db_errmsg(app.db));
-        srv_answer_problem(r, 500, "Internal Server Error", "database error");
+        answer_overloaded(r, "the database cannot be read; retry later");
         srv_http_resume(r);
         return;
     }
@@ -1012,10 +1084,18 @@ static void cmd_search(struct srv_req *r)
     }
     struct db_new_job nj = {r->id, r->normalized, r->input, r->model, r->hardware, r->devices,
                             srv_now_ms()};
-    if (db_put_job(app.db, &nj) != DB_OK) {
+    int prc = db_put_job(app.db, &nj);
+    if (prc == DB_EOWNED) {
+        /* another replica runs it (or has just finished it): answered
+         * from its row, run nowhere else (docs/storage.md) */
+        answer_owned_elsewhere(r);
+        return;
+    }
+    if (prc != DB_OK) {
         /* not acknowledged: the client may retry (a full disk may free) */
         srv_log(SRV_LOG_ERROR, "msg=\"db put failed\" err=\"%s\"", db_errmsg(app.db));
-        answer_overloaded(r, "the database cannot be written (disk full?); retry later");
+        answer_overloaded(r, db_shared(app.db) ? "the database cannot be written; retry later"
+                                                : "the database cannot be written (disk full?); retry later");
         srv_http_resume(r);
         return;
     }
@@ -1075,7 +1155,7 @@ static void cmd_result(struct srv_req *r)
     if (rc == DB_ENOTFOUND) {
         srv_answer_problem(r, 404, "Not Found", "no result with this id");
     } else if (rc != DB_OK) {
-        srv_answer_problem(r, 500, "Internal Server Error", "database error");
+        answer_overloaded(r, "the database cannot be read; retry later");
     } else {
         touch(r->id, 0);
         view_from_row(&r->view, &row);
@@ -1220,7 +1300,10 @@ static void persist_started(void)
         int64_t st = atomic_load(&j->started_ms);
         if (st && !j->started_persisted) {
             j->started_persisted = 1;
-            if (db_set_running(app.db, j->id, st) != DB_OK)
+            int rc = db_set_running(app.db, j->id, st);
+            if (rc == DB_ELOST)
+                srv_log(SRV_LOG_WARN, "msg=\"lease lost before the job started\" id=%.12s", j->id);
+            else if (rc != DB_OK)
                 srv_log(SRV_LOG_WARN, "msg=\"db set running failed\" err=\"%s\"",
                         db_errmsg(app.db));
         }
@@ -1291,6 +1374,10 @@ int srv_jobs_ready(char *why, size_t whylen)
         snprintf(why, whylen, "the database file was deleted or replaced while open: restart mfud");
         return 0;
     }
+    if (!atomic_load(&app.reachable)) {
+        snprintf(why, whylen, "the database cannot be reached; reconnecting");
+        return 0;
+    }
     if (!atomic_load(&app.store_ok)) {
         snprintf(why, whylen, "database writes failing; finished results held in memory until they are written");
         return 0;
@@ -1300,8 +1387,8 @@ int srv_jobs_ready(char *why, size_t whylen)
         snprintf(why, whylen, "job queue full (%d of %d)", n, app.cfg->queue_limit);
         return 0;
     }
-    snprintf(why, whylen, "database open, %d workers, %d of %d jobs queued or running",
-             app.cfg->workers, n, app.cfg->queue_limit);
+    snprintf(why, whylen, "database open (%s), %d workers, %d of %d jobs queued or running",
+             db_backend(app.db), app.cfg->workers, n, app.cfg->queue_limit);
     return 1;
 }
 
@@ -1410,16 +1497,19 @@ int srv_jobs_init(const struct srv_config *cfg)
     app.loop = uv_default_loop();
     char err[512];
     if (db_open(cfg->db_path, cfg->cache_max, &app.db, err, sizeof err) != DB_OK) {
-        srv_log(SRV_LOG_ERROR, "msg=\"cannot open the database\" path=\"%s\" err=\"%s\"",
-                cfg->db_path, err);
+        char shown[sizeof cfg->db_path];
+        db_redact(cfg->db_path, shown, sizeof shown);
+        srv_log(SRV_LOG_ERROR, "msg=\"cannot open the database\" path=\"%s\" err=\"%s\"", shown, err);
         return -1;
     }
     atomic_store(&app.db_ok, 1);
     atomic_store(&app.store_ok, 1);
     atomic_store(&app.file_ok, 1);
+    atomic_store(&app.reachable, 1);
     srv_rcache_init(cfg->mem_cache > 0 ? (size_t)cfg->mem_cache : 0);
     db_set_evict_hook(app.db, on_db_evict, NULL);
     srv_metrics_db_size(db_size_bytes(app.db));
+    srv_metrics_db_backend(db_backend(app.db));
     if (uv_mutex_init(&app.qlock) != 0 || uv_async_init(app.loop, &app.async, on_async) != 0)
         return -1;
     uv_signal_init(app.loop, &app.sigint);

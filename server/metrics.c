@@ -51,6 +51,9 @@ static struct {
     atomic_ullong done, failed, cancelled;
     atomic_ullong evaluated;
     atomic_llong db_size;
+    atomic_llong db_queries, db_errors, db_query_us;
+    atomic_ullong failovers, lease_lost;
+    _Atomic(const char *) db_backend;
     int workers;
     double start_time;
 } m;
@@ -190,6 +193,25 @@ void srv_metrics_db_size(int64_t bytes)
     atomic_store_explicit(&m.db_size, bytes, memory_order_relaxed);
 }
 
+void srv_metrics_db_backend(const char *name)
+{
+    atomic_store(&m.db_backend, name);
+}
+void srv_metrics_db_calls(int64_t queries, int64_t errors, double seconds)
+{
+    atomic_store_explicit(&m.db_queries, queries, memory_order_relaxed);
+    atomic_store_explicit(&m.db_errors, errors, memory_order_relaxed);
+    atomic_store_explicit(&m.db_query_us, (long long)(seconds * 1e6), memory_order_relaxed);
+}
+void srv_metrics_job_failover(int n)
+{
+    atomic_fetch_add_explicit(&m.failovers, (unsigned long long)n, memory_order_relaxed);
+}
+void srv_metrics_job_lease_lost(void)
+{
+    atomic_fetch_add_explicit(&m.lease_lost, 1, memory_order_relaxed);
+}
+
 struct buf {
     char *p;
     size_t len, cap;
@@ -231,6 +253,27 @@ static void put(struct buf *b, const char *fmt, ...)
 
 #define LD(x) ((unsigned long long)atomic_load_explicit(&(x), memory_order_relaxed))
 #define LDS(x) ((long long)atomic_load_explicit(&(x), memory_order_relaxed))
+
+/* The store's metrics, labelled by backend (docs/storage.md). */
+static void render_db(struct buf *b)
+{
+    const char *be = atomic_load(&m.db_backend);
+    if (!be) be = "none";
+    put(b, "# HELP mfud_db_queries_total Calls to the result and job store.\n"
+           "# TYPE mfud_db_queries_total counter\nmfud_db_queries_total{backend=\"%s\"} %lld\n", be,
+        LDS(m.db_queries));
+    put(b, "# HELP mfud_db_errors_total Calls to the store that failed.\n"
+           "# TYPE mfud_db_errors_total counter\nmfud_db_errors_total{backend=\"%s\"} %lld\n", be,
+        LDS(m.db_errors));
+    put(b, "# HELP mfud_db_query_seconds_total Time spent in calls to the store.\n"
+           "# TYPE mfud_db_query_seconds_total counter\nmfud_db_query_seconds_total{backend=\"%s\"} %.6f\n", be,
+        (double)LDS(m.db_query_us) / 1e6);
+    put(b, "# HELP mfud_jobs_failovers_total Jobs taken over from a replica whose lease ran out.\n"
+           "# TYPE mfud_jobs_failovers_total counter\nmfud_jobs_failovers_total %llu\n", LD(m.failovers));
+    put(b, "# HELP mfud_jobs_lease_lost_total Finished jobs whose outcome another replica stores "
+           "(this one's lease was lost).\n# TYPE mfud_jobs_lease_lost_total counter\n"
+           "mfud_jobs_lease_lost_total %llu\n", LD(m.lease_lost));
+}
 
 char *srv_metrics_render(size_t *out_len)
 {
@@ -332,6 +375,7 @@ char *srv_metrics_render(size_t *out_len)
             "# TYPE mfud_worker_threads gauge\nmfud_worker_threads %d\n", m.workers);
     put(&b, "# HELP mfud_db_results_bytes Stored size of finished results.\n"
             "# TYPE mfud_db_results_bytes gauge\nmfud_db_results_bytes %lld\n", LDS(m.db_size));
+    render_db(&b);
     if (b.oom) {
         free(b.p);
         return NULL;

@@ -260,11 +260,13 @@ int main(int argc, char **argv)
         return 1;
     }
     srv_jobs_set_mhd(d);
+    char db_shown[sizeof cfg.db_path];
+    db_redact(cfg.db_path, db_shown, sizeof db_shown);
     srv_log(SRV_LOG_INFO,
             "msg=listening bind=%s port=%d db=\"%s\" workers=%d http_threads=%d max_body=%zu "
             "queue_limit=%d max_conns=%d conn_timeout_s=%d max_search_s=%g cache_max=%lld "
             "mem_cache=%lld engine=%s auth=%s",
-            cfg.bind, port, cfg.db_path, cfg.workers, cfg.http_threads, cfg.max_body,
+            cfg.bind, port, db_shown, cfg.workers, cfg.http_threads, cfg.max_body,
             cfg.queue_limit, cfg.max_conns, cfg.conn_timeout_s, cfg.max_search_s,
             (long long)cfg.cache_max, (long long)cfg.mem_cache, MFU_ENGINE_VERSION,
             cfg.auth_token[0] ? "bearer" : "none");

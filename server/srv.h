@@ -286,6 +286,14 @@ void srv_metrics_job_running_delta(int d);
 void srv_metrics_job_completed(const char *outcome); /* done | failed | cancelled */
 void srv_metrics_evaluated(uint64_t n);
 void srv_metrics_db_size(int64_t bytes);
+/* The store's backend (a static name), and its calls so far (the loop
+ * copies db_stats here once a second). */
+void srv_metrics_db_backend(const char *name);
+void srv_metrics_db_calls(int64_t queries, int64_t errors, double seconds);
+/* Shared stores: jobs taken over from a replica whose lease ran out; jobs
+ * whose outcome this replica could not store (its lease lost). */
+void srv_metrics_job_failover(int n);
+void srv_metrics_job_lease_lost(void);
 /* Prometheus text (malloc'd). */
 char *srv_metrics_render(size_t *out_len);
 

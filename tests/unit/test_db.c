@@ -1,9 +1,9 @@
-/* db/: the SQLite result and job store. Schema migration from an empty file
- * and re-open (user_version), a file from a newer schema refused, store and
- * load round trips, hit counting, crash recovery (queued and running rows
- * re-queued at open), size-bounded LRU eviction keeping the most recently
- * used rows (and never queued/running ones), the eviction hook, keyset
- * paging, and SQL-looking strings stored verbatim (prepared statements). */
+/* db/sqlite.c: what is the SQLite backend's own -- schema migration from an
+ * empty file and re-open (user_version), a file from a newer schema
+ * refused, store and load round trips, hit counting, crash recovery (queued
+ * and running rows re-queued at open), keyset paging, and SQL-looking
+ * strings stored verbatim (prepared statements). The contract both backends
+ * keep, eviction among it, is tests/unit/test_store.c. */
 #include "check.h"
 #include "db.h"
 
@@ -357,79 +357,6 @@ static void test_requeue(void)
     db_close(db);
 }
 
-struct evicted {
-    int n;
-    char ids[8][65];
-};
-
-static void on_evict(void *ctx, const char *id)
-{
-    struct evicted *e = ctx;
-    if (e->n < 8) snprintf(e->ids[e->n], 65, "%s", id);
-    e->n++;
-}
-
-static void test_eviction(void)
-{
-    /* Each finished row costs strlen(result) + 256: 1256 bytes here. A cap
-     * of 3000 holds two. */
-    char big[1001];
-    memset(big, 'x', 1000);
-    big[0] = '"';
-    big[999] = '"';
-    big[1000] = '\0';
-    struct mfu_db *db = open_db("ev.db", 3000);
-    if (!db) return;
-    struct evicted ev = {0};
-    db_set_evict_hook(db, on_evict, &ev);
-    char a[65], b[65], c[65], d[65], pend[65];
-    make_id(a, 30);
-    make_id(b, 31);
-    make_id(c, 32);
-    make_id(d, 33);
-    make_id(pend, 34);
-    CHECK_EQ_I(put(db, pend, "{}", NULL, NULL, 10), DB_OK); /* queued: never evicted */
-    CHECK_EQ_I(put(db, a, "{}", NULL, NULL, 1000), DB_OK);
-    CHECK_EQ_I(put(db, b, "{}", NULL, NULL, 1000), DB_OK);
-    CHECK_EQ_I(put(db, c, "{}", NULL, NULL, 1000), DB_OK);
-    CHECK_EQ_I(put(db, d, "{}", NULL, NULL, 1000), DB_OK);
-    CHECK_EQ_I(db_finish(db, a, "done", big, NULL, 0, 0, 0, 2000), DB_OK);
-    CHECK_EQ_I(db_finish(db, b, "done", big, NULL, 0, 0, 0, 2100), DB_OK);
-    CHECK_EQ_I(ev.n, 0);
-    CHECK_EQ_I(db_size_bytes(db), 2 * 1256);
-    /* a is used again after b: b is now the least recently used. */
-    struct db_touch t = {a, 1, 2200};
-    CHECK_EQ_I(db_touch_many(db, &t, 1), DB_OK);
-    CHECK_EQ_I(db_finish(db, c, "done", big, NULL, 0, 0, 0, 2300), DB_OK);
-    CHECK_EQ_I(ev.n, 1);
-    CHECK_STR(ev.ids[0], b);
-    struct db_row r;
-    CHECK_EQ_I(db_get(db, b, 0, &r), DB_ENOTFOUND);
-    CHECK_EQ_I(db_get(db, a, 0, &r), DB_OK);
-    db_row_fini(&r);
-    CHECK_EQ_I(db_get(db, c, 0, &r), DB_OK);
-    db_row_fini(&r);
-    CHECK_EQ_I(db_get(db, pend, 0, &r), DB_OK);
-    CHECK_STR(r.status, "queued");
-    db_row_fini(&r);
-    CHECK(db_size_bytes(db) <= 3000);
-    /* Next: a (2200) is older than c (2300). */
-    CHECK_EQ_I(db_finish(db, d, "done", big, NULL, 0, 0, 0, 2400), DB_OK);
-    CHECK_EQ_I(ev.n, 2);
-    CHECK_STR(ev.ids[1], a);
-    CHECK_EQ_I(db_get(db, c, 0, &r), DB_OK);
-    db_row_fini(&r);
-    CHECK_EQ_I(db_get(db, d, 0, &r), DB_OK);
-    db_row_fini(&r);
-    CHECK_EQ_I(db_count(db), 3); /* c, d, pend */
-    db_close(db);
-    /* The size is recomputed at open. */
-    db = open_db("ev.db", 3000);
-    if (!db) return;
-    CHECK_EQ_I(db_size_bytes(db), 2 * 1256);
-    db_close(db);
-}
-
 struct listed {
     int n;
     char ids[8][65];
@@ -526,7 +453,6 @@ static const check_case cases[] = {
     CHECK_CASE(test_corrupt),
     CHECK_CASE(test_hits),
     CHECK_CASE(test_requeue),
-    CHECK_CASE(test_eviction),
     CHECK_CASE(test_list),
     CHECK_CASE(test_sql_strings),
 };

@@ -1,0 +1,97 @@
+#!/bin/sh
+# tests/integration/replicas.sh -- issue 17: three mfud replicas on one
+# PostgreSQL database (docs/storage.md). A throwaway cluster (tests/pg.sh),
+# three daemons on it, and a burst of distinct and identical searches
+# spread over them (tests/integration/replicas_burst.py) during which one
+# replica is killed with -9 and the database is restarted. Checks: every
+# acknowledged job completes; each distinct search ran to a stored outcome
+# exactly once (runs = 1 in its row, none twice); results and the listing
+# readable from every live replica; the dead replica's jobs taken over
+# (failovers); /readyz back to 200 after the restart. Also: the schema
+# migrated once when the three started together, and a second start finds
+# it current. Prints the numbers. Without a PostgreSQL server, or with an
+# mfud built without libpq, it says SKIPPED.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+. tests/pg.sh
+PIDS=""
+cleanup_all() {
+    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+    pg_stop
+    cleanup
+}
+trap cleanup_all EXIT
+if ! pg_find; then
+    skip "replicas (no PostgreSQL server installed: Debian's postgresql)"
+    finish
+fi
+if ! command -v psql >/dev/null 2>&1; then
+    skip "replicas (no psql client)"
+    finish
+fi
+if ! pg_start; then
+    bad "a throwaway PostgreSQL cluster did not start"
+    cat "$PG_DIR"/*.log 2>/dev/null | tail -20
+    finish
+fi
+# an mfud without libpq says so at once: skip, visibly
+if $MFUD --port 0 --db "postgresql:///nothing?host=/nonexistent" 2>&1 | grep -q "built without PostgreSQL"; then
+    skip "replicas (this mfud was built without libpq: install libpq-dev and rebuild)"
+    finish
+fi
+
+# Three replicas started together (the schema migrates once, under the
+# advisory lock); jobs held 300 ms each so the burst finds them in flight.
+PORTS=""
+for i in 1 2 3; do
+    MFUD_TEST_JOB_DELAY_MS=300 $MFUD --port 0 --db "$PG_URL" --workers 2 --wait 0 --log-level info \
+        >"$T/r$i.log" 2>&1 &
+    PIDS="$PIDS $!"
+    eval "PID$i=$!"
+done
+for i in 1 2 3; do
+    PID=$(eval echo "\$PID$i")
+    wait_port "$T/r$i.log" 20
+    [ -n "$PORT" ] || { bad "replica $i did not start"; tail -5 "$T/r$i.log"; finish; }
+    PORTS="$PORTS $PORT"
+done
+PID=""
+check "schema at version 1 after three replicas started together" \
+    [ "$(pg_sql 'SELECT version FROM mfud_schema')" = 1 ]
+check "one schema row (migrated once)" [ "$(pg_sql 'SELECT count(*) FROM mfud_schema')" = 1 ]
+
+# the burst; the driver kills replica 2 and restarts the database midway
+python3 tests/integration/replicas_burst.py "$T" "$PID2" $PORTS >"$T/burst.out" 2>&1 &
+DRIVER=$!
+# the driver writes "restart" when it wants the database restarted
+for _ in $(seq 1 600); do
+    [ -f "$T/restart" ] && break
+    kill -0 $DRIVER 2>/dev/null || break
+    sleep 0.1
+done
+if [ -f "$T/restart" ]; then
+    if pg_restart; then touch "$T/restarted"; else touch "$T/restart_failed"; fi
+fi
+wait $DRIVER
+drc=$?
+cat "$T/burst.out"
+check "the burst driver's checks passed" [ "$drc" -eq 0 ]
+# what the store says, independently of the daemons
+twice=$(pg_sql "SELECT count(*) FROM results WHERE runs > 1")
+once=$(pg_sql "SELECT count(*) FROM results WHERE runs = 1 AND status = 'done'")
+distinct=$(cat "$T/distinct" 2>/dev/null || echo -1)
+claimed_again=$(pg_sql "SELECT count(*) FROM results WHERE attempts > 1")
+echo "replicas: store: distinct searches=$distinct stored once=$once stored twice=$twice claimed more than once=$claimed_again"
+check "no job's outcome stored twice (run twice = 0)" [ "$twice" = 0 ]
+check "every distinct search stored exactly once" [ "$once" = "$distinct" ]
+check "the killed replica's jobs were claimed again" [ "$claimed_again" -ge 1 ]
+for p in $PIDS; do kill -0 "$p" 2>/dev/null && kill -TERM "$p"; done
+sleep 1
+# a second start finds the schema current and migrates nothing
+MFUD_TEST_JOB_DELAY_MS=0 $MFUD --port 0 --db "$PG_URL" >"$T/r4.log" 2>&1 &
+PID=$!
+PIDS="$PIDS $PID"
+wait_port "$T/r4.log" 20
+check "a fourth replica starts on the migrated schema" [ -n "$PORT" ]
+check "/readyz names the backend" sh -c "curl -s $BASE/readyz | grep -q postgresql"
+finish
