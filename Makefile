@@ -121,6 +121,7 @@ test: all $(TEST_BIN)
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b; done
 	@if [ -x bench/http ]; then BUILD=$(BUILD) bench/http; fi
+	@if [ -x bench/replicas ]; then BUILD=$(BUILD) bench/replicas; fi
 
 deps:
 	@sh docker/deps.sh build

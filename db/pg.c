@@ -96,6 +96,8 @@ static const char *const migrations[] = {
 /* pg_advisory_xact_lock's key for migrations: "mfud" in ASCII. */
 #define MIGRATE_LOCK "1835431268"
 
+#define MAX_PREPARED 32
+
 struct pg_db {
     struct mfu_db base; /* first: the interface (db_int.h) */
     PGconn *conn;
@@ -105,6 +107,11 @@ struct pg_db {
     int64_t size_bytes;
     double backoff_s, next_try_s; /* reconnect: wait, and when next (monotonic) */
     int beats;
+    /* statements prepared on this connection, by their SQL text's address
+     * (each is a string literal of this file): parsed and planned once per
+     * connection, not per call */
+    const char *prepared[MAX_PREPARED];
+    int n_prepared;
 };
 
 static double mono_s(void)
@@ -133,6 +140,7 @@ static int ensure(struct pg_db *db)
     }
     PQreset(db->conn);
     if (PQstatus(db->conn) == CONNECTION_OK) {
+        db->n_prepared = 0; /* a new session: nothing prepared on it */
         db->backoff_s = 0;
         db->err[0] = '\0';
         return 1;
@@ -149,9 +157,24 @@ static int ensure(struct pg_db *db)
 static PGresult *exec(struct pg_db *db, const char *sql, int n, const char *const *params)
 {
     if (!ensure(db)) return NULL;
-    /* without parameters PQexec, which also takes a migration's several
-     * statements */
-    PGresult *r = n ? PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0) : PQexec(db->conn, sql);
+    /* with parameters: a prepared statement (named by its slot); without,
+     * PQexec, which also takes a migration's several statements */
+    PGresult *r = NULL;
+    if (n) {
+        int k = 0;
+        while (k < db->n_prepared && db->prepared[k] != sql) k++;
+        char name[16];
+        snprintf(name, sizeof name, "mfud%d", k);
+        if (k == db->n_prepared && k < MAX_PREPARED) {
+            PGresult *p = PQprepare(db->conn, name, sql, n, NULL);
+            if (p && PQresultStatus(p) == PGRES_COMMAND_OK) db->prepared[db->n_prepared++] = sql;
+            PQclear(p);
+        }
+        r = k < db->n_prepared ? PQexecPrepared(db->conn, name, n, params, NULL, NULL, 0)
+                               : PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+    } else {
+        r = PQexec(db->conn, sql);
+    }
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
     set_err(db, "", r ? PQresultErrorMessage(r) : PQerrorMessage(db->conn));
