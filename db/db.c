@@ -19,6 +19,12 @@ static int is_pg_url(const char *path)
 int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char *err,
             size_t errlen)
 {
+    return db_open_pool(path, cache_max_bytes, 1, out, err, errlen);
+}
+
+int db_open_pool(const char *path, int64_t cache_max_bytes, int threads, struct mfu_db **out, char *err,
+                 size_t errlen)
+{
     *out = NULL;
     if (!is_pg_url(path)) return db_sqlite_open(path, cache_max_bytes, out, err, errlen);
     /* A replica's name in the rows it owns: host, pid and a start time,
@@ -30,7 +36,7 @@ int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(owner, sizeof owner, "%s:%ld:%lld.%09ld", host, (long)getpid(), (long long)ts.tv_sec,
              ts.tv_nsec);
-    return db_pg_open(path, cache_max_bytes, owner, out, err, errlen);
+    return db_pg_open(path, cache_max_bytes, threads, owner, out, err, errlen);
 }
 
 void db_close(struct mfu_db *db)
@@ -74,6 +80,11 @@ void db_redact(const char *url, char *out, size_t n)
 const char *db_backend(const struct mfu_db *db)
 {
     return db ? db->ops->name : "none";
+}
+
+int db_concurrent(const struct mfu_db *db)
+{
+    return db && db->ops->concurrent;
 }
 
 int db_shared(const struct mfu_db *db)

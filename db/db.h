@@ -18,7 +18,9 @@
  * Queued and running rows are never evicted (nothing acknowledged is lost).
  *
  * THREAD SAFETY
- * A struct mfu_db is used by one thread at a time (mfud: the loop thread).
+ * A struct mfu_db is used by one thread at a time (mfud: the loop thread),
+ * except that where db_concurrent() says so, db_get may also be called from
+ * other threads (mfud: HTTP threads reading done results).
  *
  * ERRORS
  * Functions return DB_OK (0) or a negative DB_E* code; db_errmsg() gives
@@ -87,6 +89,11 @@ struct db_new_job {
  * On failure *out is NULL and err holds a message. */
 int db_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char *err,
             size_t errlen);
+/* The same, for a store `threads` threads may call (db_concurrent): the
+ * PostgreSQL backend keeps a pool of that many connections, one per
+ * calling thread. SQLite ignores it (one thread at a time). */
+int db_open_pool(const char *path, int64_t cache_max_bytes, int threads, struct mfu_db **out, char *err,
+                 size_t errlen);
 /* Finalize statements, checkpoint the WAL and close. NULL is a no-op. */
 void db_close(struct mfu_db *db);
 const char *db_errmsg(struct mfu_db *db);
@@ -100,6 +107,9 @@ int db_file_ok(struct mfu_db *db, char *why, size_t whylen);
 void db_redact(const char *url, char *out, size_t n);
 /* "sqlite" or "postgresql". */
 const char *db_backend(const struct mfu_db *db);
+/* 1 when db_get may be called from any thread while the owning thread
+ * uses the store (PostgreSQL, its pool); 0: one thread only (SQLite). */
+int db_concurrent(const struct mfu_db *db);
 /* 1 when several processes share the store (leases matter), else 0. */
 int db_shared(const struct mfu_db *db);
 /* Shared stores: renew the leases of this replica's queued and running

@@ -37,6 +37,7 @@ struct db_ops {
      * replica's leases; claim jobs whose owner's lease ran out. */
     int (*heartbeat)(struct mfu_db *db);
     int (*claim)(struct mfu_db *db, int max, db_pending_fn cb, void *ctx);
+    int concurrent; /* 1: any thread may call get (db_concurrent) */
 };
 
 struct mfu_db {
@@ -50,8 +51,8 @@ int db_sqlite_open(const char *path, int64_t cache_max_bytes, struct mfu_db **ou
                    size_t errlen);
 /* db/pg.c: a PostgreSQL URL (postgresql://... or postgres://...). Without
  * libpq at build time it answers DB_EUNSUPPORTED and says so in err. */
-int db_pg_open(const char *url, int64_t cache_max_bytes, const char *owner, struct mfu_db **out,
-               char *err, size_t errlen);
+int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const char *owner,
+               struct mfu_db **out, char *err, size_t errlen);
 
 /* CRC-32 (zlib) of a row's body: its result, else its error. */
 uint32_t db_body_crc(const char *result, const char *error);

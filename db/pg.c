@@ -21,9 +21,12 @@
  * - The schema is versioned in mfud_schema and migrated inside one
  *   transaction holding an advisory lock: replicas starting together
  *   migrate once, the others wait and find it done.
- * - The connection: one per replica, used by the loop thread only (as the
- *   SQLite handle is). A lost connection is re-established with backoff
- *   (0.2 s doubling to 5 s) on the next call; calls fail fast meanwhile.
+ * - Connections: a pool, one connection per thread that calls the store
+ *   (made on its first call; at most the size db_open_pool was given), so
+ *   the loop thread and the HTTP threads reading results (db_concurrent)
+ *   never wait for one another. A lost connection is re-established with
+ *   backoff (0.2 s doubling to 5 s) on its thread's next call; calls fail
+ *   fast meanwhile.
  * - SQL is constant text with $n parameters (PQexecParams): no SQL is ever
  *   built from data.
  */
@@ -35,11 +38,12 @@
 
 #ifndef MFU_HAVE_LIBPQ
 
-int db_pg_open(const char *url, int64_t cache_max_bytes, const char *owner, struct mfu_db **out,
-               char *err, size_t errlen)
+int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const char *owner,
+               struct mfu_db **out, char *err, size_t errlen)
 {
     (void)url;
     (void)cache_max_bytes;
+    (void)pool_conns;
     (void)owner;
     *out = NULL;
     snprintf(err, errlen, "this mfud was built without PostgreSQL support (install libpq-dev and "
@@ -50,6 +54,7 @@ int db_pg_open(const char *url, int64_t cache_max_bytes, const char *owner, stru
 #else
 
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <time.h>
 
 /* The database's clock, in milliseconds since the Unix epoch. */
@@ -98,21 +103,35 @@ static const char *const migrations[] = {
 
 #define MAX_PREPARED 32
 
-struct pg_db {
-    struct mfu_db base; /* first: the interface (db_int.h) */
-    PGconn *conn;
-    char owner[128];
-    char err[256];
-    int64_t cache_max_bytes;
-    int64_t size_bytes;
+/* One connection of the pool, bound to the thread that first used it. */
+struct pg_conn {
+    pthread_t thread;
+    PGconn *c;
     double backoff_s, next_try_s; /* reconnect: wait, and when next (monotonic) */
-    int beats;
     /* statements prepared on this connection, by their SQL text's address
      * (each is a string literal of this file): parsed and planned once per
      * connection, not per call */
     const char *prepared[MAX_PREPARED];
     int n_prepared;
 };
+
+struct pg_db {
+    struct mfu_db base; /* first: the interface (db_int.h) */
+    char url[1024];
+    char owner[128];
+    int64_t cache_max_bytes;
+    int64_t size_bytes; /* the loop's */
+    int beats;
+    /* the pool: one connection per thread that calls the store, made on its
+     * first call, at most pool_max (the threads that may call: db_open_pool) */
+    pthread_mutex_t lock;
+    int pool_max, n_conns;
+    struct pg_conn *conns;
+};
+
+/* The calling thread's last error (db_errmsg is asked on the thread whose
+ * call failed). */
+static _Thread_local char tl_err[256];
 
 static double mono_s(void)
 {
@@ -121,66 +140,90 @@ static double mono_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void set_err(struct pg_db *db, const char *what, const char *msg)
+static void set_err(const char *what, const char *msg)
 {
-    snprintf(db->err, sizeof db->err, "%s%s%s", what, what[0] ? ": " : "", msg ? msg : "");
-    size_t n = strlen(db->err);
-    while (n && (db->err[n - 1] == '\n' || db->err[n - 1] == ' ')) db->err[--n] = '\0';
+    snprintf(tl_err, sizeof tl_err, "%s%s%s", what, what[0] ? ": " : "", msg ? msg : "");
+    size_t n = strlen(tl_err);
+    while (n && (tl_err[n - 1] == '\n' || tl_err[n - 1] == ' ')) tl_err[--n] = '\0';
+}
+
+/* The calling thread's connection: found, or made now (NULL when the pool
+ * is full or out of memory). */
+static struct pg_conn *conn_of(struct pg_db *db)
+{
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&db->lock);
+    struct pg_conn *pc = NULL;
+    for (int i = 0; i < db->n_conns && !pc; i++)
+        if (pthread_equal(db->conns[i].thread, self)) pc = &db->conns[i];
+    if (!pc && db->n_conns < db->pool_max) {
+        pc = &db->conns[db->n_conns++];
+        memset(pc, 0, sizeof *pc);
+        pc->thread = self;
+        pc->c = PQconnectdb(db->url); /* a failure is retried by ensure() */
+    }
+    pthread_mutex_unlock(&db->lock);
+    if (!pc) set_err("", "the connection pool is full (more threads call the store than it was sized for)");
+    return pc;
 }
 
 /* The connection is up, or comes back now, or the call fails fast (the
  * backoff's wait not over). */
-static int ensure(struct pg_db *db)
+static int ensure(struct pg_conn *pc)
 {
-    if (PQstatus(db->conn) == CONNECTION_OK) return 1;
-    double now = mono_s();
-    if (now < db->next_try_s) {
-        if (!db->err[0]) set_err(db, "", "the database connection is down; reconnecting");
+    if (!pc->c) {
+        set_err("", "out of memory");
         return 0;
     }
-    PQreset(db->conn);
-    if (PQstatus(db->conn) == CONNECTION_OK) {
-        db->n_prepared = 0; /* a new session: nothing prepared on it */
-        db->backoff_s = 0;
-        db->err[0] = '\0';
+    if (PQstatus(pc->c) == CONNECTION_OK) return 1;
+    double now = mono_s();
+    if (now < pc->next_try_s) {
+        set_err("", "the database connection is down; reconnecting");
+        return 0;
+    }
+    PQreset(pc->c);
+    if (PQstatus(pc->c) == CONNECTION_OK) {
+        pc->n_prepared = 0; /* a new session: nothing prepared on it */
+        pc->backoff_s = 0;
         return 1;
     }
-    set_err(db, "reconnect", PQerrorMessage(db->conn));
-    db->backoff_s = db->backoff_s <= 0 ? 0.2 : db->backoff_s * 2;
-    if (db->backoff_s > 5.0) db->backoff_s = 5.0;
-    db->next_try_s = now + db->backoff_s;
+    set_err("reconnect", PQerrorMessage(pc->c));
+    pc->backoff_s = pc->backoff_s <= 0 ? 0.2 : pc->backoff_s * 2;
+    if (pc->backoff_s > 5.0) pc->backoff_s = 5.0;
+    pc->next_try_s = now + pc->backoff_s;
     return 0;
 }
 
-/* Run one statement; NULL on failure (db->err says why). The caller
- * PQclear()s what it gets. */
+/* Run one statement on the calling thread's connection; NULL on failure
+ * (tl_err says why). The caller PQclear()s what it gets. */
 static PGresult *exec(struct pg_db *db, const char *sql, int n, const char *const *params)
 {
-    if (!ensure(db)) return NULL;
+    struct pg_conn *pc = conn_of(db);
+    if (!pc || !ensure(pc)) return NULL;
     /* with parameters: a prepared statement (named by its slot); without,
      * PQexec, which also takes a migration's several statements */
     PGresult *r = NULL;
     if (n) {
         int k = 0;
-        while (k < db->n_prepared && db->prepared[k] != sql) k++;
+        while (k < pc->n_prepared && pc->prepared[k] != sql) k++;
         char name[16];
         snprintf(name, sizeof name, "mfud%d", k);
-        if (k == db->n_prepared && k < MAX_PREPARED) {
-            PGresult *p = PQprepare(db->conn, name, sql, n, NULL);
-            if (p && PQresultStatus(p) == PGRES_COMMAND_OK) db->prepared[db->n_prepared++] = sql;
+        if (k == pc->n_prepared && k < MAX_PREPARED) {
+            PGresult *p = PQprepare(pc->c, name, sql, n, NULL);
+            if (p && PQresultStatus(p) == PGRES_COMMAND_OK) pc->prepared[pc->n_prepared++] = sql;
             PQclear(p);
         }
-        r = k < db->n_prepared ? PQexecPrepared(db->conn, name, n, params, NULL, NULL, 0)
-                               : PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+        r = k < pc->n_prepared ? PQexecPrepared(pc->c, name, n, params, NULL, NULL, 0)
+                               : PQexecParams(pc->c, sql, n, NULL, params, NULL, NULL, 0);
     } else {
-        r = PQexec(db->conn, sql);
+        r = PQexec(pc->c, sql);
     }
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
-    set_err(db, "", r ? PQresultErrorMessage(r) : PQerrorMessage(db->conn));
+    set_err("", r ? PQresultErrorMessage(r) : PQerrorMessage(pc->c));
     PQclear(r);
     /* a dropped connection: try again at once on the next call */
-    if (PQstatus(db->conn) != CONNECTION_OK) db->next_try_s = 0;
+    if (PQstatus(pc->c) != CONNECTION_OK) pc->next_try_s = 0;
     return NULL;
 }
 
@@ -218,8 +261,8 @@ static void i64s(char *buf, size_t n, int64_t v)
 
 static const char *pg_errmsg(struct mfu_db *base)
 {
-    struct pg_db *db = (struct pg_db *)base;
-    return db->err[0] ? db->err : "no error";
+    (void)base;
+    return tl_err[0] ? tl_err : "no error";
 }
 
 static int migrate(struct pg_db *db, char *err, size_t errlen)
@@ -250,11 +293,11 @@ static int migrate(struct pg_db *db, char *err, size_t errlen)
     if (exec_ok(db, "COMMIT", 0, NULL) != DB_OK) goto fail;
     return DB_OK;
 rollback:
-    snprintf(err, errlen, "migrate: %s", db->err);
+    snprintf(err, errlen, "migrate: %s", tl_err);
     exec_ok(db, "ROLLBACK", 0, NULL);
     return DB_ERROR;
 fail:
-    snprintf(err, errlen, "migrate: %s", db->err);
+    snprintf(err, errlen, "migrate: %s", tl_err);
     return DB_ERROR;
 }
 
@@ -262,15 +305,19 @@ static void pg_close(struct mfu_db *base)
 {
     struct pg_db *db = (struct pg_db *)base;
     if (!db) return;
-    if (db->conn) PQfinish(db->conn);
+    for (int i = 0; i < db->n_conns; i++)
+        if (db->conns[i].c) PQfinish(db->conns[i].c);
+    free(db->conns);
+    pthread_mutex_destroy(&db->lock);
     free(db);
 }
 
 static int pg_health(struct mfu_db *base, char *why, size_t whylen)
 {
     struct pg_db *db = (struct pg_db *)base;
-    if (ensure(db)) return 1;
-    snprintf(why, whylen, "PostgreSQL unreachable: %s", db->err);
+    struct pg_conn *pc = conn_of(db);
+    if (pc && ensure(pc)) return 1;
+    snprintf(why, whylen, "PostgreSQL unreachable: %s", tl_err);
     return 0;
 }
 
@@ -617,24 +664,40 @@ static const struct db_ops pg_ops = {
     .count = pg_count,
     .heartbeat = pg_heartbeat,
     .claim = pg_claim,
+    .concurrent = 1,
 };
 
-int db_pg_open(const char *url, int64_t cache_max_bytes, const char *owner, struct mfu_db **out,
-               char *err, size_t errlen)
+int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const char *owner,
+               struct mfu_db **out, char *err, size_t errlen)
 {
     *out = NULL;
+    if (strlen(url) >= sizeof ((struct pg_db *)0)->url) {
+        snprintf(err, errlen, "the PostgreSQL URL is longer than %zu bytes", sizeof ((struct pg_db *)0)->url - 1);
+        return DB_ERROR;
+    }
     struct pg_db *db = calloc(1, sizeof *db);
-    if (!db) {
+    if (!db || pthread_mutex_init(&db->lock, NULL) != 0) {
+        free(db);
         snprintf(err, errlen, "out of memory");
         return DB_ENOMEM;
     }
     db->base.ops = &pg_ops;
     db->cache_max_bytes = cache_max_bytes;
     snprintf(db->owner, sizeof db->owner, "%s", owner);
-    db->conn = PQconnectdb(url);
-    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
-        set_err(db, "", db->conn ? PQerrorMessage(db->conn) : "out of memory");
-        snprintf(err, errlen, "connect to PostgreSQL: %s", db->err);
+    snprintf(db->url, sizeof db->url, "%s", url);
+    db->pool_max = pool_conns > 0 ? pool_conns : 1;
+    db->conns = calloc((size_t)db->pool_max, sizeof *db->conns);
+    if (!db->conns) {
+        pg_close(&db->base);
+        snprintf(err, errlen, "out of memory");
+        return DB_ENOMEM;
+    }
+    /* the opening thread's connection, made now: a server not there is an
+     * error at open, not at the first call */
+    struct pg_conn *pc = conn_of(db);
+    if (!pc || !pc->c || PQstatus(pc->c) != CONNECTION_OK) {
+        set_err("", pc && pc->c ? PQerrorMessage(pc->c) : "out of memory");
+        snprintf(err, errlen, "connect to PostgreSQL: %s", tl_err);
         pg_close(&db->base);
         return DB_ERROR;
     }

@@ -745,8 +745,10 @@ static enum MHD_Result handle_result(struct srv_req *r)
         r->top_k = -1;
         r->res_offset = 0;
     }
-    /* A finished result in the memory cache: answer here, no loop hop. */
-    if (cached(r, 0)) return queue_answer(r);
+    /* A finished result in the memory cache: answer here, no loop hop;
+     * else, on a store HTTP threads may read (PostgreSQL), from the store
+     * here (docs/storage.md). */
+    if (cached(r, 0) || srv_jobs_read_done(r)) return queue_answer(r);
     return suspend_and_submit(r);
 }
 

@@ -127,6 +127,8 @@ static struct {
     atomic_int store_ok;         /* 0 while some outcome is held */
     atomic_int file_ok;          /* 0 once the database file was deleted or replaced */
     atomic_int reachable;        /* shared store: 0 while the database cannot be reached */
+    uv_rwlock_t db_rw;           /* HTTP threads reading the store (db_concurrent) hold it
+                                  * shared; the loop takes it to close the store */
     char store_err[160];
 } app;
 
@@ -399,6 +401,35 @@ static void answer_failed(struct srv_req *r, const char *error)
         return;
     }
     srv_answer_json(r, code, p);
+}
+
+/* A done result read on the calling HTTP thread, where the store allows it
+ * (db_concurrent: PostgreSQL's pool), so reads of stored results do not
+ * queue behind the loop. Anything else -- not found, not done, a corrupt
+ * body, an error, a store one thread owns -- returns 0: the loop answers.
+ * The row goes into the memory cache like the loop's reads. (A row the
+ * loop evicts meanwhile may be cached after its eviction: harmless, a
+ * result never changes; other replicas' evictions are not seen either.) */
+int srv_jobs_read_done(struct srv_req *r)
+{
+    uv_rwlock_rdlock(&app.db_rw);
+    if (!app.db || !db_concurrent(app.db) || !atomic_load(&app.db_ok)) {
+        uv_rwlock_rdunlock(&app.db_rw);
+        return 0;
+    }
+    struct db_row row;
+    int rc = db_get(app.db, r->id, 1, &row);
+    uv_rwlock_rdunlock(&app.db_rw);
+    if (rc == DB_OK && !strcmp(row.status, "done") && row.result) {
+        view_from_row(&r->view, &row);
+        db_row_fini(&row);
+        srv_rcache_note_access(r->id, 0);
+        attach_entry(r);
+        answer_view(r, 200);
+        return 1;
+    }
+    if (rc == DB_OK || rc == DB_ECORRUPT) db_row_fini(&row);
+    return 0;
 }
 
 /* ---- running jobs ------------------------------------------------------ */
@@ -1496,7 +1527,11 @@ int srv_jobs_init(const struct srv_config *cfg)
     app.cfg = cfg;
     app.loop = uv_default_loop();
     char err[512];
-    if (db_open(cfg->db_path, cfg->cache_max, &app.db, err, sizeof err) != DB_OK) {
+    /* the store's callers: the loop, and the HTTP threads reading done
+     * results where the store allows it (srv_jobs_read_done); workers never
+     * call it (their outcomes are stored by the loop) */
+    if (uv_rwlock_init(&app.db_rw) != 0 ||
+        db_open_pool(cfg->db_path, cfg->cache_max, 1 + cfg->http_threads, &app.db, err, sizeof err) != DB_OK) {
         char shown[sizeof cfg->db_path];
         db_redact(cfg->db_path, shown, sizeof shown);
         srv_log(SRV_LOG_ERROR, "msg=\"cannot open the database\" path=\"%s\" err=\"%s\"", shown, err);
@@ -1546,8 +1581,10 @@ void srv_jobs_run(void)
     }
     atomic_store(&app.db_ok, 0);
     uv_loop_close(app.loop);
+    uv_rwlock_wrlock(&app.db_rw);
     db_close(app.db);
     app.db = NULL;
+    uv_rwlock_wrunlock(&app.db_rw);
     uv_mutex_destroy(&app.qlock);
     srv_log(SRV_LOG_INFO, "msg=stopped");
 }

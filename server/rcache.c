@@ -205,6 +205,20 @@ static void record_access_locked(struct srv_rentry *e, int hit, int64_t now)
 
 /* ---- public ------------------------------------------------------------- */
 
+void srv_rcache_note_access(const char *id, int hit)
+{
+    int64_t now = srv_now_ms();
+    pthread_mutex_lock(&rc.lock);
+    if (rc.n_pend < RC_MAX_TOUCH) { /* drained every second; a burst may lose counts */
+        size_t i = rc.n_pend++;
+        rc.pend[i].e = NULL;
+        memcpy(rc.pend[i].id, id, 65);
+        rc.pend[i].hits = hit;
+        rc.pend[i].accessed_ms = now;
+    }
+    pthread_mutex_unlock(&rc.lock);
+}
+
 struct srv_rentry *srv_rcache_get(const char *id, int hit)
 {
     if (rc.max_bytes == 0) return NULL;

@@ -234,6 +234,9 @@ struct srv_rentry *srv_rcache_get(const char *id, int hit);
  * then it has no prebuilt responses), or NULL when out of memory. Loop. */
 struct srv_rentry *srv_rcache_put(const struct srv_view *v, const char *result);
 void srv_rcache_remove(const char *id);
+/* Record an access to id (not necessarily cached) for the database's hit
+ * count and LRU, drained with the others. Any thread. */
+void srv_rcache_note_access(const char *id, int hit);
 void srv_rcache_clear(void);
 struct srv_rentry *srv_rcache_ref(struct srv_rentry *e);
 void srv_rcache_unref(struct srv_rentry *e);
@@ -270,6 +273,10 @@ void srv_jobs_run(void);
  * closed (the caller answers 503 itself). The connection must already be
  * suspended. */
 int srv_jobs_submit(struct srv_req *r);
+/* HTTP thread, GET /results/{id} not in the memory cache: answer a done
+ * result read from the store here when the store allows other threads
+ * (PostgreSQL); 1 when r holds the answer, 0 when the loop must answer. */
+int srv_jobs_read_done(struct srv_req *r);
 /* Readiness, from any thread. */
 int srv_jobs_ready(char *why, size_t whylen);
 void srv_jobs_set_mhd(struct MHD_Daemon *d);

@@ -11,6 +11,8 @@
 # which is shown here and counted. A script that reports "0 passed, 0 failed"
 # without such a line ran nothing: it is shown and counted as skipped too,
 # with its first line of output as the reason.
+# A line a test starts with "REPORT: " (figures a reader of the run should
+# see, e.g. the replicas test's counts) is shown under its result line.
 # Exit non-zero if anything failed, a program crashed or printed no result line.
 # RUN_SCRIPTS overrides the list of scripts (globs allowed), e.g. the TSan run
 # (mk/sanitize.mk) skips the golden suite.
@@ -37,6 +39,7 @@ run_one() {
     fi
     printf '%-40s %s\n' "$name" "${line:-no result line (exit $rc)}"
     grep '^SKIPPED: ' "$log"
+    grep '^REPORT: ' "$log"
     total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
 }
 for t in "$@"; do run_one "$(basename "$t")" "$t"; done

@@ -41,10 +41,13 @@ if $MFUD --port 0 --db "postgresql:///nothing?host=/nonexistent" 2>&1 | grep -q 
 fi
 
 # Three replicas started together (the schema migrates once, under the
-# advisory lock); jobs held 300 ms each so the burst finds them in flight.
+# advisory lock); jobs held 300 ms each so the burst finds them in flight,
+# 5 s on replica 2, so that it surely holds jobs when it is killed.
 PORTS=""
 for i in 1 2 3; do
-    MFUD_TEST_JOB_DELAY_MS=300 $MFUD --port 0 --db "$PG_URL" --workers 2 --wait 0 --log-level info \
+    delay=300
+    [ "$i" = 2 ] && delay=5000
+    MFUD_TEST_JOB_DELAY_MS=$delay $MFUD --port 0 --db "$PG_URL" --workers 2 --wait 0 --log-level info \
         >"$T/r$i.log" 2>&1 &
     PIDS="$PIDS $!"
     eval "PID$i=$!"
@@ -81,7 +84,7 @@ twice=$(pg_sql "SELECT count(*) FROM results WHERE runs > 1")
 once=$(pg_sql "SELECT count(*) FROM results WHERE runs = 1 AND status = 'done'")
 distinct=$(cat "$T/distinct" 2>/dev/null || echo -1)
 claimed_again=$(pg_sql "SELECT count(*) FROM results WHERE attempts > 1")
-echo "replicas: store: distinct searches=$distinct stored once=$once stored twice=$twice claimed more than once=$claimed_again"
+echo "REPORT: replicas: store: distinct searches=$distinct stored once=$once stored twice=$twice claimed more than once=$claimed_again"
 check "no job's outcome stored twice (run twice = 0)" [ "$twice" = 0 ]
 check "every distinct search stored exactly once" [ "$once" = "$distinct" ]
 check "the killed replica's jobs were claimed again" [ "$claimed_again" -ge 1 ]

@@ -139,7 +139,7 @@ for p in live:
 with open(os.path.join(T, "distinct"), "w") as f:
     f.write(str(len(acked)))
 
-print("replicas: acknowledged=%d (distinct ids) answers 200=%d 202=%d 503-retried=%d refused=%d "
+print("REPORT: replicas: acknowledged=%d (distinct ids) answers 200=%d 202=%d 503-retried=%d refused=%d "
       "lost=%d unreadable=%d failovers=%d listed=%d db_restarts=1 killed=1"
       % (len(acked), answers["200"], answers["202"], answers["503_retried"], answers["refused"],
          lost, unreadable, failovers, len(set(acked) & listed)))

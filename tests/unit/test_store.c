@@ -17,6 +17,7 @@
 #include "check.h"
 #include "db.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -507,7 +508,79 @@ static void t_pg_unreachable(void)
     CHECK_STR(shown, "postgresql://u:***@h/db?password=***&x=1");
 }
 
+/* The pool: threads reading at once, each on its own connection; one
+ * thread more than the pool was sized for fails cleanly. */
+struct reader {
+    struct mfu_db *db;
+    const char *id;
+    int ok, failed;
+};
+
+static void *read_many(void *arg)
+{
+    struct reader *rd = arg;
+    for (int i = 0; i < 50; i++) {
+        struct db_row r;
+        int rc = db_get(rd->db, rd->id, 1, &r);
+        if (rc == DB_OK) {
+            rd->ok += r.result && !strcmp(r.result, "\"pooled\"");
+            db_row_fini(&r);
+        } else {
+            rd->failed++;
+        }
+    }
+    return NULL;
+}
+
+static void t_pg_pool(void)
+{
+    if (skip_pg()) return;
+    backend_url = pg_url;
+    psql("DELETE FROM results");
+    struct mfu_db *db = NULL;
+    char err[256];
+    /* the opening thread and four readers */
+    CHECK_EQ_I(db_open_pool(pg_url, 0, 5, &db, err, sizeof err), DB_OK);
+    if (!db) return;
+    CHECK_EQ_I(db_concurrent(db), 1);
+    char id[65];
+    make_id(id, 60);
+    CHECK_EQ_I(put(db, id, "{}", NULL, 1), DB_OK);
+    CHECK_EQ_I(db_finish(db, id, "done", "\"pooled\"", NULL, 0, 0, 0, 2), DB_OK);
+    enum { T = 5 };
+    pthread_t th[T];
+    struct reader rd[T];
+    for (int i = 0; i < T; i++) {
+        rd[i] = (struct reader){db, id, 0, 0};
+        CHECK_EQ_I(pthread_create(&th[i], NULL, read_many, &rd[i]), 0);
+    }
+    int ok = 0, failed = 0, all_failed = 0;
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        ok += rd[i].ok;
+        failed += rd[i].failed;
+        all_failed += rd[i].failed == 50;
+    }
+    /* four threads got connections and read every time; the fifth found
+     * the pool full and failed every call, without a crash */
+    CHECK_EQ_I(ok, 4 * 50);
+    CHECK_EQ_I(all_failed, 1);
+    CHECK_EQ_I(failed, 50);
+    CHECK_EQ_I(psql_i("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                      "AND datname = current_database() AND application_name <> 'psql'"),
+               5);
+    db_close(db);
+    /* SQLite: one thread only */
+    snprintf(url_buf, sizeof url_buf, "%s/pool.db", sqlite_dir);
+    db = open_url(url_buf, 0);
+    CHECK_EQ_I(db_concurrent(db), 0);
+    CHECK_EQ_I(db_shared(db), 0);
+    CHECK_STR(db_backend(db), "sqlite");
+    db_close(db);
+}
+
 static const check_case shared[] = {
+    CHECK_CASE(t_pg_pool),
     CHECK_CASE(t_pg_owned_and_fenced), CHECK_CASE(t_pg_lease_expiry), CHECK_CASE(t_pg_claim_skip_locked),
     CHECK_CASE(t_pg_concurrent_migration), CHECK_CASE(t_pg_reconnect), CHECK_CASE(t_pg_unreachable),
 };
