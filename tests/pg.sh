@@ -10,6 +10,7 @@
 #                       /tmp (short: a socket path has a length limit; open
 #                       to the cluster's user); sets PG_DIR and PG_URL
 #   pg_restart          pg_ctl restart -m fast (the database restarted)
+#   pg_down, pg_up      stop it (fast), start it again (the same cluster)
 #   pg_stop             pg_ctl stop -m immediate, and PG_DIR removed
 #   pg_sql SQL          one statement through psql, unaligned, no header
 pg_find() {
@@ -42,6 +43,13 @@ pg_start() {
 pg_restart() {
     pg_as "$PGBIN/pg_ctl" -D "$PG_DIR/data" -w -t 30 -m fast restart \
         -o "-c listen_addresses='' -k $PG_DIR -c fsync=off -c max_connections=200" >/dev/null 2>&1
+}
+pg_down() {
+    pg_as "$PGBIN/pg_ctl" -D "$PG_DIR/data" -w -t 30 -m fast stop >/dev/null 2>&1
+}
+pg_up() {
+    pg_as "$PGBIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
+        -o "-c listen_addresses='' -k $PG_DIR -c fsync=off -c max_connections=200" start >/dev/null 2>&1
 }
 pg_stop() {
     [ -n "${PG_DIR:-}" ] || return 0

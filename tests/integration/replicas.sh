@@ -7,7 +7,9 @@
 # acknowledged job completes; each distinct search ran to a stored outcome
 # exactly once (runs = 1 in its row, none twice); results and the listing
 # readable from every live replica; the dead replica's jobs taken over
-# (failovers); /readyz back to 200 after the restart. Also: the schema
+# (failovers); /readyz back to 200 after the restart. The database then
+# stopped for a while: /readyz 503 and new searches 503 (not acknowledged),
+# both back within seconds of its return. Also: the schema
 # migrated once when the three started together, and a second start finds
 # it current. Prints the numbers. Without a PostgreSQL server, or with an
 # mfud built without libpq, it says SKIPPED.
@@ -84,10 +86,31 @@ twice=$(pg_sql "SELECT count(*) FROM results WHERE runs > 1")
 once=$(pg_sql "SELECT count(*) FROM results WHERE runs = 1 AND status = 'done'")
 distinct=$(cat "$T/distinct" 2>/dev/null || echo -1)
 claimed_again=$(pg_sql "SELECT count(*) FROM results WHERE attempts > 1")
-echo "REPORT: replicas: store: distinct searches=$distinct stored once=$once stored twice=$twice claimed more than once=$claimed_again"
+echo "REPORT: replicas: store: distinct searches=$distinct run (outcome stored) once=$once run twice=$twice taken over (claimed again)=$claimed_again"
 check "no job's outcome stored twice (run twice = 0)" [ "$twice" = 0 ]
 check "every distinct search stored exactly once" [ "$once" = "$distinct" ]
 check "the killed replica's jobs were claimed again" [ "$claimed_again" -ge 1 ]
+# the database down for a while: not ready, new searches 503 (not
+# acknowledged), and back once it is up again
+B1=http://127.0.0.1:$(echo $PORTS | cut -d' ' -f1)
+pg_down
+sleep 2
+code=$(curl -s -o "$T/ready_down" -w '%{http_code}' "$B1/readyz")
+check "/readyz 503 while the database is down" [ "$code" = 503 ]
+check "/readyz says the database cannot be reached" grep -q "cannot be reached" "$T/ready_down"
+body='{"model": {"preset": "llama3-8b"}, "hardware": {"preset": "h100-sxm"}, "devices": 512, "training": {"seq_len": 4096, "global_batch_tokens": 1048576}}'
+code=$(curl -s -o "$T/post_down" -w '%{http_code}' -H 'Content-Type: application/json' -H 'Prefer: respond-async' -d "$body" "$B1/search")
+check "a new search is 503 while the database is down (got $code: $(head -c 200 "$T/post_down"))" [ "$code" = 503 ]
+pg_up
+code=000
+for _ in $(seq 1 100); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$B1/readyz")
+    [ "$code" = 200 ] && break
+    sleep 0.1
+done
+check "/readyz 200 within 10 s of the database coming back" [ "$code" = 200 ]
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -H 'Prefer: respond-async' -d "$body" "$B1/search")
+check "the same search is acknowledged once the database is back (got $code)" sh -c "[ $code = 202 ] || [ $code = 200 ]"
 for p in $PIDS; do kill -0 "$p" 2>/dev/null && kill -TERM "$p"; done
 sleep 1
 # a second start finds the schema current and migrates nothing
