@@ -60,7 +60,7 @@ $(BUILD)/obj/core/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CORECFLAGS) -Wno-missing-prototypes -c $< -o $@
 
-$(BUILD)/obj/db/pg.o: db/pg.c $(wildcard db/*.h)
+$(BUILD)/obj/db/pg.o $(BUILD)/obj/db/pg_conn.o: $(BUILD)/obj/db/%.o: db/%.c $(wildcard db/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(PQ_CFLAGS) -c $< -o $@
 

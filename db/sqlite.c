@@ -1,5 +1,8 @@
 /* db/sqlite.c -- the embedded SQLite backend of the result and job store
  * (db.h; the interface in db_int.h). The default: a file, one process.
+ * (Over 600 lines, one file on purpose: the statement table and every use
+ * of it side by side, so a statement and the code that binds it are read
+ * together.)
  *
  * INVARIANTS
  * - Every statement is prepared once in db_open() (SQLITE_PREPARE_PERSISTENT)
@@ -209,6 +212,37 @@ fail:
     return DB_ERROR;
 }
 
+/* One process per database file (issue 14 item 4: a second daemon ran
+ * every pending job again and reset the first's running rows): an
+ * exclusive advisory lock on <path>.lock, held until db_close or the
+ * process ends (a kill -9 releases it with the descriptor). The file
+ * keeps the holder's pid for the message. */
+static int take_lock(struct sq_db *db, const char *path, char *err, size_t errlen)
+{
+    char lp[4096];
+    snprintf(lp, sizeof lp, "%s.lock", path);
+    db->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (db->lock_fd < 0) {
+        snprintf(err, errlen, "cannot open the lock file %s: %s", lp, strerror(errno));
+        return DB_ERROR;
+    }
+    if (flock(db->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        char who[32] = "";
+        ssize_t n = pread(db->lock_fd, who, sizeof who - 1, 0);
+        who[n > 0 ? n : 0] = '\0';
+        who[strcspn(who, "\n")] = '\0';
+        snprintf(err, errlen, "the database %s is in use by another process%s%s (its lock %s is held); "
+                 "one mfud per database file", path, who[0] ? " pid " : "", who, lp);
+        return DB_EBUSY;
+    }
+    char pid[32];
+    int pn = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(db->lock_fd, 0) != 0 || pwrite(db->lock_fd, pid, (size_t)pn, 0) != pn) {
+        /* the pid is only for the message */
+    }
+    return DB_OK;
+}
+
 int db_sqlite_open(const char *path, int64_t cache_max_bytes, struct mfu_db **out, char *err,
                    size_t errlen)
 {
@@ -226,35 +260,8 @@ int db_sqlite_open(const char *path, int64_t cache_max_bytes, struct mfu_db **ou
         snprintf(err, errlen, "cannot create the directory of %s: %s", path, strerror(errno));
         goto fail;
     }
-    /* One process per database file (issue 14 item 4: a second daemon ran
-     * every pending job again and reset the first's running rows): an
-     * exclusive advisory lock on <path>.lock, held until db_close or the
-     * process ends (a kill -9 releases it with the descriptor). The file
-     * keeps the holder's pid for the message. */
-    if (strcmp(path, ":memory:") != 0) {
-        char lp[4096];
-        snprintf(lp, sizeof lp, "%s.lock", path);
-        db->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (db->lock_fd < 0) {
-            snprintf(err, errlen, "cannot open the lock file %s: %s", lp, strerror(errno));
-            goto fail;
-        }
-        if (flock(db->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-            char who[32] = "";
-            ssize_t n = pread(db->lock_fd, who, sizeof who - 1, 0);
-            who[n > 0 ? n : 0] = '\0';
-            who[strcspn(who, "\n")] = '\0';
-            snprintf(err, errlen, "the database %s is in use by another process%s%s (its lock %s is held); "
-                     "one mfud per database file", path, who[0] ? " pid " : "", who, lp);
-            rc = DB_EBUSY;
-            goto fail;
-        }
-        char pid[32];
-        int pn = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-        if (ftruncate(db->lock_fd, 0) != 0 || pwrite(db->lock_fd, pid, (size_t)pn, 0) != pn) {
-            /* the pid is only for the message */
-        }
-    }
+    if (strcmp(path, ":memory:") != 0 && (rc = take_lock(db, path, err, errlen)) != DB_OK) goto fail;
+    rc = DB_ERROR;
     if (sqlite3_open_v2(path, &db->h,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {

@@ -260,7 +260,7 @@ const char *srv_rentry_csv(struct srv_rentry *e, size_t *len,
  * where each ranked configuration lies, so a slice is a copy). */
 const size_t *srv_rentry_index(struct srv_rentry *e, size_t *(*build)(const char *result, size_t result_len));
 
-/* ---- jobs and the loop (server/jobs.c) --------------------------------- */
+/* ---- jobs and the loop (server/jobs.c and its rooms: jobs_int.h) ------ */
 
 /* Open the DB, re-queue interrupted jobs, set up the loop handles. */
 /* The process around the daemon, before srv_jobs_init: libuv's pool size,
