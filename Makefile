@@ -96,7 +96,10 @@ $(BUILD)/mfud: $(SRV_OBJ) $(LIBS)
 SRV_TEST_OBJ = $(filter-out $(BUILD)/obj/server/mfud.o,$(SRV_OBJ))
 $(BUILD)/tests/test_srv_%: tests/unit/test_srv_%.c tests/check.h $(SRV_TEST_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -Wno-missing-field-initializers -Itests $< $(SRV_TEST_OBJ) $(LIBS) $(LDLIBS_ALL) -o $@
+	$(CC) $(ALLCFLAGS) -Wno-missing-field-initializers -Itests $< $(SRV_TEST_OBJ) $(LIBS) $(LDLIBS_ALL) $(SRV_TEST_WRAP) -o $@
+# the job state machine's test catches the loop's answers where it would
+# resume a connection (tests/unit/test_srv_jobs.c)
+$(BUILD)/tests/test_srv_jobs: SRV_TEST_WRAP = -Wl,--wrap=srv_http_resume
 
 # the allocation-failure walk (tests/unit/test_oom.c) takes over the api's
 # malloc, calloc, realloc and strdup at link time
