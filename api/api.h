@@ -25,6 +25,43 @@
 
 /* ---- errors ------------------------------------------------------------ */
 
+/* The problem types mfud answers with (RFC 9457 "type": /problems/<name>),
+ * one table: each with the status it goes with and its title; each has its
+ * page, docs/problems/<name>.md, served at /problems/<name>
+ * (tests/unit/test_srv_jobs.c checks every row has one and every page a
+ * row). A core error code (core/error.h) is answered as the problem
+ * api_problem_of_core names. */
+#define API_PROBLEM_MAP(X)                                                                       \
+    X(MALFORMED_JSON, 400, "malformed-json", "Malformed request")                               \
+    X(INVALID_QUERY_PARAMETER, 400, "invalid-query-parameter", "Invalid query parameter")       \
+    X(BAD_FRAMING, 400, "bad-framing", "Bad framing")                                           \
+    X(UNAUTHORIZED, 401, "unauthorized", "Unauthorized")                                        \
+    X(NOT_FOUND, 404, "not-found", "Not found")                                                 \
+    X(METHOD_NOT_ALLOWED, 405, "method-not-allowed", "Method not allowed")                      \
+    X(BODY_TOO_LARGE, 413, "body-too-large", "Request body too large")                          \
+    X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported-media-type", "Unsupported media type")          \
+    X(INVALID_REQUEST, 422, "invalid-request", "Invalid request")                               \
+    X(OVERLOADED, 503, "overloaded", "Service overloaded")                                      \
+    X(INTERNAL, 500, "internal", "Internal error")
+
+typedef enum {
+#define API_PROBLEM_ENUM_(id, status, name, title) API_P_##id,
+    API_PROBLEM_MAP(API_PROBLEM_ENUM_)
+#undef API_PROBLEM_ENUM_
+    API_P_COUNT
+} api_problem;
+
+/* Its type ("/problems/<name>"), name, status and title. */
+const char *api_problem_type(api_problem p);
+const char *api_problem_name(api_problem p);
+int api_problem_status(api_problem p);
+const char *api_problem_title(api_problem p);
+/* The problem a status answers with when nothing more specific is said
+ * (the first row with that status; INTERNAL for any other). */
+api_problem api_problem_of_status(int status);
+/* The problem a core error code (core/error.h: MFU_EINVAL, ...) is. */
+api_problem api_problem_of_core(int code);
+
 #define API_MAX_ERRORS 16
 
 typedef struct api_error {
@@ -66,6 +103,11 @@ void api_fail(api_status *st, int status, const char *pointer, const char *fmt, 
     ;
 /* RFC 9457 problem details: {type, title, status, detail, errors:[{pointer, detail}]}. */
 json_t *api_problem_json(const api_status *st);
+/* Fail st as problem p (its status, type and title) at pointer. */
+void api_fail_as(api_status *st, api_problem p, const char *pointer, const char *detail);
+/* Fail st with a core error code (core/error.h) at pointer, as the problem
+ * api_problem_of_core names: "<what>: <the code's text>". */
+void api_fail_core(api_status *st, int code, const char *pointer, const char *what);
 
 /* ---- the model and hardware descriptions ------------------------------- */
 

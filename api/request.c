@@ -631,7 +631,7 @@ static int system_init(mfu_system *sys, const api_request *r, mfu_op *ops, api_s
         mfu_system_set_remat_names(sys, r->rc_mx_device, r->rc_mx_host) != MFU_OK)
         rc = MFU_EINVAL; /* parse_remat admits no such names */
     if (rc == MFU_OK) return 0;
-    api_fail(st, 422, "/model", "cannot be modelled: %s", mfu_strerror(rc));
+    api_fail_core(st, rc, "/model", "cannot be modelled");
     return -1;
 }
 
@@ -964,7 +964,7 @@ static json_t *roofline_run(json_t *request, api_status *st)
     mfu_roofline roof;
     int rc = mfu_roofline_compute(&r.model, &r.hw, &r.train, ops, MFU_MAX_OPS, &roof);
     if (rc != MFU_OK) {
-        api_fail(st, 422, "/model", "cannot be modelled: %s", mfu_strerror(rc));
+        api_fail_core(st, rc, "/model", "cannot be modelled");
         free(ops);
         api_request_free(&r);
         return NULL;

@@ -5,37 +5,90 @@
 #include <string.h>
 
 #include "api.h"
+#include "error.h"
 
 void api_status_init(api_status *st)
 {
     memset(st, 0, sizeof *st);
 }
 
+static const struct {
+    int status;
+    const char *type, *name, *title;
+} problems[API_P_COUNT] = {
+#define API_PROBLEM_ROW_(id, status, name, title) [API_P_##id] = {status, "/problems/" name, name, title},
+    API_PROBLEM_MAP(API_PROBLEM_ROW_)
+#undef API_PROBLEM_ROW_
+};
+
+static api_problem checked(api_problem p)
+{
+    return (unsigned)p < API_P_COUNT ? p : API_P_INTERNAL;
+}
+
+const char *api_problem_type(api_problem p)
+{
+    return problems[checked(p)].type;
+}
+
+const char *api_problem_name(api_problem p)
+{
+    return problems[checked(p)].name;
+}
+
+int api_problem_status(api_problem p)
+{
+    return problems[checked(p)].status;
+}
+
+const char *api_problem_title(api_problem p)
+{
+    return problems[checked(p)].title;
+}
+
+api_problem api_problem_of_status(int status)
+{
+    for (int p = 0; p < API_P_COUNT; p++)
+        if (problems[p].status == status) return (api_problem)p;
+    return API_P_INTERNAL;
+}
+
+api_problem api_problem_of_core(int code)
+{
+    switch (code) {
+    /* a model the engine cannot represent (too many operators), a layout
+     * or an argument it refuses: what the request asked */
+    case MFU_ETOOMANYOPS:
+    case MFU_EILLEGAL:
+    case MFU_EINVAL: return API_P_INVALID_REQUEST;
+    default: return API_P_INTERNAL;
+    }
+}
+
+void api_fail_core(api_status *st, int code, const char *pointer, const char *what)
+{
+    char d[256];
+    snprintf(d, sizeof d, "%s: %s", what, mfu_strerror(code));
+    api_fail_as(st, api_problem_of_core(code), pointer, d);
+}
+
 static const char *title_for(int status)
 {
-    switch (status) {
-    case 400: return "Malformed request";
-    case 404: return "Not found";
-    case 405: return "Method not allowed";
-    case 413: return "Request body too large";
-    case 415: return "Unsupported media type";
-    case 422: return "Invalid request";
-    case 503: return "Service overloaded";
-    default: return "Internal error";
-    }
+    return api_problem_title(api_problem_of_status(status));
 }
 
 static const char *type_for(int status)
 {
-    switch (status) {
-    case 400: return "/problems/malformed-json";
-    case 404: return "/problems/not-found";
-    case 405: return "/problems/method-not-allowed";
-    case 413: return "/problems/body-too-large";
-    case 415: return "/problems/unsupported-media-type";
-    case 422: return "/problems/invalid-request";
-    case 503: return "/problems/overloaded";
-    default: return "/problems/internal";
+    return api_problem_type(api_problem_of_status(status));
+}
+
+void api_fail_as(api_status *st, api_problem p, const char *pointer, const char *detail)
+{
+    int first = !st->status;
+    api_fail(st, api_problem_status(p), pointer, "%s", detail);
+    if (first) {
+        snprintf(st->title, sizeof st->title, "%s", api_problem_title(p));
+        snprintf(st->type, sizeof st->type, "%s", api_problem_type(p));
     }
 }
 

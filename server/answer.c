@@ -34,6 +34,7 @@ void srv_answer_json(struct srv_req *r, int code, json_t *body)
         r->answer = ANS_RAW;
         r->out_code = 500;
         r->out_ctype = "application/problem+json";
+        /* API_P_INTERNAL's row spelled out: nothing can be built here */
         r->out_body = strdup("{\"type\":\"/problems/internal\",\"title\":\"Internal Server Error\","
                              "\"status\":500,\"detail\":\"the answer could not be rendered\","
                              "\"errors\":[]}");
@@ -58,6 +59,6 @@ void srv_answer_problem(struct srv_req *r, int code, const char *title, const ch
     api_status_init(&st);
     api_fail(&st, code, "", "%s", detail);
     snprintf(st.title, sizeof st.title, "%s", title);
-    if (code == 401) snprintf(st.type, sizeof st.type, "/problems/unauthorized");
+    /* the type is the status's row of API_PROBLEM_MAP (401: unauthorized) */
     srv_answer_status(r, &st);
 }

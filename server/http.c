@@ -364,15 +364,14 @@ static enum MHD_Result queue_answer(struct srv_req *r)
     return ret;
 }
 
-/* A problem of its own type (type: "/problems/<name>") and title. */
-static void answer_typed(struct srv_req *r, int code, const char *type, const char *title,
-                         const char *detail)
+/* A problem of type p (api/api.h) answered with code and title. */
+static void answer_typed(struct srv_req *r, int code, api_problem p, const char *title, const char *detail)
 {
     api_status st;
     api_status_init(&st);
     api_fail(&st, code, "", "%s", detail);
     snprintf(st.title, sizeof st.title, "%s", title);
-    snprintf(st.type, sizeof st.type, "%s", type);
+    snprintf(st.type, sizeof st.type, "%s", api_problem_type(p));
     srv_answer_status(r, &st);
 }
 
@@ -562,7 +561,7 @@ static enum MHD_Result bad_query(struct srv_req *r, const char *name, const char
     char d[300];
     snprintf(d, sizeof d, "query parameter %s: %s", name, detail);
     /* its own type: 400 otherwise means a malformed body */
-    answer_typed(r, 400, "/problems/invalid-query-parameter", "Invalid query parameter", d);
+    answer_typed(r, 400, API_P_INVALID_QUERY_PARAMETER, "Invalid query parameter", d);
     return queue_answer(r);
 }
 
@@ -1116,11 +1115,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         char d[128];
         if (params_cut) {
             snprintf(d, sizeof d, "more than %d query parameters", QUERY_PARAMS_MAX);
-            answer_typed(r, 414, "/problems/invalid-query-parameter", "URI Too Long", d);
+            answer_typed(r, 414, API_P_INVALID_QUERY_PARAMETER, "URI Too Long", d);
             return answer_after_body(r);
         }
         if (hc.cl_differ) {
-            answer_typed(r, 400, "/problems/bad-framing", "Bad framing",
+            answer_typed(r, 400, API_P_BAD_FRAMING, "Bad framing",
                          "Content-Length given twice with different values");
             return queue_answer(r);
         }
@@ -1135,7 +1134,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 shown[k] = te[k] >= 0x20 && te[k] < 0x7f ? te[k] : '?';
             shown[k] = '\0';
             snprintf(d, sizeof d, "Transfer-Encoding %s is not supported (only chunked)", shown);
-            answer_typed(r, 501, "/problems/bad-framing", "Bad framing", d);
+            answer_typed(r, 501, API_P_BAD_FRAMING, "Bad framing", d);
             return queue_answer(r);
         }
 

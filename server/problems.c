@@ -7,59 +7,31 @@
  * runs; mk/problems.mk lists the pages as prerequisites of this object).
  * openapi.yaml documents the same names (components/schemas/ProblemType). */
 #include "srv.h"
+#include "api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* One page per row of API_PROBLEM_MAP (api/api.h): a row without its
+ * docs/problems/<name>.md fails the build here. */
 #define PAGE(sym, file)                                                                           \
     ".global " #sym "\n.global " #sym "_end\n.balign 16\n" #sym ":\n.incbin \"" file "\"\n" #sym  \
     "_end:\n.byte 0\n"
+#define PAGE_ROW_(id, status, name, title) PAGE(mfud_problem_##id, "docs/problems/" name ".md")
 
-__asm__(".section .rodata\n"
-        PAGE(mfud_problem_malformed_json, "docs/problems/malformed-json.md")
-        PAGE(mfud_problem_invalid_query_parameter, "docs/problems/invalid-query-parameter.md")
-        PAGE(mfud_problem_unauthorized, "docs/problems/unauthorized.md")
-        PAGE(mfud_problem_not_found, "docs/problems/not-found.md")
-        PAGE(mfud_problem_method_not_allowed, "docs/problems/method-not-allowed.md")
-        PAGE(mfud_problem_body_too_large, "docs/problems/body-too-large.md")
-        PAGE(mfud_problem_unsupported_media_type, "docs/problems/unsupported-media-type.md")
-        PAGE(mfud_problem_invalid_request, "docs/problems/invalid-request.md")
-        PAGE(mfud_problem_internal, "docs/problems/internal.md")
-        PAGE(mfud_problem_overloaded, "docs/problems/overloaded.md")
-        PAGE(mfud_problem_bad_framing, "docs/problems/bad-framing.md")
-        ".previous\n");
+__asm__(".section .rodata\n" API_PROBLEM_MAP(PAGE_ROW_) ".previous\n");
 
-#define DECL(sym) extern const char sym[], sym##_end[];
-DECL(mfud_problem_malformed_json)
-DECL(mfud_problem_invalid_query_parameter)
-DECL(mfud_problem_unauthorized)
-DECL(mfud_problem_not_found)
-DECL(mfud_problem_method_not_allowed)
-DECL(mfud_problem_body_too_large)
-DECL(mfud_problem_unsupported_media_type)
-DECL(mfud_problem_invalid_request)
-DECL(mfud_problem_internal)
-DECL(mfud_problem_overloaded)
-DECL(mfud_problem_bad_framing)
+#define DECL_ROW_(id, status, name, title) extern const char mfud_problem_##id[], mfud_problem_##id##_end[];
+API_PROBLEM_MAP(DECL_ROW_)
 
 static const struct {
     const char *name;
     const char *start, *end;
 } pages[] = {
-#define ROW(name, sym) {name, sym, sym##_end}
-    ROW("malformed-json", mfud_problem_malformed_json),
-    ROW("invalid-query-parameter", mfud_problem_invalid_query_parameter),
-    ROW("unauthorized", mfud_problem_unauthorized),
-    ROW("not-found", mfud_problem_not_found),
-    ROW("method-not-allowed", mfud_problem_method_not_allowed),
-    ROW("body-too-large", mfud_problem_body_too_large),
-    ROW("unsupported-media-type", mfud_problem_unsupported_media_type),
-    ROW("invalid-request", mfud_problem_invalid_request),
-    ROW("internal", mfud_problem_internal),
-    ROW("overloaded", mfud_problem_overloaded),
-    ROW("bad-framing", mfud_problem_bad_framing),
-#undef ROW
+#define ROW_(id, status, name, title) {name, mfud_problem_##id, mfud_problem_##id##_end},
+    API_PROBLEM_MAP(ROW_)
+#undef ROW_
 };
 
 const char *srv_problem_page(const char *name, size_t *len)

@@ -196,7 +196,7 @@ char *srv_view_head(const struct srv_view *v, int done, int failed)
     bad |= srv_set_time(doc, "finished_at", v->finished_ms);
     if (failed) {
         json_t *err = v->error ? json_loads(v->error, 0, NULL) : NULL;
-        if (!err) err = json_pack("{s:s,s:s,s:i,s:s,s:[]}", "type", "/problems/internal", "title",
+        if (!err) err = json_pack("{s:s,s:s,s:i,s:s,s:[]}", "type", api_problem_type(API_P_INTERNAL), "title",
                                   "Search failed", "status", 500, "detail", "the search failed",
                                   "errors");
         bad |= json_object_set_new(doc, "error", err);
