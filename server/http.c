@@ -1083,160 +1083,179 @@ static enum MHD_Result answer_after_body(struct srv_req *r)
     return queue_answer(r);
 }
 
+/* Framing the server does not take, answered at once, not after the
+ * connection timeout (issue 14 item 9). 1 when answered (*ret set). */
+static int refuse_framing(struct srv_req *r, struct MHD_Connection *c, int params_cut, enum MHD_Result *ret)
+{
+    struct hdr_count hc = {0, 0, NULL};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hc);
+    char d[128];
+    if (params_cut) {
+        snprintf(d, sizeof d, "more than %d query parameters", QUERY_PARAMS_MAX);
+        answer_typed(r, 414, API_P_INVALID_QUERY_PARAMETER, "URI Too Long", d);
+        *ret = answer_after_body(r);
+        return 1;
+    }
+    if (hc.cl_differ) {
+        answer_typed(r, 400, API_P_BAD_FRAMING, "Bad framing",
+                     "Content-Length given twice with different values");
+        *ret = queue_answer(r);
+        return 1;
+    }
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    if (te && strcasecmp(te, "chunked") != 0) {
+        /* the header echoed as printable ASCII: its bytes may be any
+         * (a cut or invalid UTF-8 made the answer unrenderable, a 500;
+         * found by fuzz target http) */
+        char shown[41];
+        size_t k = 0;
+        for (; te[k] && k < sizeof shown - 1; k++)
+            shown[k] = te[k] >= 0x20 && te[k] < 0x7f ? te[k] : '?';
+        shown[k] = '\0';
+        snprintf(d, sizeof d, "Transfer-Encoding %s is not supported (only chunked)", shown);
+        answer_typed(r, 501, API_P_BAD_FRAMING, "Bad framing", d);
+        *ret = queue_answer(r);
+        return 1;
+    }
+    return 0;
+}
+
+/* OPTIONS (CORS preflight): 204 with what the route allows. */
+static enum MHD_Result answer_options(struct srv_req *r, struct MHD_Connection *c)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    add_common_headers(resp);
+    int post = r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE || r->route == ROUTE_CALIBRATE ||
+               r->route == ROUTE_COMPARE || r->route == ROUTE_TRACES;
+    MHD_add_response_header(resp, "Allow", post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods", post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", ALLOW_HEADERS);
+    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    r->code = 204;
+    enum MHD_Result ret = MHD_queue_response(c, 204, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* A POST's headers: the token, the media type, a declared length over the
+ * limit. 1 when answered (*ret set). */
+static int refuse_post(struct srv_req *r, struct MHD_Connection *c, enum MHD_Result *ret)
+{
+    if (!auth_ok(c)) {
+        srv_answer_reset(r);
+        srv_answer_problem(r, 401, "Unauthorized", "a valid bearer token is required");
+        *ret = answer_after_body(r);
+        return 1;
+    }
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    if (r->route == ROUTE_TRACES ? !trace_media_type_ok(ct) : !media_type_ok(ct)) {
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 415, "", r->route == ROUTE_TRACES
+                                   ? "Content-Type must be application/json, application/gzip or application/octet-stream"
+                                   : "Content-Type must be application/json");
+        snprintf(st.title, sizeof st.title, "Unsupported Media Type");
+        srv_answer_status(r, &st);
+        *ret = answer_after_body(r);
+        return 1;
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (!cl) return 0;
+    char *end;
+    unsigned long long n = strtoull(cl, &end, 10);
+    if (*end != '\0' || n <= body_limit(r)) return 0;
+    /* A client that sent no "Expect: 100-continue" is already sending the
+     * body: answering now and closing would reset its connection before it
+     * reads the 413 (issue 14 item 6). Up to a bound the body is read and
+     * dropped, then the 413 goes out (nginx's lingering close does the
+     * same); beyond it, at once. */
+    const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+    if (!ex && n <= DISCARD_MAX_BYTES) {
+        r->too_large = 1;
+        *ret = MHD_YES;
+        return 1;
+    }
+    char d[128];
+    snprintf(d, sizeof d, "the body is larger than the limit of %zu bytes", body_limit(r));
+    *ret = queue_problem(r, 413, "Content Too Large", d);
+    return 1;
+}
+
+/* The first call for a request: its headers. */
+static enum MHD_Result on_headers(struct MHD_Connection *c, const char *url, const char *method,
+                                  int params_cut, void **con_cls)
+{
+    struct srv_req *r = calloc(1, sizeof *r);
+    if (!r) return MHD_NO;
+    *con_cls = r;
+    conn_watch_set(c, 1); /* the headers are in; the body is checked below */
+    r->conn = c;
+    r->t_start = srv_now_mono();
+    r->method = parse_method(method);
+    r->route = match_route(url, r->id, &r->artifact);
+    r->top_k = -1;
+    const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
+    if (inm) r->if_none_match = strdup(inm);
+    srv_log(SRV_LOG_DEBUG, "msg=request method=%s path=\"%.200s\"", method, url);
+    enum MHD_Result ret = MHD_YES;
+    if (refuse_framing(r, c, params_cut, &ret)) return ret;
+    if (r->route == ROUTE_OTHER) {
+        srv_answer_problem(r, 404, "Not Found", "no such route");
+        return answer_after_body(r);
+    }
+    if (!route_allows(r->route, r->method)) {
+        srv_answer_problem(r, 405, "Method Not Allowed", "method not allowed on this route");
+        return answer_after_body(r);
+    }
+    if (r->method == SRV_M_OPTIONS) return answer_options(r, c);
+    if (r->method == SRV_M_POST && refuse_post(r, c, &ret)) return ret;
+    return MHD_YES;
+}
+
+/* A piece of the body: kept (bounded by the route's limit), or dropped. */
+static enum MHD_Result on_body(struct srv_req *r, struct MHD_Connection *c, const char *upload_data,
+                               size_t *upload_data_size)
+{
+    size_t n = *upload_data_size;
+    *upload_data_size = 0;
+    /* a body trickled in slower than the request deadline (slowloris) */
+    if (conn_watch_age(c, r->t_start) > cfg->conn_timeout_s) {
+        srv_log(SRV_LOG_WARN, "msg=\"request body not received in time\" timeout_s=%d", cfg->conn_timeout_s);
+        return MHD_NO;
+    }
+    if (r->too_large || r->drop_body) return MHD_YES;
+    if (r->len + n > body_limit(r)) {
+        r->too_large = 1;
+        free(r->body);
+        r->body = NULL;
+        r->len = r->cap = 0;
+        return MHD_YES;
+    }
+    if (r->len + n + 1 > r->cap) {
+        size_t ncap = r->cap ? r->cap * 2 : 4096;
+        while (ncap < r->len + n + 1) ncap *= 2;
+        if (ncap > body_limit(r) + 1) ncap = body_limit(r) + 1;
+        char *nb = realloc(r->body, ncap);
+        if (!nb) return MHD_NO;
+        r->body = nb;
+        r->cap = ncap;
+    }
+    memcpy(r->body + r->len, upload_data, n);
+    r->len += n;
+    r->body[r->len] = '\0';
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
     struct srv_req *r = *con_cls;
-    int params_cut = 0;
-    if (r == (void *)&too_many_params) {
-        params_cut = 1;
-        r = NULL;
-    }
-    if (!r) {
-        /* First call: headers only. */
-        r = calloc(1, sizeof *r);
-        if (!r) return MHD_NO;
-        *con_cls = r;
-        conn_watch_set(c, 1); /* the headers are in; the body is checked below */
-        r->conn = c;
-        r->t_start = srv_now_mono();
-        r->method = parse_method(method);
-        r->route = match_route(url, r->id, &r->artifact);
-        r->top_k = -1;
-        const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
-        if (inm) r->if_none_match = strdup(inm);
-        srv_log(SRV_LOG_DEBUG, "msg=request method=%s path=\"%.200s\"", method, url);
-        /* framing the server does not take: answered at once, not after the
-         * connection timeout (issue 14 item 9) */
-        struct hdr_count hc = {0, 0, NULL};
-        MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hc);
-        char d[128];
-        if (params_cut) {
-            snprintf(d, sizeof d, "more than %d query parameters", QUERY_PARAMS_MAX);
-            answer_typed(r, 414, API_P_INVALID_QUERY_PARAMETER, "URI Too Long", d);
-            return answer_after_body(r);
-        }
-        if (hc.cl_differ) {
-            answer_typed(r, 400, API_P_BAD_FRAMING, "Bad framing",
-                         "Content-Length given twice with different values");
-            return queue_answer(r);
-        }
-        const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
-        if (te && strcasecmp(te, "chunked") != 0) {
-            /* the header echoed as printable ASCII: its bytes may be any
-             * (a cut or invalid UTF-8 made the answer unrenderable, a 500;
-             * found by fuzz target http) */
-            char shown[41];
-            size_t k = 0;
-            for (; te[k] && k < sizeof shown - 1; k++)
-                shown[k] = te[k] >= 0x20 && te[k] < 0x7f ? te[k] : '?';
-            shown[k] = '\0';
-            snprintf(d, sizeof d, "Transfer-Encoding %s is not supported (only chunked)", shown);
-            answer_typed(r, 501, API_P_BAD_FRAMING, "Bad framing", d);
-            return queue_answer(r);
-        }
-
-        if (r->route == ROUTE_OTHER) {
-            srv_answer_problem(r, 404, "Not Found", "no such route");
-            return answer_after_body(r);
-        }
-        if (!route_allows(r->route, r->method)) {
-            srv_answer_problem(r, 405, "Method Not Allowed", "method not allowed on this route");
-            return answer_after_body(r);
-        }
-        if (r->method == SRV_M_OPTIONS) {
-            struct MHD_Response *resp =
-                MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-            if (!resp) return MHD_NO;
-            add_common_headers(resp);
-            int post = r->route == ROUTE_SEARCH || r->route == ROUTE_ROOFLINE ||
-                       r->route == ROUTE_CALIBRATE || r->route == ROUTE_COMPARE || r->route == ROUTE_TRACES;
-            MHD_add_response_header(resp, "Allow", post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
-            MHD_add_response_header(resp, "Access-Control-Allow-Methods",
-                                    post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
-            MHD_add_response_header(resp, "Access-Control-Allow-Headers", ALLOW_HEADERS);
-            MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
-            r->code = 204;
-            enum MHD_Result ret = MHD_queue_response(c, 204, resp);
-            MHD_destroy_response(resp);
-            return ret;
-        }
-        if (r->method == SRV_M_POST) {
-            if (!auth_ok(c)) {
-                srv_answer_reset(r);
-                srv_answer_problem(r, 401, "Unauthorized", "a valid bearer token is required");
-                return answer_after_body(r);
-            }
-            const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-            if (r->route == ROUTE_TRACES ? !trace_media_type_ok(ct) : !media_type_ok(ct)) {
-                api_status st;
-                api_status_init(&st);
-                api_fail(&st, 415, "", r->route == ROUTE_TRACES
-                                           ? "Content-Type must be application/json, application/gzip or application/octet-stream"
-                                           : "Content-Type must be application/json");
-                snprintf(st.title, sizeof st.title, "Unsupported Media Type");
-                srv_answer_status(r, &st);
-                return answer_after_body(r);
-            }
-            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-            if (cl) {
-                char *end;
-                unsigned long long n = strtoull(cl, &end, 10);
-                if (*end == '\0' && n > body_limit(r)) {
-                    /* A client that sent no "Expect: 100-continue" is
-                     * already sending the body: answering now and closing
-                     * would reset its connection before it reads the 413
-                     * (issue 14 item 6). Up to a bound the body is read
-                     * and dropped, then the 413 goes out (nginx's lingering
-                     * close does the same); beyond it, at once. */
-                    const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
-                    if (!ex && n <= DISCARD_MAX_BYTES) {
-                        r->too_large = 1;
-                        return MHD_YES;
-                    }
-                    snprintf(d, sizeof d, "the body is larger than the limit of %zu bytes",
-                             body_limit(r));
-                    return queue_problem(r, 413, "Content Too Large", d);
-                }
-            }
-        }
-        return MHD_YES;
-    }
-
-    if (*upload_data_size > 0) {
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        /* a body trickled in slower than the request deadline (slowloris) */
-        if (conn_watch_age(c, r->t_start) > cfg->conn_timeout_s) {
-            srv_log(SRV_LOG_WARN, "msg=\"request body not received in time\" timeout_s=%d",
-                    cfg->conn_timeout_s);
-            return MHD_NO;
-        }
-        if (r->too_large || r->drop_body) return MHD_YES;
-        if (r->len + n > body_limit(r)) {
-            r->too_large = 1;
-            free(r->body);
-            r->body = NULL;
-            r->len = r->cap = 0;
-            return MHD_YES;
-        }
-        if (r->len + n + 1 > r->cap) {
-            size_t ncap = r->cap ? r->cap * 2 : 4096;
-            while (ncap < r->len + n + 1) ncap *= 2;
-            if (ncap > body_limit(r) + 1) ncap = body_limit(r) + 1;
-            char *nb = realloc(r->body, ncap);
-            if (!nb) return MHD_NO;
-            r->body = nb;
-            r->cap = ncap;
-        }
-        memcpy(r->body + r->len, upload_data, n);
-        r->len += n;
-        r->body[r->len] = '\0';
-        return MHD_YES;
-    }
-
+    if (r == (void *)&too_many_params) return on_headers(c, url, method, 1, con_cls);
+    if (!r) return on_headers(c, url, method, 0, con_cls);
+    if (*upload_data_size > 0) return on_body(r, c, upload_data, upload_data_size);
     if (r->answer != ANS_NONE) {
         /* Resumed by the loop, or an answer prepared before suspending. */
         return queue_answer(r);
