@@ -149,6 +149,96 @@ static struct MHD_Response *owned_response(char *body, size_t len)
     if (!resp) free(body);
     return resp;
 }
+/* A chart or the predicted trace, drawn from a done result's text. */
+static struct MHD_Response *render_artifact(struct srv_req *r, const char *result, size_t result_len, int *code)
+{
+    json_t *doc = result ? json_loadb(result, result_len, 0, NULL) : NULL;
+    char *body = NULL;
+    const char *type = "image/svg+xml";
+    switch (r->artifact) {
+    case SRV_ART_GAP: body = doc ? api_svg_gap(doc, r->rank) : NULL; break;
+    case SRV_ART_MEMORY: body = doc ? api_svg_memory(doc, r->rank) : NULL; break;
+    case SRV_ART_TIMELINE: body = doc ? api_svg_timeline(doc, r->rank) : NULL; break;
+    case SRV_ART_COMPARE: body = doc ? api_svg_compare(doc) : NULL; break;
+    default: {
+        json_t *t = doc ? api_trace_export_result(doc, r->rank) : NULL;
+        body = t ? json_dumps(t, JSON_COMPACT) : NULL;
+        json_decref(t);
+        type = "application/json";
+    }
+    }
+    json_decref(doc);
+    if (!body) {
+        /* the result has no such configuration (or is not that kind) */
+        *code = 404;
+        return NULL;
+    }
+    *code = 200;
+    struct MHD_Response *resp = owned_response(body, strlen(body));
+    if (resp) MHD_add_response_header(resp, "Content-Type", type);
+    else *code = 500;
+    return resp;
+}
+
+/* A done result's ranked table as CSV (the cached rendering when whole). */
+static struct MHD_Response *render_csv(struct srv_req *r, struct srv_rentry *e, const char *result,
+                                       size_t result_len, int sliced, int *code)
+{
+    char *csv = NULL;
+    struct MHD_Response *resp = NULL;
+    if (e) {
+        size_t n = 0;
+        const char *cached = srv_rentry_csv(e, &n, srv_result_csv);
+        if (cached && !sliced) resp = entry_response(e, cached, n);
+        else if (cached) csv = strdup(cached);
+    } else if (result) {
+        csv = srv_result_csv(result, result_len);
+    }
+    if (csv) {
+        if (sliced) srv_csv_slice(csv, r->top_k, r->res_offset);
+        resp = owned_response(csv, strlen(csv));
+    }
+    if (!resp) {
+        *code = 500;
+        return NULL;
+    }
+    *code = 200;
+    MHD_add_response_header(resp, "Content-Type", "text/csv; charset=utf-8; header=present");
+    return resp;
+}
+
+/* A done result's document with configurations [offset, offset + top_k)
+ * only: the cached document up to its result, then the slice. NULL when
+ * out of memory. */
+static char *sliced_document(struct srv_req *r, struct srv_rentry *e, const char *result, size_t result_len,
+                             int sliced, size_t *len)
+{
+    const size_t *ix = sliced && e ? srv_rentry_index(e, srv_configs_index) : NULL;
+    char *sliced_text = sliced ? srv_result_slice(result, result_len, ix, r->top_k, r->res_offset) : NULL;
+    if (sliced && !sliced_text) return NULL;
+    const char *rt = sliced ? sliced_text : result;
+    char *body;
+    *len = 0;
+    if (e) {
+        const char *doc = srv_rentry_body(e, NULL);
+        size_t pre = (size_t)(result - doc), rlen = strlen(rt);
+        body = malloc(pre + rlen + 2);
+        if (body) {
+            memcpy(body, doc, pre);
+            memcpy(body + pre, rt, rlen);
+            body[pre + rlen] = '}';
+            body[pre + rlen + 1] = '\0';
+            *len = pre + rlen + 1;
+        }
+    } else {
+        char *head = srv_view_head(&r->view, 1, 0);
+        body = head ? srv_view_splice(head, strlen(head), rt, strlen(rt), len, NULL) : NULL;
+        free(head);
+    }
+    free(sliced_text);
+    return body;
+}
+
 static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag, size_t etaglen,
                                         int *retry_after)
 {
@@ -172,60 +262,8 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
         result = v->result;
         result_len = strlen(result);
     }
-
-    if (done && r->artifact) {
-        /* a chart or the predicted trace, drawn from the stored result */
-        json_t *doc = result ? json_loadb(result, result_len, 0, NULL) : NULL;
-        char *body = NULL;
-        const char *type = "image/svg+xml";
-        switch (r->artifact) {
-        case SRV_ART_GAP: body = doc ? api_svg_gap(doc, r->rank) : NULL; break;
-        case SRV_ART_MEMORY: body = doc ? api_svg_memory(doc, r->rank) : NULL; break;
-        case SRV_ART_TIMELINE: body = doc ? api_svg_timeline(doc, r->rank) : NULL; break;
-        case SRV_ART_COMPARE: body = doc ? api_svg_compare(doc) : NULL; break;
-        default: {
-            json_t *t = doc ? api_trace_export_result(doc, r->rank) : NULL;
-            body = t ? json_dumps(t, JSON_COMPACT) : NULL;
-            json_decref(t);
-            type = "application/json";
-        }
-        }
-        json_decref(doc);
-        if (!body) {
-            /* the result has no such configuration (or is not that kind) */
-            *code = 404;
-            return NULL;
-        }
-        *code = 200;
-        struct MHD_Response *resp = owned_response(body, strlen(body));
-        if (resp) MHD_add_response_header(resp, "Content-Type", type);
-        else *code = 500;
-        return resp;
-    }
-
-    if (done && r->want_csv) {
-        char *csv = NULL;
-        struct MHD_Response *resp = NULL;
-        if (e) {
-            size_t n = 0;
-            const char *cached = srv_rentry_csv(e, &n, srv_result_csv);
-            if (cached && !sliced) resp = entry_response(e, cached, n);
-            else if (cached) csv = strdup(cached);
-        } else if (result) {
-            csv = srv_result_csv(result, result_len);
-        }
-        if (csv) {
-            if (sliced) srv_csv_slice(csv, r->top_k, r->res_offset);
-            resp = owned_response(csv, strlen(csv));
-        }
-        if (!resp) {
-            *code = 500;
-            return NULL;
-        }
-        *code = 200;
-        MHD_add_response_header(resp, "Content-Type", "text/csv; charset=utf-8; header=present");
-        return resp;
-    }
+    if (done && r->artifact) return render_artifact(r, result, result_len, code);
+    if (done && r->want_csv) return render_csv(r, e, result, result_len, sliced, code);
 
     *code = r->out_code ? r->out_code : 200;
     struct MHD_Response *resp = NULL;
@@ -235,33 +273,8 @@ static struct MHD_Response *render_view(struct srv_req *r, int *code, char *etag
         const char *body = srv_rentry_body(e, &n);
         resp = entry_response(e, body, n);
     } else if (done && result) {
-        const size_t *ix = sliced && e ? srv_rentry_index(e, srv_configs_index) : NULL;
-        char *sliced_text = sliced ? srv_result_slice(result, result_len, ix, r->top_k, r->res_offset) : NULL;
-        if (sliced && !sliced_text) {
-            *code = 500;
-            return NULL;
-        }
-        const char *rt = sliced ? sliced_text : result;
         size_t len = 0;
-        char *body;
-        if (e) {
-            /* The cached document up to its result, then the slice. */
-            const char *doc = srv_rentry_body(e, NULL);
-            size_t pre = (size_t)(result - doc), rlen = strlen(rt);
-            body = malloc(pre + rlen + 2);
-            if (body) {
-                memcpy(body, doc, pre);
-                memcpy(body + pre, rt, rlen);
-                body[pre + rlen] = '}';
-                body[pre + rlen + 1] = '\0';
-                len = pre + rlen + 1;
-            }
-        } else {
-            char *head = srv_view_head(v, 1, 0);
-            body = head ? srv_view_splice(head, strlen(head), rt, strlen(rt), &len, NULL) : NULL;
-            free(head);
-        }
-        free(sliced_text);
+        char *body = sliced_document(r, e, result, result_len, sliced, &len);
         if (body) resp = owned_response(body, len);
     } else {
         char *head = srv_view_head(v, 0, failed);
