@@ -275,56 +275,58 @@ static void render_db(struct buf *b)
            "mfud_jobs_lease_lost_total %llu\n", LD(m.lease_lost));
 }
 
-char *srv_metrics_render(size_t *out_len)
+/* The process_* metrics (see "process metrics" above). */
+static void render_process(struct buf *b)
 {
-    struct buf b = {malloc(16384), 0, 16384, 0};
-    if (!b.p) return NULL;
-    put(&b, "# HELP mfud_build_info Build metadata.\n# TYPE mfud_build_info gauge\n"
-            "mfud_build_info{engine_version=\"%s\"} 1\n", MFU_ENGINE_VERSION);
     struct proc_stat ps;
     read_proc_stat(&ps);
     if (ps.ok) {
-        put(&b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+        put(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
                 "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n",
             ps.cpu_s);
-        put(&b, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+        put(b, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
                 "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %.0f\n",
             ps.vsize);
-        put(&b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+        put(b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
                 "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %.0f\n",
             ps.rss);
     }
     long fds = count_open_fds();
     if (fds >= 0)
-        put(&b, "# HELP process_open_fds Number of open file descriptors.\n"
+        put(b, "# HELP process_open_fds Number of open file descriptors.\n"
                 "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds);
     struct rlimit rl;
     /* an unlimited soft limit is reported as 2^64 - 1, as client_golang does */
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        put(&b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+        put(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
                 "# TYPE process_max_fds gauge\nprocess_max_fds %.17g\n",
             rl.rlim_cur == RLIM_INFINITY ? 18446744073709551615.0 : (double)rl.rlim_cur);
     if (getrlimit(RLIMIT_AS, &rl) == 0)
-        put(&b, "# HELP process_virtual_memory_max_bytes Maximum amount of virtual memory available in bytes.\n"
+        put(b, "# HELP process_virtual_memory_max_bytes Maximum amount of virtual memory available in bytes.\n"
                 "# TYPE process_virtual_memory_max_bytes gauge\nprocess_virtual_memory_max_bytes %.17g\n",
             rl.rlim_cur == RLIM_INFINITY ? 18446744073709551615.0 : (double)rl.rlim_cur);
-    put(&b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+    put(b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
             "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n",
         m.start_time);
-    put(&b, "# HELP mfud_http_requests_total HTTP requests answered, by route and status code.\n"
+}
+
+/* Requests by route and code, and their durations. */
+static void render_http(struct buf *b)
+{
+    put(b, "# HELP mfud_http_requests_total HTTP requests answered, by route and status code.\n"
             "# TYPE mfud_http_requests_total counter\n");
     for (int r = 0; r < ROUTE_COUNT; r++)
         for (int c = 0; c <= N_CODES; c++) {
             unsigned long long v = LD(m.requests[r][c]);
             if (!v) continue;
             if (c < N_CODES)
-                put(&b, "mfud_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
+                put(b, "mfud_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
                     srv_route_names[r], codes[c], v);
             else
-                put(&b, "mfud_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
+                put(b, "mfud_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
                     srv_route_names[r], v);
         }
-    put(&b, "# HELP mfud_http_request_duration_seconds Time from request start to response.\n"
+    put(b, "# HELP mfud_http_request_duration_seconds Time from request start to response.\n"
             "# TYPE mfud_http_request_duration_seconds histogram\n");
     for (int r = 0; r < ROUTE_COUNT; r++) {
         unsigned long long cum = 0;
@@ -333,48 +335,64 @@ char *srv_metrics_render(size_t *out_len)
         cum = 0;
         for (int i = 0; i < N_BUCKETS; i++) {
             cum += LD(m.hist[r][i]);
-            put(&b, "mfud_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+            put(b, "mfud_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
                 srv_route_names[r], buckets[i], cum);
         }
         cum += LD(m.hist[r][N_BUCKETS]);
-        put(&b, "mfud_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
+        put(b, "mfud_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
             srv_route_names[r], cum);
-        put(&b, "mfud_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", srv_route_names[r],
+        put(b, "mfud_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", srv_route_names[r],
             (double)LD(m.hist_sum_us[r]) * 1e-6);
-        put(&b, "mfud_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
+        put(b, "mfud_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
             srv_route_names[r], cum);
     }
-    put(&b, "# HELP mfud_cache_lookups_total POST /search lookups in the result cache.\n"
+}
+
+/* The result cache, parses, jobs and workers. */
+static void render_jobs(struct buf *b)
+{
+    put(b, "# HELP mfud_cache_lookups_total POST /search lookups in the result cache.\n"
             "# TYPE mfud_cache_lookups_total counter\n"
             "mfud_cache_lookups_total{result=\"hit\"} %llu\n"
             "mfud_cache_lookups_total{result=\"miss\"} %llu\n",
         LD(m.cache_hit), LD(m.cache_miss));
-    put(&b, "# HELP mfud_request_parses_total Requests parsed and validated (a search once, on the HTTP thread).\n"
+    put(b, "# HELP mfud_request_parses_total Requests parsed and validated (a search once, on the HTTP thread).\n"
             "# TYPE mfud_request_parses_total counter\nmfud_request_parses_total %lu\n",
         api_parse_count());
-    put(&b, "# HELP mfud_jobs_created_total Search jobs created (new or re-queued at start).\n"
+    put(b, "# HELP mfud_jobs_created_total Search jobs created (new or re-queued at start).\n"
             "# TYPE mfud_jobs_created_total counter\nmfud_jobs_created_total %llu\n",
         LD(m.jobs_created));
-    put(&b, "# HELP mfud_jobs_deduplicated_total Requests joined to an identical job in flight.\n"
+    put(b, "# HELP mfud_jobs_deduplicated_total Requests joined to an identical job in flight.\n"
             "# TYPE mfud_jobs_deduplicated_total counter\nmfud_jobs_deduplicated_total %llu\n",
         LD(m.jobs_dedup));
-    put(&b, "# HELP mfud_jobs_queued Jobs waiting for a worker.\n# TYPE mfud_jobs_queued gauge\n"
+    put(b, "# HELP mfud_jobs_queued Jobs waiting for a worker.\n# TYPE mfud_jobs_queued gauge\n"
             "mfud_jobs_queued %lld\n", LDS(m.jobs_queued));
-    put(&b, "# HELP mfud_jobs_running Jobs running on a worker.\n# TYPE mfud_jobs_running gauge\n"
+    put(b, "# HELP mfud_jobs_running Jobs running on a worker.\n# TYPE mfud_jobs_running gauge\n"
             "mfud_jobs_running %lld\n", LDS(m.jobs_running));
-    put(&b, "# HELP mfud_jobs_completed_total Jobs finished, by outcome.\n"
+    put(b, "# HELP mfud_jobs_completed_total Jobs finished, by outcome.\n"
             "# TYPE mfud_jobs_completed_total counter\n"
             "mfud_jobs_completed_total{outcome=\"done\"} %llu\n"
             "mfud_jobs_completed_total{outcome=\"failed\"} %llu\n"
             "mfud_jobs_completed_total{outcome=\"cancelled\"} %llu\n",
         LD(m.done), LD(m.failed), LD(m.cancelled));
-    put(&b, "# HELP mfud_search_configurations_evaluated_total Configurations evaluated by "
+    put(b, "# HELP mfud_search_configurations_evaluated_total Configurations evaluated by "
             "finished searches.\n# TYPE mfud_search_configurations_evaluated_total counter\n"
             "mfud_search_configurations_evaluated_total %llu\n", LD(m.evaluated));
-    put(&b, "# HELP mfud_worker_threads Size of the search worker pool.\n"
+    put(b, "# HELP mfud_worker_threads Size of the search worker pool.\n"
             "# TYPE mfud_worker_threads gauge\nmfud_worker_threads %d\n", m.workers);
-    put(&b, "# HELP mfud_db_results_bytes Stored size of finished results.\n"
+    put(b, "# HELP mfud_db_results_bytes Stored size of finished results.\n"
             "# TYPE mfud_db_results_bytes gauge\nmfud_db_results_bytes %lld\n", LDS(m.db_size));
+}
+
+char *srv_metrics_render(size_t *out_len)
+{
+    struct buf b = {malloc(16384), 0, 16384, 0};
+    if (!b.p) return NULL;
+    put(&b, "# HELP mfud_build_info Build metadata.\n# TYPE mfud_build_info gauge\n"
+            "mfud_build_info{engine_version=\"%s\"} 1\n", MFU_ENGINE_VERSION);
+    render_process(&b);
+    render_http(&b);
+    render_jobs(&b);
     render_db(&b);
     if (b.oom) {
         free(b.p);
