@@ -138,49 +138,29 @@ static int apply(const struct opt *o, const char *val)
     }
 }
 
-int main(int argc, char **argv)
+static void set_defaults(struct srv_config *cfg)
 {
-    static struct srv_config cfg;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t max_body = 1 << 20, max_trace = 64LL << 20;
-    char token_file[1024] = "";
-    cfg.port = 8080;
-    snprintf(cfg.bind, sizeof cfg.bind, "127.0.0.1");
-    snprintf(cfg.db_path, sizeof cfg.db_path, "./var/mfud.db");
-    cfg.workers = ncpu > 0 ? (int)ncpu : 2;
-    cfg.http_threads = 2;
-    cfg.queue_limit = 256;
-    cfg.cache_max = 1LL << 30;
-    cfg.mem_cache = 64LL << 20;
-    cfg.max_conns = 1024;
-    cfg.conn_timeout_s = 30;
-    cfg.default_wait_s = 2.0;
-    cfg.max_wait_s = 60.0;
-    cfg.max_search_s = 60.0;
-    cfg.log_level = SRV_LOG_INFO;
+    cfg->port = 8080;
+    snprintf(cfg->bind, sizeof cfg->bind, "127.0.0.1");
+    snprintf(cfg->db_path, sizeof cfg->db_path, "./var/mfud.db");
+    cfg->workers = ncpu > 0 ? (int)ncpu : 2;
+    cfg->http_threads = 2;
+    cfg->queue_limit = 256;
+    cfg->cache_max = 1LL << 30;
+    cfg->mem_cache = 64LL << 20;
+    cfg->max_conns = 1024;
+    cfg->conn_timeout_s = 30;
+    cfg->default_wait_s = 2.0;
+    cfg->max_wait_s = 60.0;
+    cfg->max_search_s = 60.0;
+    cfg->log_level = SRV_LOG_INFO;
+}
 
-    const struct opt opts[] = {
-        {"--port", "MFUD_PORT", 0, &cfg.port, sizeof(int), 0, 65535},
-        {"--bind", "MFUD_BIND", 1, cfg.bind, sizeof cfg.bind, 0, 0},
-        {"--db", "MFUD_DB", 1, cfg.db_path, sizeof cfg.db_path, 0, 0},
-        {"--workers", "MFUD_WORKERS", 0, &cfg.workers, sizeof(int), 1, 1024},
-        {"--http-threads", "MFUD_HTTP_THREADS", 0, &cfg.http_threads, sizeof(int), 1, 64},
-        {"--max-body", "MFUD_MAX_BODY", 0, &max_body, sizeof(int64_t), 1024, 1LL << 30},
-        {"--max-trace-bytes", "MFUD_MAX_TRACE_BYTES", 0, &max_trace, sizeof(int64_t), 1024, 1LL << 32},
-        {"--queue-limit", "MFUD_QUEUE_LIMIT", 0, &cfg.queue_limit, sizeof(int), 1, 1000000},
-        {"--cache-max", "MFUD_CACHE_MAX", 0, &cfg.cache_max, sizeof(int64_t), 0, 1LL << 50},
-        {"--mem-cache", "MFUD_MEM_CACHE", 0, &cfg.mem_cache, sizeof(int64_t), 0, 1LL << 40},
-        {"--max-conns", "MFUD_MAX_CONNS", 0, &cfg.max_conns, sizeof(int), 4, 100000},
-        {"--conn-timeout", "MFUD_CONN_TIMEOUT", 0, &cfg.conn_timeout_s, sizeof(int), 1, 3600},
-        {"--wait", "MFUD_WAIT", 2, &cfg.default_wait_s, sizeof(double), 0, 0},
-        {"--max-search-s", "MFUD_MAX_SEARCH_S", 2, &cfg.max_search_s, sizeof(double), 0, 0},
-        {"--log-level", "MFUD_LOG_LEVEL", 3, &cfg.log_level, sizeof(int), 0, 0},
-        {"--auth-token", "MFUD_AUTH_TOKEN", 1, cfg.auth_token, sizeof cfg.auth_token, 0, 0},
-        {"--auth-token-file", "MFUD_AUTH_TOKEN_FILE", 1, token_file, sizeof token_file, 0, 0},
-        {"--reuse-port", "MFUD_REUSE_PORT", 0, &cfg.reuse_port, sizeof(int), 0, 1},
-        {"--cors-origin", "MFUD_CORS_ORIGIN", 1, cfg.cors_origin, sizeof cfg.cors_origin, 0, 0},
-    };
-    const size_t n_opts = sizeof opts / sizeof opts[0];
+/* The environment, then the command line (flags win), through opts. -1 to
+ * go on, else the exit status (0 after --help or --version). */
+static int parse_options(int argc, char **argv, const struct opt *opts, size_t n_opts)
+{
     for (size_t i = 0; i < n_opts; i++) {
         const char *v = getenv(opts[i].env);
         if (v && *v && apply(&opts[i], v) != 0) return 2;
@@ -218,25 +198,78 @@ int main(int argc, char **argv)
         }
         if (apply(&opts[k], val) != 0) return 2;
     }
-    cfg.max_body = (size_t)max_body;
-    /* the token from a file (not visible in ps as an argument is) */
-    if (token_file[0]) {
-        FILE *tf = fopen(token_file, "r");
-        char line[sizeof cfg.auth_token + 2] = "";
-        if (!tf || !fgets(line, sizeof line, tf)) {
-            fprintf(stderr, "mfud: --auth-token-file %s: %s\n", token_file, tf ? "empty" : strerror(errno));
-            if (tf) fclose(tf);
-            return 2;
-        }
-        fclose(tf);
-        line[strcspn(line, "\r\n")] = '\0';
-        if (!line[0] || strlen(line) >= sizeof cfg.auth_token) {
-            fprintf(stderr, "mfud: --auth-token-file %s: the first line must be a token of 1..%zu characters\n",
-                    token_file, sizeof cfg.auth_token - 1);
-            return 2;
-        }
-        snprintf(cfg.auth_token, sizeof cfg.auth_token, "%s", line);
+    return -1;
+}
+
+/* The token from a file (not visible in ps as an argument is). 0, or 2. */
+static int read_token_file(const char *token_file, struct srv_config *cfg)
+{
+    FILE *tf = fopen(token_file, "r");
+    char line[sizeof cfg->auth_token + 2] = "";
+    if (!tf || !fgets(line, sizeof line, tf)) {
+        fprintf(stderr, "mfud: --auth-token-file %s: %s\n", token_file, tf ? "empty" : strerror(errno));
+        if (tf) fclose(tf);
+        return 2;
     }
+    fclose(tf);
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!line[0] || strlen(line) >= sizeof cfg->auth_token) {
+        fprintf(stderr, "mfud: --auth-token-file %s: the first line must be a token of 1..%zu characters\n",
+                token_file, sizeof cfg->auth_token - 1);
+        return 2;
+    }
+    snprintf(cfg->auth_token, sizeof cfg->auth_token, "%s", line);
+    return 0;
+}
+
+static void log_listening(const struct srv_config *cfg, int port)
+{
+    char db_shown[sizeof cfg->db_path];
+    db_redact(cfg->db_path, db_shown, sizeof db_shown);
+    srv_log(SRV_LOG_INFO,
+            "msg=listening bind=%s port=%d db=\"%s\" workers=%d http_threads=%d max_body=%zu "
+            "queue_limit=%d max_conns=%d conn_timeout_s=%d max_search_s=%g cache_max=%lld "
+            "mem_cache=%lld engine=%s auth=%s",
+            cfg->bind, port, db_shown, cfg->workers, cfg->http_threads, cfg->max_body,
+            cfg->queue_limit, cfg->max_conns, cfg->conn_timeout_s, cfg->max_search_s,
+            (long long)cfg->cache_max, (long long)cfg->mem_cache, MFU_ENGINE_VERSION,
+            cfg->auth_token[0] ? "bearer" : "none");
+    if (cfg->test_job_delay_ms)
+        srv_log(SRV_LOG_WARN, "msg=\"test hook: every job is delayed\" delay_ms=%d",
+                cfg->test_job_delay_ms);
+}
+
+int main(int argc, char **argv)
+{
+    static struct srv_config cfg;
+    int64_t max_body = 1 << 20, max_trace = 64LL << 20;
+    char token_file[1024] = "";
+    set_defaults(&cfg);
+    const struct opt opts[] = {
+        {"--port", "MFUD_PORT", 0, &cfg.port, sizeof(int), 0, 65535},
+        {"--bind", "MFUD_BIND", 1, cfg.bind, sizeof cfg.bind, 0, 0},
+        {"--db", "MFUD_DB", 1, cfg.db_path, sizeof cfg.db_path, 0, 0},
+        {"--workers", "MFUD_WORKERS", 0, &cfg.workers, sizeof(int), 1, 1024},
+        {"--http-threads", "MFUD_HTTP_THREADS", 0, &cfg.http_threads, sizeof(int), 1, 64},
+        {"--max-body", "MFUD_MAX_BODY", 0, &max_body, sizeof(int64_t), 1024, 1LL << 30},
+        {"--max-trace-bytes", "MFUD_MAX_TRACE_BYTES", 0, &max_trace, sizeof(int64_t), 1024, 1LL << 32},
+        {"--queue-limit", "MFUD_QUEUE_LIMIT", 0, &cfg.queue_limit, sizeof(int), 1, 1000000},
+        {"--cache-max", "MFUD_CACHE_MAX", 0, &cfg.cache_max, sizeof(int64_t), 0, 1LL << 50},
+        {"--mem-cache", "MFUD_MEM_CACHE", 0, &cfg.mem_cache, sizeof(int64_t), 0, 1LL << 40},
+        {"--max-conns", "MFUD_MAX_CONNS", 0, &cfg.max_conns, sizeof(int), 4, 100000},
+        {"--conn-timeout", "MFUD_CONN_TIMEOUT", 0, &cfg.conn_timeout_s, sizeof(int), 1, 3600},
+        {"--wait", "MFUD_WAIT", 2, &cfg.default_wait_s, sizeof(double), 0, 0},
+        {"--max-search-s", "MFUD_MAX_SEARCH_S", 2, &cfg.max_search_s, sizeof(double), 0, 0},
+        {"--log-level", "MFUD_LOG_LEVEL", 3, &cfg.log_level, sizeof(int), 0, 0},
+        {"--auth-token", "MFUD_AUTH_TOKEN", 1, cfg.auth_token, sizeof cfg.auth_token, 0, 0},
+        {"--auth-token-file", "MFUD_AUTH_TOKEN_FILE", 1, token_file, sizeof token_file, 0, 0},
+        {"--reuse-port", "MFUD_REUSE_PORT", 0, &cfg.reuse_port, sizeof(int), 0, 1},
+        {"--cors-origin", "MFUD_CORS_ORIGIN", 1, cfg.cors_origin, sizeof cfg.cors_origin, 0, 0},
+    };
+    int rc = parse_options(argc, argv, opts, sizeof opts / sizeof opts[0]);
+    if (rc >= 0) return rc;
+    cfg.max_body = (size_t)max_body;
+    if (token_file[0] && read_token_file(token_file, &cfg) != 0) return 2;
     cfg.max_trace_bytes = (size_t)max_trace;
     if (cfg.max_search_s < 0.001) { /* a request's deadline_s is at least 0.001 */
         fprintf(stderr, "mfud: --max-search-s must be seconds in 0.001..3600\n");
@@ -260,19 +293,7 @@ int main(int argc, char **argv)
         return 1;
     }
     srv_jobs_set_mhd(d);
-    char db_shown[sizeof cfg.db_path];
-    db_redact(cfg.db_path, db_shown, sizeof db_shown);
-    srv_log(SRV_LOG_INFO,
-            "msg=listening bind=%s port=%d db=\"%s\" workers=%d http_threads=%d max_body=%zu "
-            "queue_limit=%d max_conns=%d conn_timeout_s=%d max_search_s=%g cache_max=%lld "
-            "mem_cache=%lld engine=%s auth=%s",
-            cfg.bind, port, db_shown, cfg.workers, cfg.http_threads, cfg.max_body,
-            cfg.queue_limit, cfg.max_conns, cfg.conn_timeout_s, cfg.max_search_s,
-            (long long)cfg.cache_max, (long long)cfg.mem_cache, MFU_ENGINE_VERSION,
-            cfg.auth_token[0] ? "bearer" : "none");
-    if (cfg.test_job_delay_ms)
-        srv_log(SRV_LOG_WARN, "msg=\"test hook: every job is delayed\" delay_ms=%d",
-                cfg.test_job_delay_ms);
+    log_listening(&cfg, port);
     srv_jobs_run();
     srv_http_stop(d);
     srv_rcache_clear();
