@@ -1171,6 +1171,80 @@ json_t *api_search_mt(json_t *request, api_status *st, api_progress_fn fn, void 
 }
 
 /* Run a prepared search and render its answer. */
+/* The search on `threads` threads (thread 0 is the caller's), each into its
+ * shards' slots of parts. 0, or -1 when a thread ran out of memory. */
+static int run_threads(const mfu_system *sys, const mfu_search_opts *o, deadline_ctx *d, int threads,
+                       mfu_search_result *parts)
+{
+    search_thread th[MFU_SEARCH_SHARDS];
+    pthread_t tid[MFU_SEARCH_SHARDS];
+    int started[MFU_SEARCH_SHARDS] = {0};
+    for (int t = 0; t < threads; t++) {
+        th[t] = (search_thread){sys, o, d, t, threads, parts, 0};
+        /* thread 0 runs on the calling thread */
+        if (t > 0) started[t] = pthread_create(&tid[t], NULL, search_thread_main, &th[t]) == 0;
+    }
+    search_thread_main(&th[0]);
+    int lost = !th[0].ok;
+    for (int t = 1; t < threads; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else search_thread_main(&th[t]); /* no thread: run its shards here */
+        lost |= !th[t].ok;
+    }
+    return lost ? -1 : 0;
+}
+
+/* "search": what was searched, how far, and why it stopped. */
+static json_t *render_search_stats(const mfu_search_result *res, const mfu_search_opts *o, deadline_ctx *d,
+                                   double elapsed, int n_ties)
+{
+    json_t *pruned = json_object();
+    for (int i = 0; i < MFU_PRUNE_COUNT; i++)
+        json_object_set_new(pruned, mfu_prune_names[i], json_integer((json_int_t)res->stats.pruned[i]));
+    /* shape inventories built depend on the thread count: not reported, so
+     * the answer stays the same for any */
+    json_t *stats = json_pack("{s:I,s:I,s:I,s:I,s:o,s:f,s:b,s:s,s:s}", "space_size",
+                              (json_int_t)res->stats.space_size, "evaluated", (json_int_t)res->stats.evaluated,
+                              "fully_evaluated", (json_int_t)res->stats.fully_evaluated, "feasible",
+                              (json_int_t)res->stats.feasible, "pruned", pruned, "elapsed_s", elapsed,
+                              "truncated", res->stats.truncated, "truncated_by",
+                              !res->stats.truncated ? "" : atomic_load(&d->hit) ? "deadline_s" :
+                              atomic_load(&d->cancelled) ? "cancelled" : "max_evaluations",
+                              "rank_by", RANKS[o->rank_by_bound]);
+    json_object_set_new(stats, "ties_with_best", json_integer(n_ties));
+    json_object_set_new(stats, "distinct", json_string(DISTINCT[o->distinct]));
+    return stats;
+}
+
+/* The measured configuration's gap, a fully pinned plan that gives
+ * nothing, or the closest miss when nothing fits. */
+static void add_search_notes(json_t *out, struct api_prepared *p, json_t *request, json_t *meas, const mfu_config *mc,
+                             double meas_t, json_t *meas_trace, const mfu_search_result *res, deadline_ctx *d,
+                             api_status *st)
+{
+    api_request *r = &p->r;
+    mfu_system *sys = &p->sys;
+    mfu_search_opts *o = &p->o;
+    if (meas) {
+        mfu_eval ev;
+        if (mfu_evaluate(sys, mc, p->ops, &ev) == MFU_OK)
+            json_object_set_new(out, "measured", api_render_measured(sys, mc, &ev, meas_t, p->ops, meas_trace));
+        else
+            api_fail(st, 500, "/measured/config", "could not be evaluated");
+    }
+    /* a plan pinned on every axis that gives nothing answers why, with
+     * that configuration evaluated (issue 9 item 11) */
+    mfu_config pc;
+    if (res->n == 0 && pinned_config(json_object_get(json_object_get(request, "search"), "fix"), sys, o, &pc))
+        json_object_set_new(out, "pinned", api_render_pinned(sys, o, &pc, p->ops));
+    /* nothing fits: the closest miss and the fewest devices that fit
+     * (issue 11 item 3), within what is left of the deadline (at least 1 s) */
+    if (res->n == 0 && !res->stats.truncated) {
+        double left = p->deadline - since(&d->start);
+        json_object_set_new(out, "no_fit", api_plan_no_fit(r, sys, o, &res->stats, p->ops, left > 1.0 ? left : 1.0));
+    }
+}
+
 static json_t *search_from(struct api_prepared *p, json_t *request, api_status *st, api_progress_fn fn,
                            void *ctx, int threads)
 {
@@ -1178,7 +1252,6 @@ static json_t *search_from(struct api_prepared *p, json_t *request, api_status *
     mfu_system *sys = &p->sys;
     mfu_search_opts *o = &p->o;
     mfu_op *ops = p->ops;
-    double deadline = p->deadline;
     json_t *out = NULL;
     mfu_ranked *top = NULL, *parts_top = NULL;
     o->tp_overlap = r->tp_overlap;
@@ -1204,24 +1277,9 @@ static json_t *search_from(struct api_prepared *p, json_t *request, api_status *
         memset(&parts[k], 0, sizeof parts[k]);
         parts[k].top = parts_top + (size_t)k * (size_t)o->top_k;
     }
-    deadline_ctx d = {threads == 1 ? fn : NULL, ctx, {0, 0}, deadline, 0, 0};
+    deadline_ctx d = {threads == 1 ? fn : NULL, ctx, {0, 0}, p->deadline, 0, 0};
     clock_gettime(CLOCK_MONOTONIC, &d.start);
-    search_thread th[MFU_SEARCH_SHARDS];
-    pthread_t tid[MFU_SEARCH_SHARDS];
-    int started[MFU_SEARCH_SHARDS] = {0};
-    for (int t = 0; t < threads; t++) {
-        th[t] = (search_thread){sys, o, &d, t, threads, parts, 0};
-        /* thread 0 runs on the calling thread */
-        if (t > 0) started[t] = pthread_create(&tid[t], NULL, search_thread_main, &th[t]) == 0;
-    }
-    search_thread_main(&th[0]);
-    int lost = !th[0].ok;
-    for (int t = 1; t < threads; t++) {
-        if (started[t]) pthread_join(tid[t], NULL);
-        else search_thread_main(&th[t]); /* no thread: run its shards here */
-        lost |= !th[t].ok;
-    }
-    if (lost) { api_fail(st, 503, "", "out of memory for the search"); goto fail; }
+    if (run_threads(sys, o, &d, threads, parts)) { api_fail(st, 503, "", "out of memory for the search"); goto fail; }
     for (int k = 0; k < MFU_SEARCH_SHARDS; k++) mfu_search_merge(o, &parts[k], &res);
     if (atomic_load(&d.hit) || atomic_load(&d.cancelled)) res.stats.truncated = 1;
     double elapsed = since(&d.start);
@@ -1241,45 +1299,13 @@ static json_t *search_from(struct api_prepared *p, json_t *request, api_status *
     int n_ties = 0;
     for (size_t i = 0; i < json_array_size(configs); i++)
         n_ties += json_is_true(json_object_get(json_array_get(configs, i), "tie_with_best"));
-    json_t *pruned = json_object();
-    for (int i = 0; i < MFU_PRUNE_COUNT; i++)
-        json_object_set_new(pruned, mfu_prune_names[i], json_integer((json_int_t)res.stats.pruned[i]));
-    /* shape inventories built depend on the thread count: not reported, so
-     * the answer stays the same for any */
-    json_t *stats = json_pack("{s:I,s:I,s:I,s:I,s:o,s:f,s:b,s:s,s:s}", "space_size",
-                              (json_int_t)res.stats.space_size, "evaluated", (json_int_t)res.stats.evaluated,
-                              "fully_evaluated", (json_int_t)res.stats.fully_evaluated, "feasible",
-                              (json_int_t)res.stats.feasible, "pruned", pruned, "elapsed_s", elapsed,
-                              "truncated", res.stats.truncated, "truncated_by",
-                              !res.stats.truncated ? "" : atomic_load(&d.hit) ? "deadline_s" :
-                              atomic_load(&d.cancelled) ? "cancelled" : "max_evaluations",
-                              "rank_by", RANKS[o->rank_by_bound]);
-    json_object_set_new(stats, "ties_with_best", json_integer(n_ties));
-    json_object_set_new(stats, "distinct", json_string(DISTINCT[o->distinct]));
+    json_t *stats = render_search_stats(&res, o, &d, elapsed, n_ties);
     json_t *roof_j = api_render_roofline(r, &roof, NULL);
     out = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:o}", "model", api_render_model(r), "hardware",
                     api_render_hardware(r), "devices", (json_int_t)r->devices, "roofline", roof_j,
                     "configs", configs, "ties", ties, "search", stats);
     if (!out) api_fail(st, 500, "", "result has a non-finite number"); /* as api_roofline */
-    if (out && meas) {
-        mfu_eval ev;
-        if (mfu_evaluate(sys, &mc, ops, &ev) == MFU_OK)
-            json_object_set_new(out, "measured", api_render_measured(sys, &mc, &ev, meas_t, ops, meas_trace));
-        else
-            api_fail(st, 500, "/measured/config", "could not be evaluated");
-    }
-    /* a plan pinned on every axis that gives nothing answers why, with
-     * that configuration evaluated (issue 9 item 11) */
-    mfu_config pc;
-    if (out && res.n == 0 && pinned_config(json_object_get(json_object_get(request, "search"), "fix"),
-                                           sys, o, &pc))
-        json_object_set_new(out, "pinned", api_render_pinned(sys, o, &pc, ops));
-    /* nothing fits: the closest miss and the fewest devices that fit
-     * (issue 11 item 3), within what is left of the deadline (at least 1 s) */
-    if (out && res.n == 0 && !res.stats.truncated) {
-        double left = deadline - since(&d.start);
-        json_object_set_new(out, "no_fit", api_plan_no_fit(r, sys, o, &res.stats, ops, left > 1.0 ? left : 1.0));
-    }
+    else add_search_notes(out, p, request, meas, &mc, meas_t, meas_trace, &res, &d, st);
 fail:
     free(top);
     free(parts_top);
