@@ -544,19 +544,10 @@ static atomic_ulong parses;
 
 unsigned long api_parse_count(void) { return atomic_load(&parses); }
 
-int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st)
+/* The model and the hardware, resolved (presets, HF configs, overrides)
+ * and read. */
+static int parse_model_and_hardware(json_t *req, api_request *r, api_status *st)
 {
-    atomic_fetch_add(&parses, 1);
-    memset(r, 0, sizeof *r);
-    if (!json_is_object(req)) {
-        api_fail(st, 422, "", "the request must be a JSON object");
-        return -1;
-    }
-    if (api_check_limits(req, st)) return -1;
-    /* a normalized request carries its provenance (_source); it is not an input */
-    static const char *const KNOWN[] = {"model", "hardware", "devices", "training", "mfu_convention",
-                                        "search", "measured", "cost", "_source", NULL};
-    if (jv_known(req, "", "a request", KNOWN, st)) return -1;
     json_t *mj = json_object_get(req, "model");
     if (!mj) { api_fail(st, 422, "/model", "required field is missing"); return -1; }
     r->model_ir = api_resolve_model(mj, &r->model_source, &r->model_overridden, st);
@@ -568,15 +559,14 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     r->hw_json = api_resolve_hardware(hj, &r->hw_overridden, st);
     if (!r->hw_json) return -1;
     if (api_hardware_from_json(r->hw_json, "/hardware", &r->hw, st)) return -1;
+    return 0;
+}
 
-    int bad = 0, v2;
-    bad |= jv_int(req, "devices", "", need_devices ? JV_REQUIRED : JV_OPTIONAL, 1, 1,
-                  API_MAX_DEVICES, &r->devices, st);
-    json_t *tj = json_object_get(req, "training");
-    if (!json_is_object(tj)) {
-        api_fail(st, 422, "/training", "required object {seq_len, global_batch_tokens, dtype} is missing");
-        return -1;
-    }
+/* "training" (and the request's mfu_convention); bad: what was already
+ * wrong (devices), reported together with seq_len's problems. */
+static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_status *st)
+{
+    int v2;
     /* the contract's Training (openapi.yaml) */
     static const char *const TRAINING[] = {"seq_len", "global_batch_tokens", "dtype", "attention_impl",
                                            "tp_overlap", "ep_overlap", "overlap_grad_reduce", "grad_dtype",
@@ -647,6 +637,31 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     r->train.moments_bf16 = md;
     r->tp_overlap = tpo;
     r->ep_overlap = epo;
+    return 0;
+}
+
+int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st)
+{
+    atomic_fetch_add(&parses, 1);
+    memset(r, 0, sizeof *r);
+    if (!json_is_object(req)) {
+        api_fail(st, 422, "", "the request must be a JSON object");
+        return -1;
+    }
+    if (api_check_limits(req, st)) return -1;
+    /* a normalized request carries its provenance (_source); it is not an input */
+    static const char *const KNOWN[] = {"model", "hardware", "devices", "training", "mfu_convention",
+                                        "search", "measured", "cost", "_source", NULL};
+    if (jv_known(req, "", "a request", KNOWN, st)) return -1;
+    if (parse_model_and_hardware(req, r, st)) return -1;
+    int bad = jv_int(req, "devices", "", need_devices ? JV_REQUIRED : JV_OPTIONAL, 1, 1,
+                     API_MAX_DEVICES, &r->devices, st);
+    json_t *tj = json_object_get(req, "training");
+    if (!json_is_object(tj)) {
+        api_fail(st, 422, "/training", "required object {seq_len, global_batch_tokens, dtype} is missing");
+        return -1;
+    }
+    if (parse_training(req, tj, r, bad, st)) return -1;
     if (parse_cost(req, tj, r, st)) return -1;
     unsigned mx[2];
     if (scan_custom_modules(req, &r->rc_custom, mx, st)) return -1;
