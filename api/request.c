@@ -818,29 +818,9 @@ static int prepare(json_t *request, int need, struct api_prepared *p, api_status
 }
 
 /* The normal form of a prepared request (docs: the cache key is its hash). */
-static json_t *normal_form(struct api_prepared *p, json_t *request, api_status *st)
+/* The normal form's "search": every option, defaults written out. */
+static json_t *normal_search(const mfu_system *sys, const mfu_search_opts *o, double deadline)
 {
-    const api_request *r = &p->r;
-    const mfu_system *sys = &p->sys;
-    const mfu_search_opts *o = &p->o;
-    double deadline = p->deadline;
-    json_t *out = NULL;
-    mfu_config mc;
-    json_t *meas = json_object_get(request, "measured");
-    json_t *mj = NULL;
-    if (meas) {
-        double t;
-        json_t *tr;
-        if (parse_measured(meas, 0, &t, &tr, st)) goto fail;
-        json_t *cj = json_object_get(meas, "config");
-        if (!cj) { api_fail(st, 422, "/measured/config", "required field is missing"); goto fail; }
-        if (parse_config(cj, "/measured/config", sys, &mc, st)) goto fail;
-        mc.tp_overlap = r->tp_overlap;
-        mc.ep_overlap = r->ep_overlap;
-        mj = json_pack("{s:o}", "config", config_json_min(sys, &mc));
-        if (t > 0) json_object_set_new(mj, "step_time_s", json_real(t));
-        if (tr) json_object_set_new(mj, "trace", json_deep_copy(tr));
-    }
     json_t *allowed = json_object();
     for (int a = 0; a < MFU_AX_COUNT; a++) {
         if (!o->n_allowed[a]) continue;
@@ -873,6 +853,33 @@ static json_t *normal_form(struct api_prepared *p, json_t *request, api_status *
                                "fix", fix, "batch_seqs",
                                (json_int_t)o->batch_min_seqs, (json_int_t)o->batch_max_seqs,
                                "frameworks", fws);
+    return search;
+}
+
+static json_t *normal_form(struct api_prepared *p, json_t *request, api_status *st)
+{
+    const api_request *r = &p->r;
+    const mfu_system *sys = &p->sys;
+    const mfu_search_opts *o = &p->o;
+    double deadline = p->deadline;
+    json_t *out = NULL;
+    mfu_config mc;
+    json_t *meas = json_object_get(request, "measured");
+    json_t *mj = NULL;
+    if (meas) {
+        double t;
+        json_t *tr;
+        if (parse_measured(meas, 0, &t, &tr, st)) goto fail;
+        json_t *cj = json_object_get(meas, "config");
+        if (!cj) { api_fail(st, 422, "/measured/config", "required field is missing"); goto fail; }
+        if (parse_config(cj, "/measured/config", sys, &mc, st)) goto fail;
+        mc.tp_overlap = r->tp_overlap;
+        mc.ep_overlap = r->ep_overlap;
+        mj = json_pack("{s:o}", "config", config_json_min(sys, &mc));
+        if (t > 0) json_object_set_new(mj, "step_time_s", json_real(t));
+        if (tr) json_object_set_new(mj, "trace", json_deep_copy(tr));
+    }
+    json_t *search = normal_search(sys, o, deadline);
     json_t *model = api_model_to_ir(&r->model);
     out = json_pack("{s:o,s:o,s:I,s:{s:I,s:I,s:s,s:s,s:b,s:b,s:s,s:s,s:b},s:s,s:o}", "model", model,
                     "hardware", api_hardware_to_json(&r->hw), "devices", (json_int_t)r->devices,
