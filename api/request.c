@@ -214,6 +214,47 @@ static int scan_custom_modules(json_t *req, unsigned *custom, unsigned mx[2], ap
 /* A configuration (measured or pinned). Divisibility is checked here (an
  * illegal configuration is a 422); whether a framework launches it is
  * reported with the result, not refused. */
+/* A configuration's "pipeline_split": "even", "account",
+ * {"first": n, "last": n}, or the search's default for (pp, vpp). -1 when
+ * refused; *bad set when first/last had errors (reported with the rest). */
+static int parse_split(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c, int *bad_out,
+                       api_status *st)
+{
+    char p[256];
+    int bad = 0;
+    json_t *sj = json_object_get(cj, "pipeline_split");
+    const char *sp_ptr = jv_ptr(p, sizeof p, ptr, "pipeline_split");
+    if (!sj) {
+        if (mfu_config_default_split(sys, c) != MFU_OK) {
+            api_fail(st, 422, sp_ptr, "no split of %lld layers over pp %lld x vpp %lld; give one",
+                     (long long)sys->layers, (long long)c->ax[MFU_AX_PP], (long long)c->vpp);
+            return -1;
+        }
+    } else if (json_is_string(sj)) {
+        int k = -1;
+        for (int i = 0; i < 2; i++) if (!strcmp(json_string_value(sj), api_split_names[i])) k = i;
+        if (k < 0) {
+            api_fail(st, 422, sp_ptr, "must be \"even\", \"account\" or {\"first\": layers, \"last\": layers}");
+            return -1;
+        }
+        c->split = (mfu_split)k;
+    } else if (json_is_object(sj)) {
+        c->split = MFU_SPLIT_FIRST_LAST;
+        bad |= jv_int(sj, "first", sp_ptr, JV_REQUIRED, 0, 0, API_MAX_LAYERS, &c->pp_first, st);
+        bad |= jv_int(sj, "last", sp_ptr, JV_REQUIRED, 0, 0, API_MAX_LAYERS, &c->pp_last, st);
+        if (!bad && c->pp_first + c->pp_last > sys->layers) {
+            api_fail(st, 422, sp_ptr, "first + last exceed the model's %lld layers", (long long)sys->layers);
+            return -1;
+        }
+    } else {
+        api_fail(st, 422, sp_ptr, "must be \"even\", \"account\" or {\"first\": layers, \"last\": layers}");
+        return -1;
+    }
+    if (sj) mfu_config_fill_stages(sys, c);
+    *bad_out = bad;
+    return 0;
+}
+
 static int parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c,
                         api_status *st)
 {
@@ -252,37 +293,9 @@ static int parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_
     c->recompute = rc < 0 ? MFU_RC_NONE : rc;
     bad |= jv_int(cj, "recompute_layers", ptr, JV_OPTIONAL, -1, -1, API_MAX_LAYERS, &c->recompute_layers, st);
     if (bad) return -1;
-    /* the pipeline split: "even", "account", {"first": n, "last": n}, or
-     * the search's default for (pp, vpp) */
-    json_t *sj = json_object_get(cj, "pipeline_split");
-    const char *sp_ptr = jv_ptr(p, sizeof p, ptr, "pipeline_split");
-    if (!sj) {
-        if (mfu_config_default_split(sys, c) != MFU_OK) {
-            api_fail(st, 422, sp_ptr, "no split of %lld layers over pp %lld x vpp %lld; give one",
-                     (long long)sys->layers, (long long)c->ax[MFU_AX_PP], (long long)c->vpp);
-            return -1;
-        }
-    } else if (json_is_string(sj)) {
-        int k = -1;
-        for (int i = 0; i < 2; i++) if (!strcmp(json_string_value(sj), api_split_names[i])) k = i;
-        if (k < 0) {
-            api_fail(st, 422, sp_ptr, "must be \"even\", \"account\" or {\"first\": layers, \"last\": layers}");
-            return -1;
-        }
-        c->split = (mfu_split)k;
-    } else if (json_is_object(sj)) {
-        c->split = MFU_SPLIT_FIRST_LAST;
-        bad |= jv_int(sj, "first", sp_ptr, JV_REQUIRED, 0, 0, API_MAX_LAYERS, &c->pp_first, st);
-        bad |= jv_int(sj, "last", sp_ptr, JV_REQUIRED, 0, 0, API_MAX_LAYERS, &c->pp_last, st);
-        if (!bad && c->pp_first + c->pp_last > sys->layers) {
-            api_fail(st, 422, sp_ptr, "first + last exceed the model's %lld layers", (long long)sys->layers);
-            return -1;
-        }
-    } else {
-        api_fail(st, 422, sp_ptr, "must be \"even\", \"account\" or {\"first\": layers, \"last\": layers}");
-        return -1;
-    }
-    if (sj) mfu_config_fill_stages(sys, c);
+    int split_bad = 0;
+    if (parse_split(cj, ptr, sys, c, &split_bad, st)) return -1;
+    bad |= split_bad;
     int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
     double per = (double)c->mbs * (double)D * (double)sys->train.seq;
     int64_t ga_default = (int64_t)floor(sys->train.global_batch_tokens / per + 0.5);
