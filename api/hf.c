@@ -418,17 +418,19 @@ typedef struct hf_common {
 } hf_common;
 
 /* Softmax-attention families: attention of layer i into ls[i]. */
-static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, layer_spec *ls)
+/* Heads, KV heads and head_dim of a softmax-attention layer. */
+static int attn_heads(hf_ctx *c, hf_family fam, const hf_common *cm, long long *heads_out, long long *kv_out,
+                      long long *hd_out)
 {
-    long long heads, kv, hd, window = 0;
+    long long heads, kv, hd;
     char ptr[256];
-    if (hf_int(c, "num_attention_heads", 1, 0, 1, API_MAX_DIM, &heads) < 0) return;
-    if (hf_int(c, "num_key_value_heads", 0, heads, 1, API_MAX_DIM, &kv) < 0) return;
+    if (hf_int(c, "num_attention_heads", 1, 0, 1, API_MAX_DIM, &heads) < 0) return -1;
+    if (hf_int(c, "num_key_value_heads", 0, heads, 1, API_MAX_DIM, &kv) < 0) return -1;
     if (heads % kv != 0) {
         hf_lookup(c, "num_key_value_heads", ptr, sizeof ptr);
         hf_fail(c, ptr, "%s (%lld) must divide num_attention_heads (%lld)",
                 "num_key_value_heads", kv, heads);
-        return;
+        return -1;
     }
     /* Config-class defaults when head_dim is absent: Qwen3Config and
      * Qwen3MoeConfig 128, GemmaConfig and Gemma2Config 256; the others
@@ -442,13 +444,13 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
     if (fam == F_LLAMA4) hd_default = 128;
     if (fam == F_QWEN3_NEXT) hd_default = 256;
     int r = hf_int(c, "head_dim", 0, hd_default, 1, API_MAX_DIM, &hd);
-    if (r < 0) return;
+    if (r < 0) return -1;
     if (r == 0 && hd_default == 0) {
         if (cm->h % heads != 0) {
             hf_lookup(c, "num_attention_heads", ptr, sizeof ptr);
             hf_fail(c, ptr, "%s (%lld) must divide hidden_size (%lld) when head_dim is absent",
                     "num_attention_heads", heads, cm->h);
-            return;
+            return -1;
         }
         hd = cm->h / heads;
     }
@@ -456,9 +458,16 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
         hf_lookup(c, "head_dim", ptr, sizeof ptr);
         hf_fail(c, ptr, "%s x num_attention_heads = %lld exceeds %lld", "head_dim", heads * hd,
                 (long long)API_MAX_DIM);
-        return;
+        return -1;
     }
+    *heads_out = heads;
+    *kv_out = kv;
+    *hd_out = hd;
+    return 0;
+}
 
+static int attn_biases(hf_ctx *c, hf_family fam, int *qkv_bias, int *out_bias)
+{
     /* Biases on q/k/v: Qwen2 / Qwen2-MoE always (modeling_qwen2.py
      * q_proj(bias=True)), Phi-3 never (qkv_proj bias=False); the others
      * follow attention_bias (default false; GptOssConfig true). The output
@@ -466,39 +475,43 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
      * o_proj (LlamaAttention, Qwen3Attention, GemmaAttention,
      * GptOssAttention, Llama4TextAttention, Qwen3NextAttention); Qwen2,
      * Mistral and Phi-3 have none there. */
-    int qkv_bias = 0, out_bias = 0;
-    if (fam == F_QWEN2 || fam == F_QWEN2_MOE) qkv_bias = 1;
-    else if (fam != F_PHI3 && hf_bool(c, "attention_bias", fam == F_GPT_OSS, &qkv_bias) < 0) return;
+    *qkv_bias = 0;
+    *out_bias = 0;
+    if (fam == F_QWEN2 || fam == F_QWEN2_MOE) *qkv_bias = 1;
+    else if (fam != F_PHI3 && hf_bool(c, "attention_bias", fam == F_GPT_OSS, qkv_bias) < 0) return -1;
     if (fam == F_LLAMA || fam == F_QWEN3 || fam == F_QWEN3_MOE || fam == F_GEMMA ||
         fam == F_GEMMA2 || fam == F_GPT_OSS || fam == F_LLAMA4 || fam == F_QWEN3_NEXT)
-        out_bias = qkv_bias;
+        *out_bias = *qkv_bias;
+    return 0;
+}
 
+static int attn_rotary(hf_ctx *c, hf_family fam, long long hd, long long *rotary_dim)
+{
+    char ptr[256];
     /* Partial rotary (Phi3Config / Qwen3NextConfig partial_rotary_factor,
      * also inside rope_parameters in newer files): RoPE rotates
      * int(head_dim x factor) dims. Qwen3-Next's default is 0.25. */
-    long long rotary_dim = 0;
+    *rotary_dim = 0;
     if (fam == F_PHI3 || fam == F_QWEN3_NEXT) {
         double prf;
         int got = hf_num(c, "partial_rotary_factor", fam == F_QWEN3_NEXT ? 0.25 : 1.0, 1.0, &prf);
-        if (got < 0) return;
+        if (got < 0) return -1;
         if (got == 0) {
             json_t *rp = hf_lookup(c, "rope_parameters", ptr, sizeof ptr);
             json_t *f = json_is_object(rp) ? json_object_get(rp, "partial_rotary_factor") : NULL;
             if (json_is_number(f) && json_number_value(f) > 0 && json_number_value(f) <= 1.0)
                 prf = json_number_value(f);
         }
-        rotary_dim = (long long)((double)hd * prf);
-        if (rotary_dim < 1) rotary_dim = 1;
-        if (rotary_dim >= hd) rotary_dim = 0;
+        *rotary_dim = (long long)((double)hd * prf);
+        if (*rotary_dim < 1) *rotary_dim = 1;
+        if (*rotary_dim >= hd) *rotary_dim = 0;
     }
+    return 0;
+}
 
-    /* Sliding windows. */
-    unsigned char *sl = api_calloc((size_t)cm->n_layers, 1);
-    if (!sl) {
-        api_fail(c->st, 500, c->cfg_ptr, "out of memory");
-        c->failed++;
-        return;
-    }
+/* Which layers slide (sl[i]) and the window. */
+static int attn_windows(hf_ctx *c, hf_family fam, const hf_common *cm, unsigned char *sl, long long *window)
+{
     switch (fam) {
     case F_MISTRAL:
     case F_MIXTRAL:
@@ -506,8 +519,8 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
         /* modeling_mistral.py / modeling_mixtral.py: sliding_window (null =
          * none) on every layer; modular_phi3.py the same (Phi3Attention
          * passes sliding_window to every layer's attention) */
-        if (hf_int(c, "sliding_window", 0, 0, 0, API_MAX_SEQ, &window) < 0) goto out;
-        for (long long i = 0; i < cm->n_layers; i++) sl[i] = window > 0;
+        if (hf_int(c, "sliding_window", 0, 0, 0, API_MAX_SEQ, window) < 0) return -1;
+        for (long long i = 0; i < cm->n_layers; i++) sl[i] = *window > 0;
         break;
     case F_QWEN2:
     case F_QWEN2_MOE:
@@ -518,15 +531,15 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
          * layers, else layers i >= max_window_layers slide. */
         int use_sw, lt;
         long long mwl;
-        if (hf_bool(c, "use_sliding_window", 0, &use_sw) < 0) goto out;
-        if ((lt = hf_layer_types(c, cm->n_layers, sl)) < 0) goto out;
+        if (hf_bool(c, "use_sliding_window", 0, &use_sw) < 0) return -1;
+        if ((lt = hf_layer_types(c, cm->n_layers, sl)) < 0) return -1;
         if (!use_sw) {
             for (long long i = 0; i < cm->n_layers; i++) sl[i] = 0;
             break;
         }
-        if (hf_int(c, "sliding_window", 0, 0, 0, API_MAX_SEQ, &window) < 0) goto out;
+        if (hf_int(c, "sliding_window", 0, 0, 0, API_MAX_SEQ, window) < 0) return -1;
         if (lt == 0) {
-            if (hf_int(c, "max_window_layers", 0, 28, 0, API_MAX_LAYERS, &mwl) < 0) goto out;
+            if (hf_int(c, "max_window_layers", 0, 28, 0, API_MAX_LAYERS, &mwl) < 0) return -1;
             for (long long i = 0; i < cm->n_layers; i++) sl[i] = i >= mwl;
         }
         break;
@@ -538,9 +551,9 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
          * GptOssConfig: layer_types default "sliding_attention" if
          * (i + 1) % 2 else "full_attention" (even layers slide), window 128. */
         int lt;
-        if (hf_int(c, "sliding_window", 0, fam == F_GPT_OSS ? 128 : 4096, 0, API_MAX_SEQ, &window) < 0)
-            goto out;
-        if ((lt = hf_layer_types(c, cm->n_layers, sl)) < 0) goto out;
+        if (hf_int(c, "sliding_window", 0, fam == F_GPT_OSS ? 128 : 4096, 0, API_MAX_SEQ, window) < 0)
+            return -1;
+        if ((lt = hf_layer_types(c, cm->n_layers, sl)) < 0) return -1;
         if (lt == 0)
             for (long long i = 0; i < cm->n_layers; i++) sl[i] = (i % 2) == 0;
         break;
@@ -548,24 +561,42 @@ static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, lay
     default:
         break; /* llama, gemma: full attention everywhere */
     }
-    for (long long i = 0; i < cm->n_layers; i++) {
-        ls[i].attn_kind = L_MHA;
-        ls[i].n_heads = heads;
-        ls[i].n_kv_heads = kv;
-        ls[i].head_dim = hd;
-        ls[i].window = (sl[i] && window > 0) ? window : 0;
-        ls[i].qkv_bias = qkv_bias;
-        ls[i].out_bias = out_bias;
-        ls[i].rotary_dim = rotary_dim;
-        /* Qwen3Attention / Qwen3MoeAttention / Qwen3NextAttention: q_norm and
-         * k_norm, RMSNorm over head_dim */
-        if (fam == F_QWEN3 || fam == F_QWEN3_MOE || fam == F_QWEN3_NEXT) ls[i].qk_norm = QKN_RMS;
-        /* GptOssAttention.sinks */
-        if (fam == F_GPT_OSS) ls[i].sinks = 1;
-        /* Qwen3NextAttention: q_proj doubled, output * sigmoid(gate) */
-        if (fam == F_QWEN3_NEXT) ls[i].output_gate = 1;
+    return 0;
+}
+
+static void softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, layer_spec *ls)
+{
+    long long heads, kv, hd, window = 0, rotary_dim;
+    int qkv_bias, out_bias;
+    if (attn_heads(c, fam, cm, &heads, &kv, &hd) || attn_biases(c, fam, &qkv_bias, &out_bias) ||
+        attn_rotary(c, fam, hd, &rotary_dim))
+        return;
+    /* Sliding windows. */
+    unsigned char *sl = api_calloc((size_t)cm->n_layers, 1);
+    if (!sl) {
+        api_fail(c->st, 500, c->cfg_ptr, "out of memory");
+        c->failed++;
+        return;
     }
-out:
+    if (attn_windows(c, fam, cm, sl, &window) == 0) {
+        for (long long i = 0; i < cm->n_layers; i++) {
+            ls[i].attn_kind = L_MHA;
+            ls[i].n_heads = heads;
+            ls[i].n_kv_heads = kv;
+            ls[i].head_dim = hd;
+            ls[i].window = (sl[i] && window > 0) ? window : 0;
+            ls[i].qkv_bias = qkv_bias;
+            ls[i].out_bias = out_bias;
+            ls[i].rotary_dim = rotary_dim;
+            /* Qwen3Attention / Qwen3MoeAttention / Qwen3NextAttention: q_norm and
+             * k_norm, RMSNorm over head_dim */
+            if (fam == F_QWEN3 || fam == F_QWEN3_MOE || fam == F_QWEN3_NEXT) ls[i].qk_norm = QKN_RMS;
+            /* GptOssAttention.sinks */
+            if (fam == F_GPT_OSS) ls[i].sinks = 1;
+            /* Qwen3NextAttention: q_proj doubled, output * sigmoid(gate) */
+            if (fam == F_QWEN3_NEXT) ls[i].output_gate = 1;
+        }
+    }
     free(sl);
 }
 
