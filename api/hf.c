@@ -1127,6 +1127,94 @@ static void gla_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls, int *any_
 
 /* ---- entry point --------------------------------------------------------- */
 
+/* The config's family by model_type (the text config's own, else the
+ * wrapper's); -1 when absent or not supported (st says so). */
+static int hf_family_index(hf_ctx *c, const char **mts_out, api_status *st)
+{
+    char mptr[256];
+    json_t *mt = hf_lookup(c, "model_type", mptr, sizeof mptr);
+    const char *mts = json_string_value(mt);
+    int fi = -1;
+    for (size_t i = 0; mts && i < sizeof hf_families / sizeof hf_families[0]; i++)
+        if (!strcmp(mts, hf_families[i].name)) fi = (int)i;
+    if (fi < 0) {
+        if (!mt) api_fail(st, 422, mptr, "model_type is required; supported: " HF_SUPPORTED);
+        else if (!mts) api_fail(st, 422, mptr, "model_type must be a string; supported: " HF_SUPPORTED);
+        else
+            api_fail(st, 422, mptr, "unsupported model_type \"%.64s\"; supported: " HF_SUPPORTED,
+                     mts);
+        return -1;
+    }
+    *mts_out = mts;
+    return fi;
+}
+
+/* Every layer of a family into ls; the MLP's activation. */
+static const char *hf_layers(hf_ctx *c, hf_family fam, const hf_common *cm, layer_spec *ls, int *any_softmax)
+{
+    const char *act = "silu";
+    *any_softmax = 1;
+    switch (fam) {
+    case F_DEEPSEEK_V2:
+    case F_DEEPSEEK_V3:
+        deepseek_layers(c, fam, cm, ls);
+        act = hf_activation(c, "hidden_act", "silu");
+        break;
+    case F_GLA:
+        gla_layers(c, cm, ls, any_softmax);
+        act = hf_activation(c, "hidden_act", "swish");
+        break;
+    default:
+        softmax_attention(c, fam, cm, ls);
+        if (c->failed) break;
+        if (fam == F_MIXTRAL) mixtral_mlp(c, cm->n_layers, ls);
+        else if (fam == F_GPT_OSS) gpt_oss_mlp(c, cm->n_layers, ls);
+        else if (fam == F_LLAMA4) llama4_layers(c, cm, ls);
+        else if (fam == F_QWEN2_MOE || fam == F_QWEN3_MOE || fam == F_QWEN3_NEXT)
+            qwen_moe_mlp(c, fam, cm->n_layers, ls);
+        else dense_mlp(c, cm->n_layers, ls);
+        if (!c->failed && fam == F_QWEN3_NEXT) qwen3_next_linear(c, cm, ls);
+        if (fam == F_GEMMA || fam == F_GEMMA2) {
+            /* GemmaMLP: gate/up/down with hidden_activation, falling back
+             * to hidden_act (configuration_gemma.py). GeGLU. */
+            char p[256];
+            act = hf_lookup(c, "hidden_activation", p, sizeof p)
+                      ? hf_activation(c, "hidden_activation", "gelu_pytorch_tanh")
+                      : hf_activation(c, "hidden_act", "gelu_pytorch_tanh");
+        } else {
+            act = hf_activation(c, "hidden_act", "silu");
+        }
+        break;
+    }
+    return act;
+}
+
+/* The model description (docs/model-ir.md) of an imported config. */
+static json_t *hf_ir_json(hf_ctx *c, json_t *hf, const char *mts, const hf_common *cm, long long maxpos, int tie,
+                          int any_softmax, json_t *layers)
+{
+    /* Name: _name_or_path when the file carries one, else the model_type. */
+    char name[MFU_NAME_LEN];
+    const char *np = json_string_value(json_object_get(hf, "_name_or_path"));
+    snprintf(name, sizeof name, "%s", (np && *np) ? np : mts);
+    json_t *jname = json_string(name); /* NULL if truncation split a UTF-8 char */
+    if (!jname) jname = json_string(mts);
+
+    json_t *ir = json_object();
+    json_object_set_new(ir, "name", jname);
+    json_object_set_new(ir, "d_model", json_integer(cm->h));
+    json_object_set_new(ir, "vocab", json_integer(cm->vocab));
+    json_object_set_new(ir, "tie_embeddings", json_boolean(tie));
+    json_object_set_new(ir, "norm", json_string("rmsnorm")); /* all families: RMSNorm */
+    json_object_set_new(ir, "position", json_string(any_softmax ? "rope" : "none"));
+    if (maxpos > 0) json_object_set_new(ir, "max_positions", json_integer(maxpos));
+    json_object_set_new(ir, "bias", json_false());
+    json_object_set_new(ir, "dropout", json_false());
+    json_object_set_new(ir, "layers", layers);
+    if (c->approx) json_object_set_new(ir, "approximations", c->approx);
+    return ir;
+}
+
 json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
 {
     hf_ctx c;
@@ -1154,21 +1242,9 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
         snprintf(c.cfg_ptr, sizeof c.cfg_ptr, "%.190s/text_config", ptr);
     }
 
-    /* model_type: the text config's own, else the wrapper's. */
-    char mptr[256];
-    json_t *mt = hf_lookup(&c, "model_type", mptr, sizeof mptr);
-    const char *mts = json_string_value(mt);
-    int fi = -1;
-    for (size_t i = 0; mts && i < sizeof hf_families / sizeof hf_families[0]; i++)
-        if (!strcmp(mts, hf_families[i].name)) fi = (int)i;
-    if (fi < 0) {
-        if (!mt) api_fail(st, 422, mptr, "model_type is required; supported: " HF_SUPPORTED);
-        else if (!mts) api_fail(st, 422, mptr, "model_type must be a string; supported: " HF_SUPPORTED);
-        else
-            api_fail(st, 422, mptr, "unsupported model_type \"%.64s\"; supported: " HF_SUPPORTED,
-                     mts);
-        return NULL;
-    }
+    const char *mts = NULL;
+    int fi = hf_family_index(&c, &mts, st);
+    if (fi < 0) return NULL;
     hf_family fam = hf_families[fi].fam;
 
     hf_common cm;
@@ -1196,40 +1272,8 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
         api_fail(st, 500, c.cfg_ptr, "out of memory");
         return NULL;
     }
-    const char *act = "silu";
     int any_softmax = 1;
-    switch (fam) {
-    case F_DEEPSEEK_V2:
-    case F_DEEPSEEK_V3:
-        deepseek_layers(&c, fam, &cm, ls);
-        act = hf_activation(&c, "hidden_act", "silu");
-        break;
-    case F_GLA:
-        gla_layers(&c, &cm, ls, &any_softmax);
-        act = hf_activation(&c, "hidden_act", "swish");
-        break;
-    default:
-        softmax_attention(&c, fam, &cm, ls);
-        if (c.failed) break;
-        if (fam == F_MIXTRAL) mixtral_mlp(&c, cm.n_layers, ls);
-        else if (fam == F_GPT_OSS) gpt_oss_mlp(&c, cm.n_layers, ls);
-        else if (fam == F_LLAMA4) llama4_layers(&c, &cm, ls);
-        else if (fam == F_QWEN2_MOE || fam == F_QWEN3_MOE || fam == F_QWEN3_NEXT)
-            qwen_moe_mlp(&c, fam, cm.n_layers, ls);
-        else dense_mlp(&c, cm.n_layers, ls);
-        if (!c.failed && fam == F_QWEN3_NEXT) qwen3_next_linear(&c, &cm, ls);
-        if (fam == F_GEMMA || fam == F_GEMMA2) {
-            /* GemmaMLP: gate/up/down with hidden_activation, falling back
-             * to hidden_act (configuration_gemma.py). GeGLU. */
-            char p[256];
-            act = hf_lookup(&c, "hidden_activation", p, sizeof p)
-                      ? hf_activation(&c, "hidden_activation", "gelu_pytorch_tanh")
-                      : hf_activation(&c, "hidden_act", "gelu_pytorch_tanh");
-        } else {
-            act = hf_activation(&c, "hidden_act", "silu");
-        }
-        break;
-    }
+    const char *act = hf_layers(&c, fam, &cm, ls, &any_softmax);
     if (c.failed) {
         free(ls);
         json_decref(c.approx);
@@ -1242,24 +1286,5 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
         return NULL;
     }
 
-    /* Name: _name_or_path when the file carries one, else the model_type. */
-    char name[MFU_NAME_LEN];
-    const char *np = json_string_value(json_object_get(hf, "_name_or_path"));
-    snprintf(name, sizeof name, "%s", (np && *np) ? np : mts);
-    json_t *jname = json_string(name); /* NULL if truncation split a UTF-8 char */
-    if (!jname) jname = json_string(mts);
-
-    json_t *ir = json_object();
-    json_object_set_new(ir, "name", jname);
-    json_object_set_new(ir, "d_model", json_integer(cm.h));
-    json_object_set_new(ir, "vocab", json_integer(cm.vocab));
-    json_object_set_new(ir, "tie_embeddings", json_boolean(tie));
-    json_object_set_new(ir, "norm", json_string("rmsnorm")); /* all families: RMSNorm */
-    json_object_set_new(ir, "position", json_string(any_softmax ? "rope" : "none"));
-    if (maxpos > 0) json_object_set_new(ir, "max_positions", json_integer(maxpos));
-    json_object_set_new(ir, "bias", json_false());
-    json_object_set_new(ir, "dropout", json_false());
-    json_object_set_new(ir, "layers", layers);
-    if (c.approx) json_object_set_new(ir, "approximations", c.approx);
-    return ir;
+    return hf_ir_json(&c, hf, mts, &cm, maxpos, tie, any_softmax, layers);
 }
