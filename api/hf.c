@@ -1009,6 +1009,68 @@ static void deepseek_layers(hf_ctx *c, hf_family fam, const hf_common *cm, layer
  *   config.attn = {layers, num_heads, num_kv_heads, qkv_bias, window_size}
  *   makes the listed layers softmax attention (fla/layers/attn.py: head_dim
  *   = hidden / num_heads). */
+/* A hybrid's softmax-attention layers (flash-linear-attention's GLAConfig.attn: layers,
+ * num_heads, num_kv_heads, qkv_bias, window_size) over the GLA ones. */
+static void gla_hybrid(hf_ctx *c, const hf_common *cm, layer_spec *ls, int *any_softmax)
+{
+    char ptr[256];
+    json_t *attn = hf_lookup(c, "attn", ptr, sizeof ptr);
+    if (!attn) return;
+    if (!json_is_object(attn)) {
+        hf_fail(c, ptr, "%s must be an object {layers, num_heads, ...} or null", "attn");
+        return;
+    }
+    hf_ctx sub = *c; /* read the attn object's fields with the same helpers */
+    sub.cfg = sub.top = attn;
+    snprintf(sub.cfg_ptr, sizeof sub.cfg_ptr, "%.200s", ptr);
+    snprintf(sub.top_ptr, sizeof sub.top_ptr, "%.200s", ptr);
+    sub.failed = 0;
+    long long ah, akv, win;
+    int bias;
+    char p[256];
+    json_t *layers = hf_lookup(&sub, "layers", p, sizeof p);
+    if (!json_is_array(layers)) {
+        hf_fail(c, p, "%s must be an array of layer indices", "attn.layers");
+        return;
+    }
+    if (hf_int(&sub, "num_heads", 1, 0, 1, API_MAX_DIM, &ah) < 0 ||
+        hf_int(&sub, "num_kv_heads", 0, ah, 1, API_MAX_DIM, &akv) < 0 ||
+        hf_bool(&sub, "qkv_bias", 0, &bias) < 0 ||
+        hf_int(&sub, "window_size", 0, 0, 0, API_MAX_SEQ, &win) < 0) {
+        c->failed += sub.failed;
+        return;
+    }
+    if (cm->h % ah != 0) {
+        hf_lookup(&sub, "num_heads", p, sizeof p);
+        hf_fail(c, p, "%s (%lld) must divide hidden_size (%lld)", "attn.num_heads", ah, cm->h);
+        return;
+    }
+    if (ah % akv != 0) {
+        hf_lookup(&sub, "num_kv_heads", p, sizeof p);
+        hf_fail(c, p, "%s (%lld) must divide attn.num_heads (%lld)", "attn.num_kv_heads", akv, ah);
+        return;
+    }
+    for (size_t j = 0; j < json_array_size(layers); j++) {
+        long long idx;
+        if (hf_as_int(json_array_get(layers, j), &idx) != 0 || idx < 0 || idx >= cm->n_layers) {
+            char q[300];
+            snprintf(q, sizeof q, "%s/layers/%zu", ptr, j);
+            hf_fail(c, q, "%s entries must be layer indices in [0, %lld)", "attn.layers",
+                    cm->n_layers);
+            return;
+        }
+        layer_spec *l = &ls[idx];
+        l->attn_kind = L_MHA;
+        l->n_heads = ah;
+        l->n_kv_heads = akv;
+        l->head_dim = cm->h / ah;
+        l->window = win;
+        l->qkv_bias = bias;
+        l->key_dim = l->value_dim = l->gate_rank = l->chunk_size = l->output_gate = 0;
+        *any_softmax = 1;
+    }
+}
+
 static void gla_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls, int *any_softmax)
 {
     char ptr[256];
@@ -1066,63 +1128,7 @@ static void gla_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls, int *any_
         ls[i].mlp_kind = L_DENSE;
         ls[i].ffn_dim = ffn;
     }
-
-    /* Hybrid: softmax-attention layers. */
-    json_t *attn = hf_lookup(c, "attn", ptr, sizeof ptr);
-    if (!attn) return;
-    if (!json_is_object(attn)) {
-        hf_fail(c, ptr, "%s must be an object {layers, num_heads, ...} or null", "attn");
-        return;
-    }
-    hf_ctx sub = *c; /* read the attn object's fields with the same helpers */
-    sub.cfg = sub.top = attn;
-    snprintf(sub.cfg_ptr, sizeof sub.cfg_ptr, "%.200s", ptr);
-    snprintf(sub.top_ptr, sizeof sub.top_ptr, "%.200s", ptr);
-    sub.failed = 0;
-    long long ah, akv, win;
-    int bias;
-    char p[256];
-    json_t *layers = hf_lookup(&sub, "layers", p, sizeof p);
-    if (!json_is_array(layers)) {
-        hf_fail(c, p, "%s must be an array of layer indices", "attn.layers");
-        return;
-    }
-    if (hf_int(&sub, "num_heads", 1, 0, 1, API_MAX_DIM, &ah) < 0 ||
-        hf_int(&sub, "num_kv_heads", 0, ah, 1, API_MAX_DIM, &akv) < 0 ||
-        hf_bool(&sub, "qkv_bias", 0, &bias) < 0 ||
-        hf_int(&sub, "window_size", 0, 0, 0, API_MAX_SEQ, &win) < 0) {
-        c->failed += sub.failed;
-        return;
-    }
-    if (cm->h % ah != 0) {
-        hf_lookup(&sub, "num_heads", p, sizeof p);
-        hf_fail(c, p, "%s (%lld) must divide hidden_size (%lld)", "attn.num_heads", ah, cm->h);
-        return;
-    }
-    if (ah % akv != 0) {
-        hf_lookup(&sub, "num_kv_heads", p, sizeof p);
-        hf_fail(c, p, "%s (%lld) must divide attn.num_heads (%lld)", "attn.num_kv_heads", akv, ah);
-        return;
-    }
-    for (size_t j = 0; j < json_array_size(layers); j++) {
-        long long idx;
-        if (hf_as_int(json_array_get(layers, j), &idx) != 0 || idx < 0 || idx >= cm->n_layers) {
-            char q[300];
-            snprintf(q, sizeof q, "%s/layers/%zu", ptr, j);
-            hf_fail(c, q, "%s entries must be layer indices in [0, %lld)", "attn.layers",
-                    cm->n_layers);
-            return;
-        }
-        layer_spec *l = &ls[idx];
-        l->attn_kind = L_MHA;
-        l->n_heads = ah;
-        l->n_kv_heads = akv;
-        l->head_dim = cm->h / ah;
-        l->window = win;
-        l->qkv_bias = bias;
-        l->key_dim = l->value_dim = l->gate_rank = l->chunk_size = l->output_gate = 0;
-        *any_softmax = 1;
-    }
+    gla_hybrid(c, cm, ls, any_softmax);
 }
 
 /* ---- entry point --------------------------------------------------------- */
