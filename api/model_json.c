@@ -22,6 +22,136 @@ static const char *const PLATFORMS[] = {"gpu", "tpu", NULL};
 
 const char *api_dtype_name(mfu_dtype d) { return DTYPES[d]; }
 
+/* Softmax attention (MHA/GQA/MQA) and its variants. */
+static int attn_mha(json_t *a, const char *ptr, const mfu_model *m, mfu_attention *out, api_status *st)
+{
+    int bad = 0;
+    char p[256];
+    int qb = 0;
+    bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
+                  &out->n_kv_heads, st);
+    bad |= jv_int(a, "head_dim", ptr, JV_OPTIONAL,
+                  m->d_model % out->n_heads == 0 ? m->d_model / out->n_heads : 0, 1,
+                  API_MAX_DIM, &out->head_dim, st);
+    bad |= jv_int(a, "window", ptr, JV_OPTIONAL, 0, 0, API_MAX_SEQ, &out->window, st);
+    bad |= jv_bool(a, "qkv_bias", ptr, JV_OPTIONAL, 0, &qb, st);
+    out->qkv_bias = qb;
+    {
+        /* the newer families (docs/model-ir.md): chunked attention,
+         * NoPE layers, partial rotary, sinks, output bias and gate,
+         * q/k norms */
+        int nope = 0, sinks = 0, ob = 0, og = 0, qkn = 0;
+        bad |= jv_int(a, "chunk", ptr, JV_OPTIONAL, 0, 0, API_MAX_SEQ, &out->chunk, st);
+        bad |= jv_bool(a, "nope", ptr, JV_OPTIONAL, 0, &nope, st);
+        bad |= jv_bool(a, "sinks", ptr, JV_OPTIONAL, 0, &sinks, st);
+        bad |= jv_bool(a, "out_bias", ptr, JV_OPTIONAL, 0, &ob, st);
+        bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 0, &og, st);
+        bad |= jv_enum(a, "qk_norm", ptr, JV_OPTIONAL, 0, QK_NORMS, &qkn, st);
+        out->nope = nope;
+        out->sinks = sinks;
+        out->out_bias = ob;
+        out->output_gate = og;
+        out->qk_norm = (mfu_qk_norm)qkn;
+        if (!bad && out->head_dim > 0)
+            bad |= jv_int(a, "rotary_dim", ptr, JV_OPTIONAL, out->head_dim, 1, out->head_dim,
+                          &out->rotary_dim, st);
+    }
+    if (!bad && out->n_heads % out->n_kv_heads != 0) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"),
+                 "must divide n_heads (%lld), got %lld", (long long)out->n_heads,
+                 (long long)out->n_kv_heads);
+        bad = -1;
+    }
+    if (!bad && out->head_dim == 0) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "head_dim"),
+                 "required when n_heads (%lld) does not divide d_model (%lld)",
+                 (long long)out->n_heads, (long long)m->d_model);
+        bad = -1;
+    }
+    return bad;
+}
+
+/* Multi-head latent attention (DeepSeek-V2/V3). */
+static int attn_mla(json_t *a, const char *ptr, mfu_attention *out, api_status *st)
+{
+    int bad = 0;
+    bad |= jv_int(a, "q_lora_rank", ptr, JV_OPTIONAL, 0, 0, API_MAX_DIM, &out->q_lora_rank, st);
+    bad |= jv_int(a, "kv_lora_rank", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->kv_lora_rank, st);
+    bad |= jv_int(a, "qk_nope_head_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM,
+                  &out->qk_nope_head_dim, st);
+    bad |= jv_int(a, "qk_rope_head_dim", ptr, JV_REQUIRED, 0, 0, API_MAX_DIM,
+                  &out->qk_rope_head_dim, st);
+    bad |= jv_int(a, "v_head_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->v_head_dim, st);
+    out->n_kv_heads = out->n_heads;
+    return bad;
+}
+
+/* Gated linear attention. */
+static int attn_gla(json_t *a, const char *ptr, mfu_attention *out, api_status *st)
+{
+    int bad = 0;
+    char p[256];
+    int og = 1;
+    bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
+                  &out->n_kv_heads, st);
+    bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
+    bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
+    /* fla GatedLinearAttention: gate_low_rank_dim = 16, chunk size 64 */
+    bad |= jv_int(a, "gate_rank", ptr, JV_OPTIONAL, 16, 1, API_MAX_DIM, &out->gate_rank, st);
+    bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
+    bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
+    out->output_gate = og;
+    if (!bad && out->n_heads % out->n_kv_heads != 0) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"), "must divide n_heads (%lld)",
+                 (long long)out->n_heads);
+        bad = -1;
+    }
+    if (!bad && (out->key_dim % out->n_heads || out->value_dim % out->n_heads)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "key_dim"),
+                 "key_dim and value_dim must be multiples of n_heads (%lld)",
+                 (long long)out->n_heads);
+        bad = -1;
+    }
+    return bad;
+}
+
+/* Gated DeltaNet. */
+static int attn_gdn(json_t *a, const char *ptr, mfu_attention *out, api_status *st)
+{
+    int bad = 0;
+    char p[256];
+    /* Gated DeltaNet (Qwen3-Next linear_attention layers): n_heads value
+     * heads, n_kv_heads query/key heads, key_dim over the q/k heads,
+     * value_dim over the value heads; conv_size 4 and chunk 64 (HF
+     * Qwen3NextConfig linear_conv_kernel_dim, fla chunk_size) */
+    int og = 1;
+    bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
+                  &out->n_kv_heads, st);
+    bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
+    bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
+    bad |= jv_int(a, "conv_size", ptr, JV_OPTIONAL, 4, 0, 64, &out->conv_size, st);
+    bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
+    bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
+    out->output_gate = og;
+    if (!bad && out->n_heads % out->n_kv_heads != 0) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"),
+                 "must divide n_heads (%lld): value heads share a query/key head",
+                 (long long)out->n_heads);
+        bad = -1;
+    }
+    if (!bad && out->key_dim % out->n_kv_heads) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "key_dim"),
+                 "must be a multiple of n_kv_heads (%lld)", (long long)out->n_kv_heads);
+        bad = -1;
+    }
+    if (!bad && out->value_dim % out->n_heads) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "value_dim"),
+                 "must be a multiple of n_heads (%lld)", (long long)out->n_heads);
+        bad = -1;
+    }
+    return bad;
+}
+
 static int parse_attention(json_t *a, const char *ptr, const mfu_model *m, mfu_attention *out,
                            api_status *st)
 {
@@ -35,117 +165,11 @@ static int parse_attention(json_t *a, const char *ptr, const mfu_model *m, mfu_a
     out->kind = (mfu_attn_kind)kind;
     bad |= jv_int(a, "n_heads", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->n_heads, st);
     if (bad) return -1;
-    char p[256];
-    int qb = 0;
     switch (out->kind) {
-    case MFU_ATTN_MHA:
-        bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
-                      &out->n_kv_heads, st);
-        bad |= jv_int(a, "head_dim", ptr, JV_OPTIONAL,
-                      m->d_model % out->n_heads == 0 ? m->d_model / out->n_heads : 0, 1,
-                      API_MAX_DIM, &out->head_dim, st);
-        bad |= jv_int(a, "window", ptr, JV_OPTIONAL, 0, 0, API_MAX_SEQ, &out->window, st);
-        bad |= jv_bool(a, "qkv_bias", ptr, JV_OPTIONAL, 0, &qb, st);
-        out->qkv_bias = qb;
-        {
-            /* the newer families (docs/model-ir.md): chunked attention,
-             * NoPE layers, partial rotary, sinks, output bias and gate,
-             * q/k norms */
-            int nope = 0, sinks = 0, ob = 0, og = 0, qkn = 0;
-            bad |= jv_int(a, "chunk", ptr, JV_OPTIONAL, 0, 0, API_MAX_SEQ, &out->chunk, st);
-            bad |= jv_bool(a, "nope", ptr, JV_OPTIONAL, 0, &nope, st);
-            bad |= jv_bool(a, "sinks", ptr, JV_OPTIONAL, 0, &sinks, st);
-            bad |= jv_bool(a, "out_bias", ptr, JV_OPTIONAL, 0, &ob, st);
-            bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 0, &og, st);
-            bad |= jv_enum(a, "qk_norm", ptr, JV_OPTIONAL, 0, QK_NORMS, &qkn, st);
-            out->nope = nope;
-            out->sinks = sinks;
-            out->out_bias = ob;
-            out->output_gate = og;
-            out->qk_norm = (mfu_qk_norm)qkn;
-            if (!bad && out->head_dim > 0)
-                bad |= jv_int(a, "rotary_dim", ptr, JV_OPTIONAL, out->head_dim, 1, out->head_dim,
-                              &out->rotary_dim, st);
-        }
-        if (!bad && out->n_heads % out->n_kv_heads != 0) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"),
-                     "must divide n_heads (%lld), got %lld", (long long)out->n_heads,
-                     (long long)out->n_kv_heads);
-            bad = -1;
-        }
-        if (!bad && out->head_dim == 0) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "head_dim"),
-                     "required when n_heads (%lld) does not divide d_model (%lld)",
-                     (long long)out->n_heads, (long long)m->d_model);
-            bad = -1;
-        }
-        break;
-    case MFU_ATTN_MLA:
-        bad |= jv_int(a, "q_lora_rank", ptr, JV_OPTIONAL, 0, 0, API_MAX_DIM, &out->q_lora_rank, st);
-        bad |= jv_int(a, "kv_lora_rank", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->kv_lora_rank, st);
-        bad |= jv_int(a, "qk_nope_head_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM,
-                      &out->qk_nope_head_dim, st);
-        bad |= jv_int(a, "qk_rope_head_dim", ptr, JV_REQUIRED, 0, 0, API_MAX_DIM,
-                      &out->qk_rope_head_dim, st);
-        bad |= jv_int(a, "v_head_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->v_head_dim, st);
-        out->n_kv_heads = out->n_heads;
-        break;
-    case MFU_ATTN_GLA: {
-        int og = 1;
-        bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
-                      &out->n_kv_heads, st);
-        bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
-        bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
-        /* fla GatedLinearAttention: gate_low_rank_dim = 16, chunk size 64 */
-        bad |= jv_int(a, "gate_rank", ptr, JV_OPTIONAL, 16, 1, API_MAX_DIM, &out->gate_rank, st);
-        bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
-        bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
-        out->output_gate = og;
-        if (!bad && out->n_heads % out->n_kv_heads != 0) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"), "must divide n_heads (%lld)",
-                     (long long)out->n_heads);
-            bad = -1;
-        }
-        if (!bad && (out->key_dim % out->n_heads || out->value_dim % out->n_heads)) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "key_dim"),
-                     "key_dim and value_dim must be multiples of n_heads (%lld)",
-                     (long long)out->n_heads);
-            bad = -1;
-        }
-        break;
-    }
-    case MFU_ATTN_GDN: {
-        /* Gated DeltaNet (Qwen3-Next linear_attention layers): n_heads value
-         * heads, n_kv_heads query/key heads, key_dim over the q/k heads,
-         * value_dim over the value heads; conv_size 4 and chunk 64 (HF
-         * Qwen3NextConfig linear_conv_kernel_dim, fla chunk_size) */
-        int og = 1;
-        bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
-                      &out->n_kv_heads, st);
-        bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
-        bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
-        bad |= jv_int(a, "conv_size", ptr, JV_OPTIONAL, 4, 0, 64, &out->conv_size, st);
-        bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
-        bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
-        out->output_gate = og;
-        if (!bad && out->n_heads % out->n_kv_heads != 0) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"),
-                     "must divide n_heads (%lld): value heads share a query/key head",
-                     (long long)out->n_heads);
-            bad = -1;
-        }
-        if (!bad && out->key_dim % out->n_kv_heads) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "key_dim"),
-                     "must be a multiple of n_kv_heads (%lld)", (long long)out->n_kv_heads);
-            bad = -1;
-        }
-        if (!bad && out->value_dim % out->n_heads) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "value_dim"),
-                     "must be a multiple of n_heads (%lld)", (long long)out->n_heads);
-            bad = -1;
-        }
-        break;
-    }
+    case MFU_ATTN_MHA: bad = attn_mha(a, ptr, m, out, st); break;
+    case MFU_ATTN_MLA: bad = attn_mla(a, ptr, out, st); break;
+    case MFU_ATTN_GLA: bad = attn_gla(a, ptr, out, st); break;
+    case MFU_ATTN_GDN: bad = attn_gdn(a, ptr, out, st); break;
     }
     return bad ? -1 : 0;
 }
