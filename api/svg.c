@@ -1038,6 +1038,123 @@ static const char *const TL_SHORT[TL_COUNT] = {"bubble", "forward", "recompute",
 #define SVG_MAX_LANES 1024
 static const char *const TL_AXES[] = {"tp", "cp", "ep", "fsdp", "pp", "dp"};
 
+/* The timeline's geometry and figures (api_svg_timeline). */
+struct tl_geo {
+    double x0, x1, top, span, lane_h, axis_y;
+    double slot, bubble, step;
+    int p;
+    const double *d; /* TL_COUNT seconds per stage */
+};
+
+static double tl_x(const struct tl_geo *g, double s)
+{
+    return g->x0 + (g->x1 - g->x0) * s / g->span;
+}
+
+/* The title, description and subtitle. */
+static void tl_texts(sbuf *title, sbuf *desc, sbuf *sub, json_t *result, json_t *cfg, int rank, const double *d,
+                     double step, double bubble, double slot, int p)
+{
+    config_heading(title, sub, "One training step", result, cfg, rank);
+    sb_printf(desc,
+              "Timeline of one training step as expected (calibrated efficiency profile): %s s. One "
+              "lane per pipeline stage (%d). Simplified: every stage is drawn with the busiest stage's "
+              "figures, each kind of work as one block summed over the step's micro-batches, forward "
+              "and backward split 1:2 as their FLOPs are; the pipeline bubble (%s s) is shifted as in "
+              "1F1B: stage r idles r slots of %s s before its work and pp-1-r after it. Per stage:",
+              fx(step, 3), p, fx(bubble, 3), fx(slot, 3));
+    int listed = 0;
+    for (int k = TL_FWD; k <= TL_DP; k++)
+        if (d[k] > 0) sb_printf(desc, "%s %s %s s", listed++ ? "," : "", TL_WORDS[k], fx(d[k], 3));
+    if (d[TL_OPT] > 0) sb_printf(desc, "%s optimizer %s s", listed++ ? "," : "", fx(d[TL_OPT], 3));
+    if (d[TL_OVH] > 0) sb_printf(desc, "%s overhead %s s", listed++ ? "," : "", fx(d[TL_OVH], 3));
+    sb_printf(desc, ". Configuration: ");
+    layout_words(desc, cfg);
+    sb_printf(desc, ".");
+}
+
+/* The time axis: ticks, grid lines, its label. */
+static void tl_axis(sbuf *b, const struct tl_geo *g)
+{
+    double tstep = nice_step(g->span, 8);
+    int dec = step_decimals(tstep);
+    sb_printf(b, "<g class=\"axis x-axis\" font-size=\"11\">\n");
+    for (int t = 0; t * tstep <= g->span * (1 + 1e-9); t++) {
+        sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
+                  X1(tl_x(g, t * tstep)), X1(g->top - 4), X1(tl_x(g, t * tstep)), X1(g->axis_y));
+        text_at(b, tl_x(g, t * tstep), g->axis_y + 15, "middle", NULL, fx(t * tstep, dec));
+    }
+    sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" INK "\"/>\n", X1(g->x0),
+              X1(g->axis_y), X1(g->x1), X1(g->axis_y));
+    text_at(b, (g->x0 + g->x1) / 2, g->axis_y + 33, "middle", " font-size=\"12\"",
+            "Time within one step (s); lanes: pipeline stages");
+    sb_printf(b, "</g>\n");
+}
+
+/* One lane per pipeline stage, the step's end marked. */
+static void tl_lanes(sbuf *b, const struct tl_geo *g)
+{
+    char lab[96];
+    for (int r = 0; r < g->p; r++) {
+        double y = g->top + r * g->lane_h, bh = g->lane_h * 0.8;
+        double dd[TL_COUNT];
+        memcpy(dd, g->d, sizeof dd);
+        if (g->p > 1) {
+            dd[TL_WARM] = g->slot * r;
+            dd[TL_COOL] = g->slot * (g->p - 1 - r);
+        } else {
+            dd[TL_WARM] = 0;
+            dd[TL_COOL] = g->bubble;
+        }
+        sb_printf(b, "<g class=\"lane\" data-stage=\"%d\">\n", r);
+        if (g->lane_h >= 11 || r % (int)ceil(11.0 / g->lane_h) == 0) {
+            snprintf(lab, sizeof lab, "stage %d", r);
+            text_at(b, g->x0 - 8, y + bh / 2 + 4, "end", g->lane_h < 14 ? " font-size=\"9\"" : NULL, lab);
+        }
+        double t = 0;
+        for (int k = 0; k < TL_COUNT; k++) {
+            if (dd[k] <= 0) continue;
+            double xa = tl_x(g, t), xb = tl_x(g, t + dd[k]);
+            sb_printf(b, "<rect class=\"blk %s\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"%s>"
+                          "<title>stage %d %s: %s s (from %s s)</title></rect>\n",
+                      TL_CLASS[k], X1(xa), X1(y), X1(xb - xa), X1(bh), TL_FILL[k],
+                      k == TL_WARM || k == TL_COOL ? " stroke=\"" GREY_MID "\" stroke-dasharray=\"3 2\"" : "",
+                      r, TL_WORDS[k], fx(dd[k], 3), fx(t, 3));
+            if (xb - xa >= 90 && bh >= 12) {
+                snprintf(lab, sizeof lab, "%s %s", TL_SHORT[k], fx(dd[k], 3));
+                char extra[64];
+                snprintf(extra, sizeof extra, " font-size=\"10\" fill=\"%s\"", TL_INK[k]);
+                text_at(b, (xa + xb) / 2, y + bh / 2 + 3.5, "middle", extra, lab);
+            }
+            t += dd[k];
+        }
+        sb_printf(b, "</g>\n");
+    }
+    /* the step's end */
+    sb_printf(b, "<line class=\"step-end\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
+                  "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n",
+              X1(tl_x(g, g->step)), X1(g->top - 8), X1(tl_x(g, g->step)), X1(g->axis_y));
+    snprintf(lab, sizeof lab, "step %s s", fx(g->step, 3));
+    text_at(b, tl_x(g, g->step), g->top - 11, "end", " font-size=\"11\"" HALO, lab);
+}
+
+/* The legend: what each colour is, with the per-stage seconds. */
+static void tl_legend(sbuf *b, const struct tl_geo *g)
+{
+    char lab[96];
+    sb_printf(b, "<g class=\"legend\" font-size=\"11\">\n");
+    int li = 0;
+    for (int k = 0; k < TL_COUNT; k++) {
+        double v = k == TL_WARM ? g->bubble : g->d[k];
+        if (k == TL_COOL || v <= 0) continue;
+        snprintf(lab, sizeof lab, "%s %s s", k == TL_WARM ? "bubble" : TL_WORDS[k], fx(v, 3));
+        legend_item(b, 16 + (li % 4) * 194, g->axis_y + 60 + (li / 4) * 18, TL_FILL[k],
+                    k == TL_WARM ? " stroke-dasharray=\"3 2\"" : NULL, lab, 0);
+        li++;
+    }
+    sb_printf(b, "</g>\n");
+}
+
 char *api_svg_timeline(json_t *result, int rank)
 {
     json_t *cfg = pick_config(result, rank);
@@ -1075,22 +1192,7 @@ char *api_svg_timeline(json_t *result, int rank)
     double span = total > step ? total : step;
 
     sbuf title = {0}, desc = {0}, sub = {0}, b = {0};
-    config_heading(&title, &sub, "One training step", result, cfg, rank);
-    sb_printf(&desc,
-              "Timeline of one training step as expected (calibrated efficiency profile): %s s. One "
-              "lane per pipeline stage (%d). Simplified: every stage is drawn with the busiest stage's "
-              "figures, each kind of work as one block summed over the step's micro-batches, forward "
-              "and backward split 1:2 as their FLOPs are; the pipeline bubble (%s s) is shifted as in "
-              "1F1B: stage r idles r slots of %s s before its work and pp-1-r after it. Per stage:",
-              fx(step, 3), p, fx(bubble, 3), fx(slot, 3));
-    int listed = 0;
-    for (int k = TL_FWD; k <= TL_DP; k++)
-        if (d[k] > 0) sb_printf(&desc, "%s %s %s s", listed++ ? "," : "", TL_WORDS[k], fx(d[k], 3));
-    if (d[TL_OPT] > 0) sb_printf(&desc, "%s optimizer %s s", listed++ ? "," : "", fx(d[TL_OPT], 3));
-    if (d[TL_OVH] > 0) sb_printf(&desc, "%s overhead %s s", listed++ ? "," : "", fx(d[TL_OVH], 3));
-    sb_printf(&desc, ". Configuration: ");
-    layout_words(&desc, cfg);
-    sb_printf(&desc, ".");
+    tl_texts(&title, &desc, &sub, result, cfg, rank, d, step, bubble, slot, p);
     if (title.oom || desc.oom || sub.oom) goto fail;
 
     /* lanes, the time axis, the legend below */
@@ -1110,75 +1212,10 @@ char *api_svg_timeline(json_t *result, int rank)
                   "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" "
                   "height=\"6\" fill=\"" OI_BLUE "\"/><rect width=\"2.5\" height=\"6\" fill=\"" OI_SKY
                   "\"/></pattern></defs>\n");
-#define TX(s) (x0 + (x1 - x0) * (s) / span)
-    double tstep = nice_step(span, 8);
-    int dec = step_decimals(tstep);
-    sb_printf(&b, "<g class=\"axis x-axis\" font-size=\"11\">\n");
-    for (int t = 0; t * tstep <= span * (1 + 1e-9); t++) {
-        sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" GREY_LIGHT "\"/>\n",
-                  X1(TX(t * tstep)), X1(top - 4), X1(TX(t * tstep)), X1(axis_y));
-        text_at(&b, TX(t * tstep), axis_y + 15, "middle", NULL, fx(t * tstep, dec));
-    }
-    sb_printf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" INK "\"/>\n", X1(x0),
-              X1(axis_y), X1(x1), X1(axis_y));
-    text_at(&b, (x0 + x1) / 2, axis_y + 33, "middle", " font-size=\"12\"",
-            "Time within one step (s); lanes: pipeline stages");
-    sb_printf(&b, "</g>\n");
-    char lab[96];
-    for (int r = 0; r < p; r++) {
-        double y = top + r * lane_h, bh = lane_h * 0.8;
-        double dd[TL_COUNT];
-        memcpy(dd, d, sizeof dd);
-        if (p > 1) {
-            dd[TL_WARM] = slot * r;
-            dd[TL_COOL] = slot * (p - 1 - r);
-        } else {
-            dd[TL_WARM] = 0;
-            dd[TL_COOL] = bubble;
-        }
-        sb_printf(&b, "<g class=\"lane\" data-stage=\"%d\">\n", r);
-        if (lane_h >= 11 || r % (int)ceil(11.0 / lane_h) == 0) {
-            snprintf(lab, sizeof lab, "stage %d", r);
-            text_at(&b, x0 - 8, y + bh / 2 + 4, "end", lane_h < 14 ? " font-size=\"9\"" : NULL, lab);
-        }
-        double t = 0;
-        for (int k = 0; k < TL_COUNT; k++) {
-            if (dd[k] <= 0) continue;
-            double xa = TX(t), xb = TX(t + dd[k]);
-            sb_printf(&b, "<rect class=\"blk %s\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"%s>"
-                          "<title>stage %d %s: %s s (from %s s)</title></rect>\n",
-                      TL_CLASS[k], X1(xa), X1(y), X1(xb - xa), X1(bh), TL_FILL[k],
-                      k == TL_WARM || k == TL_COOL ? " stroke=\"" GREY_MID "\" stroke-dasharray=\"3 2\"" : "",
-                      r, TL_WORDS[k], fx(dd[k], 3), fx(t, 3));
-            if (xb - xa >= 90 && bh >= 12) {
-                snprintf(lab, sizeof lab, "%s %s", TL_SHORT[k], fx(dd[k], 3));
-                char extra[64];
-                snprintf(extra, sizeof extra, " font-size=\"10\" fill=\"%s\"", TL_INK[k]);
-                text_at(&b, (xa + xb) / 2, y + bh / 2 + 3.5, "middle", extra, lab);
-            }
-            t += dd[k];
-        }
-        sb_printf(&b, "</g>\n");
-    }
-    /* the step's end */
-    sb_printf(&b, "<line class=\"step-end\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"" OI_BLACK
-                  "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n",
-              X1(TX(step)), X1(top - 8), X1(TX(step)), X1(axis_y));
-    snprintf(lab, sizeof lab, "step %s s", fx(step, 3));
-    text_at(&b, TX(step), top - 11, "end", " font-size=\"11\"" HALO, lab);
-#undef TX
-    /* legend: what each colour is, with the per-stage seconds */
-    sb_printf(&b, "<g class=\"legend\" font-size=\"11\">\n");
-    int li = 0;
-    for (int k = 0; k < TL_COUNT; k++) {
-        double v = k == TL_WARM ? bubble : d[k];
-        if (k == TL_COOL || v <= 0) continue;
-        snprintf(lab, sizeof lab, "%s %s s", k == TL_WARM ? "bubble" : TL_WORDS[k], fx(v, 3));
-        legend_item(&b, 16 + (li % 4) * 194, axis_y + 60 + (li / 4) * 18, TL_FILL[k],
-                    k == TL_WARM ? " stroke-dasharray=\"3 2\"" : NULL, lab, 0);
-        li++;
-    }
-    sb_printf(&b, "</g>\n");
+    struct tl_geo g = {x0, x1, top, span, lane_h, axis_y, slot, bubble, step, p, d};
+    tl_axis(&b, &g);
+    tl_lanes(&b, &g);
+    tl_legend(&b, &g);
     svg_end(&b);
     free(title.p); free(desc.p); free(sub.p);
     return sb_take(&b);
