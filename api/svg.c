@@ -1355,12 +1355,11 @@ static void compare_panel(sbuf *b, json_t *vars, int which, double px0, double p
 #undef CX
 }
 
-char *api_svg_compare(json_t *result)
+/* The variants' largest throughput and cost, whether any is priced and in
+ * what currency. -1 when a variant is not what api_compare writes. */
+static int compare_scan(json_t *vars, size_t n, double *max_tps_out, double *max_cost_out, int *priced_out,
+                        const char **currency_out)
 {
-    if (!json_is_object(result)) return NULL;
-    json_t *vars = json_object_get(result, "variants");
-    if (!json_is_array(vars) || json_array_size(vars) == 0) return NULL;
-    size_t n = json_array_size(vars);
     double max_tps = 0, max_cost = 0;
     int priced = 0;
     const char *currency = "";
@@ -1369,9 +1368,9 @@ char *api_svg_compare(json_t *result)
         double x;
         if (!json_is_object(v) || !json_is_boolean(json_object_get(v, "fits")) ||
             !json_is_string(json_object_get(v, "hardware")) || num(v, "devices", &x))
-            return NULL;
+            return -1;
         if (json_is_true(json_object_get(v, "fits"))) {
-            if (num(v, "tokens_per_s", &x) || x < 0) return NULL;
+            if (num(v, "tokens_per_s", &x) || x < 0) return -1;
             if (x > max_tps) max_tps = x;
         }
         ttt = json_object_get(v, "time_to_train");
@@ -1381,36 +1380,61 @@ char *api_svg_compare(json_t *result)
             if (x > max_cost) max_cost = x;
         }
     }
+    *max_tps_out = max_tps;
+    *max_cost_out = max_cost;
+    *priced_out = priced;
+    *currency_out = currency;
+    return 0;
+}
+
+/* The chart's description: every variant's figures, the fastest and the
+ * cheapest. */
+static void compare_desc(sbuf *desc, json_t *vars, size_t n, int priced, const char *currency, int fastest,
+                         int cheapest)
+{
+    sb_printf(desc, "Bar chart of the expected training throughput (tokens/s, all devices) of the "
+                     "best configuration of each variant");
+    if (priced) sb_printf(desc, ", and beside it the cost to train in %s", currency);
+    sb_printf(desc, ".");
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(vars, i);
+        sb_printf(desc, " ");
+        variant_label(desc, v, i);
+        if (!json_is_true(json_object_get(v, "fits"))) {
+            sb_printf(desc, ": does not fit.");
+            continue;
+        }
+        sb_printf(desc, ": %s tokens/s, MFU %s%%", fx(num_or(v, "tokens_per_s", 0), 0),
+                  fx(num_or(v, "mfu", 0) * 100, 2));
+        json_t *ttt = json_object_get(v, "time_to_train");
+        double c;
+        if (!num(ttt, "cost", &c)) {
+            sb_printf(desc, ", %s %s over %s days", fx(c, 0), str_or(ttt, "currency", ""),
+                      fx(num_or(ttt, "wall_clock_days", 0), 1));
+        }
+        sb_printf(desc, ".");
+    }
+    if (fastest >= 1 && (size_t)fastest <= n) sb_printf(desc, " Fastest: variant %d.", fastest);
+    if (priced && cheapest >= 1 && (size_t)cheapest <= n) sb_printf(desc, " Cheapest: variant %d.", cheapest);
+}
+
+char *api_svg_compare(json_t *result)
+{
+    if (!json_is_object(result)) return NULL;
+    json_t *vars = json_object_get(result, "variants");
+    if (!json_is_array(vars) || json_array_size(vars) == 0) return NULL;
+    size_t n = json_array_size(vars);
+    double max_tps, max_cost;
+    int priced;
+    const char *currency;
+    if (compare_scan(vars, n, &max_tps, &max_cost, &priced, &currency)) return NULL;
     int fastest = (int)num_or(result, "fastest", 0), cheapest = (int)num_or(result, "cheapest", 0);
     const char *tw, *cw;
     double ts = si_scale(max_tps, &tw), cs = si_scale(max_cost, &cw);
 
     sbuf title = {0}, desc = {0}, b = {0}, ax1 = {0}, ax2 = {0};
     sb_printf(&title, "What-if comparison: %zu variant%s", n, n == 1 ? "" : "s");
-    sb_printf(&desc, "Bar chart of the expected training throughput (tokens/s, all devices) of the "
-                     "best configuration of each variant");
-    if (priced) sb_printf(&desc, ", and beside it the cost to train in %s", currency);
-    sb_printf(&desc, ".");
-    for (size_t i = 0; i < n; i++) {
-        json_t *v = json_array_get(vars, i);
-        sb_printf(&desc, " ");
-        variant_label(&desc, v, i);
-        if (!json_is_true(json_object_get(v, "fits"))) {
-            sb_printf(&desc, ": does not fit.");
-            continue;
-        }
-        sb_printf(&desc, ": %s tokens/s, MFU %s%%", fx(num_or(v, "tokens_per_s", 0), 0),
-                  fx(num_or(v, "mfu", 0) * 100, 2));
-        json_t *ttt = json_object_get(v, "time_to_train");
-        double c;
-        if (!num(ttt, "cost", &c)) {
-            sb_printf(&desc, ", %s %s over %s days", fx(c, 0), str_or(ttt, "currency", ""),
-                      fx(num_or(ttt, "wall_clock_days", 0), 1));
-        }
-        sb_printf(&desc, ".");
-    }
-    if (fastest >= 1 && (size_t)fastest <= n) sb_printf(&desc, " Fastest: variant %d.", fastest);
-    if (priced && cheapest >= 1 && (size_t)cheapest <= n) sb_printf(&desc, " Cheapest: variant %d.", cheapest);
+    compare_desc(&desc, vars, n, priced, currency, fastest, cheapest);
     sb_printf(&ax1, "Throughput (%s%stokens/s)", tw, tw[0] ? " " : "");
     sb_printf(&ax2, "Cost to train (%s%s%s); labels: cost, days", cw, cw[0] && currency[0] ? " " : "", currency);
     if (title.oom || desc.oom || ax1.oom || ax2.oom) goto fail;
