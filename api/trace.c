@@ -463,15 +463,52 @@ static int gemm_shape(const char *name, double dims[4][4], const int nd[4], gemm
 }
 
 /* One event object (its '{' read). */
-static int read_event(lexer *lx, store *sto, const char *marker)
+/* One trace event's fields, as read (read_event). */
+typedef struct raw_event {
+    char name[512], cat[48], ph[8], pg[96], dt[24];
+    double ts, dur, nelems, dims[4][4];
+    int nd[4], saw_dims;
+    int64_t corr, stream, device, tid, pid, ext, group;
+    int klass;
+} raw_event;
+
+/* An event's "args" object (the opening brace read). */
+static int read_args(lexer *lx, raw_event *ev)
 {
-    char name[512] = "", cat[48] = "", ph[8] = "", pg[96] = "", dt[24] = "";
-    double ts = NAN, dur = 0, nelems = 0, dims[4][4] = {{0}};
-    int nd[4] = {0, 0, 0, 0}, saw_dims = 0;
-    int64_t corr = -1, stream = -1, device = -1, tid = -1, pid = -1, ext = -1, group = 0;
-    int klass = TR_OTHER_COMPUTE;
-    int t = next(lx);
-    if (t == T_RBRACE) return 0;
+    int u = next(lx);
+    while (u != T_RBRACE) {
+        if (u != T_STR) return fail(lx, "an args key is not a string"), -1;
+        char ak[32];
+        snprintf(ak, sizeof ak, "%s", lx->s);
+        if (next(lx) != T_COLON) return fail(lx, "a missing ':' in args"), -1;
+        u = next(lx);
+        if (u == T_NUM && !strcmp(ak, "correlation")) ev->corr = lx_i64(lx);
+        else if (u == T_NUM && !strcmp(ak, "stream")) ev->stream = lx_i64(lx);
+        else if (u == T_NUM && !strcmp(ak, "device")) ev->device = lx_i64(lx);
+        else if (u == T_NUM && !strcmp(ak, "External id")) ev->ext = lx_i64(lx);
+        else if (u == T_NUM && !strcmp(ak, "Group size")) ev->group = lx_i64(lx);
+        else if (u == T_NUM && (!strcmp(ak, "In msg nelems") || !strcmp(ak, "Out msg nelems")))
+            ev->nelems = lx->num > ev->nelems ? lx->num : ev->nelems; /* the whole buffer */
+        else if (u == T_STR && !strcmp(ak, "dtype")) snprintf(ev->dt, sizeof ev->dt, "%s", lx->s);
+        else if (u == T_STR && !strcmp(ak, "Process Group Description"))
+            snprintf(ev->pg, sizeof ev->pg, "%s", lx->s);
+        else if (u == T_STR && !strcmp(ak, "Process Group Name") && !ev->pg[0])
+            snprintf(ev->pg, sizeof ev->pg, "%s", lx->s);
+        else if (u == T_LBRACK && !strcmp(ak, "Input Dims")) {
+            if (read_dims(lx, ev->dims, ev->nd)) return -1;
+            ev->saw_dims = 1;
+        }
+        else if (skip_value(lx, u)) return -1;
+        u = next(lx);
+        if (u == T_COMMA) u = next(lx);
+        else if (u != T_RBRACE) return fail(lx, "a missing ',' in args"), -1;
+    }
+    return 0;
+}
+
+/* An event's fields, from its first token t (after the opening brace). */
+static int read_fields(lexer *lx, raw_event *ev, int t)
+{
     for (;;) {
         if (t != T_STR) return fail(lx, "an event's key is not a string"), -1;
         char key[32];
@@ -479,104 +516,99 @@ static int read_event(lexer *lx, store *sto, const char *marker)
         if (next(lx) != T_COLON) return fail(lx, "a missing ':' in an event"), -1;
         t = next(lx);
         if (!strcmp(key, "name") && t == T_STR) {
-            snprintf(name, sizeof name, "%s", lx->s);
-            klass = api_trace_classify(lx->s); /* the whole name, not the copy */
+            snprintf(ev->name, sizeof ev->name, "%s", lx->s);
+            ev->klass = api_trace_classify(lx->s); /* the whole name, not the copy */
         }
-        else if (!strcmp(key, "cat") && t == T_STR) snprintf(cat, sizeof cat, "%s", lx->s);
-        else if (!strcmp(key, "ph") && t == T_STR) snprintf(ph, sizeof ph, "%s", lx->s);
-        else if (!strcmp(key, "ts") && t == T_NUM) ts = lx->num;
-        else if (!strcmp(key, "dur") && t == T_NUM) dur = lx->num;
-        else if (!strcmp(key, "tid") && t == T_NUM) tid = lx_i64(lx);
-        else if (!strcmp(key, "pid") && t == T_NUM) pid = lx_i64(lx);
+        else if (!strcmp(key, "cat") && t == T_STR) snprintf(ev->cat, sizeof ev->cat, "%s", lx->s);
+        else if (!strcmp(key, "ph") && t == T_STR) snprintf(ev->ph, sizeof ev->ph, "%s", lx->s);
+        else if (!strcmp(key, "ts") && t == T_NUM) ev->ts = lx->num;
+        else if (!strcmp(key, "dur") && t == T_NUM) ev->dur = lx->num;
+        else if (!strcmp(key, "tid") && t == T_NUM) ev->tid = lx_i64(lx);
+        else if (!strcmp(key, "pid") && t == T_NUM) ev->pid = lx_i64(lx);
         else if (!strcmp(key, "args") && t == T_LBRACE) {
-            int u = next(lx);
-            while (u != T_RBRACE) {
-                if (u != T_STR) return fail(lx, "an args key is not a string"), -1;
-                char ak[32];
-                snprintf(ak, sizeof ak, "%s", lx->s);
-                if (next(lx) != T_COLON) return fail(lx, "a missing ':' in args"), -1;
-                u = next(lx);
-                if (u == T_NUM && !strcmp(ak, "correlation")) corr = lx_i64(lx);
-                else if (u == T_NUM && !strcmp(ak, "stream")) stream = lx_i64(lx);
-                else if (u == T_NUM && !strcmp(ak, "device")) device = lx_i64(lx);
-                else if (u == T_NUM && !strcmp(ak, "External id")) ext = lx_i64(lx);
-                else if (u == T_NUM && !strcmp(ak, "Group size")) group = lx_i64(lx);
-                else if (u == T_NUM && (!strcmp(ak, "In msg nelems") || !strcmp(ak, "Out msg nelems")))
-                    nelems = lx->num > nelems ? lx->num : nelems; /* the whole buffer */
-                else if (u == T_STR && !strcmp(ak, "dtype")) snprintf(dt, sizeof dt, "%s", lx->s);
-                else if (u == T_STR && !strcmp(ak, "Process Group Description"))
-                    snprintf(pg, sizeof pg, "%s", lx->s);
-                else if (u == T_STR && !strcmp(ak, "Process Group Name") && !pg[0])
-                    snprintf(pg, sizeof pg, "%s", lx->s);
-                else if (u == T_LBRACK && !strcmp(ak, "Input Dims")) {
-                    if (read_dims(lx, dims, nd)) return -1;
-                    saw_dims = 1;
-                }
-                else if (skip_value(lx, u)) return -1;
-                u = next(lx);
-                if (u == T_COMMA) u = next(lx);
-                else if (u != T_RBRACE) return fail(lx, "a missing ',' in args"), -1;
-            }
+            if (read_args(lx, ev)) return -1;
         } else if (skip_value(lx, t)) {
             return -1;
         }
         t = next(lx);
-        if (t == T_RBRACE) break;
+        if (t == T_RBRACE) return 0;
         if (t != T_COMMA) return fail(lx, "a missing ',' between an event's fields"), -1;
         t = next(lx);
     }
-    sto->events++;
-    if (strcmp(ph, "X") != 0) return 0; /* only complete events carry durations */
-    if (!isfinite(ts) || ts < 0 || ts > 1e17 || !isfinite(dur) || dur < 0 || dur > 1e12) {
-        snprintf(lx->err, sizeof lx->err,
-                 "an absurd timestamp (ts %g us, dur %g us) in the event ending at byte %llu",
-                 ts, dur, (unsigned long long)lx->offset);
-        return -1;
-    }
-    int gpu = !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
-    if (gpu) {
-        GROW(sto->ev, sto->n_ev, sto->cap_ev);
-        gpu_ev *e = &sto->ev[sto->n_ev++];
-        e->ts = ts;
-        e->dur = dur;
-        e->corr = corr;
-        e->ext = ext;
-        e->stream = (int32_t)(stream >= 0 ? stream : tid);
-        e->device = (int16_t)(device >= 0 ? device : pid);
-        e->cat = (int8_t)(!strcmp(cat, "gpu_memcpy") ? TR_MEMCPY
-                          : !strcmp(cat, "gpu_memset") ? TR_MEMSET : klass);
-        e->axis = (int8_t)(is_comm_cat(e->cat) ? pg_axis(pg) : -1);
-        e->group = (int32_t)(group > 0 && group < (1 << 30) ? group : 0);
-        double eb = dtype_bytes(dt);
-        e->bytes = (float)(is_comm_cat(e->cat) && nelems > 0 && nelems < 1e15 ? nelems * eb : 0.0);
-        return 0;
-    }
-    if (saw_dims && ext >= 0 && !strcmp(cat, "cpu_op")) {
-        gemm_op g = {ext, 0, 0, 0, 0, tid, ts, dur};
-        if (gemm_shape(name, dims, nd, &g)) {
+}
+
+/* A kernel, memcpy or memset: kept with its stream, device, kind and, for
+ * a collective, its axis and bytes. */
+static int keep_gpu_event(store *sto, const raw_event *ev)
+{
+    GROW(sto->ev, sto->n_ev, sto->cap_ev);
+    gpu_ev *e = &sto->ev[sto->n_ev++];
+    e->ts = ev->ts;
+    e->dur = ev->dur;
+    e->corr = ev->corr;
+    e->ext = ev->ext;
+    e->stream = (int32_t)(ev->stream >= 0 ? ev->stream : ev->tid);
+    e->device = (int16_t)(ev->device >= 0 ? ev->device : ev->pid);
+    e->cat = (int8_t)(!strcmp(ev->cat, "gpu_memcpy") ? TR_MEMCPY
+                      : !strcmp(ev->cat, "gpu_memset") ? TR_MEMSET : ev->klass);
+    e->axis = (int8_t)(is_comm_cat(e->cat) ? pg_axis(ev->pg) : -1);
+    e->group = (int32_t)(ev->group > 0 && ev->group < (1 << 30) ? ev->group : 0);
+    double eb = dtype_bytes(ev->dt);
+    e->bytes = (float)(is_comm_cat(e->cat) && ev->nelems > 0 && ev->nelems < 1e15 ? ev->nelems * eb : 0.0);
+    return 0;
+}
+
+/* A host event: a GEMM's shape, a launch, or a step annotation. */
+static int keep_host_event(store *sto, raw_event *ev, const char *marker)
+{
+    if (ev->saw_dims && ev->ext >= 0 && !strcmp(ev->cat, "cpu_op")) {
+        gemm_op g = {ev->ext, 0, 0, 0, 0, ev->tid, ev->ts, ev->dur};
+        if (gemm_shape(ev->name, ev->dims, ev->nd, &g)) {
             GROW(sto->gm, sto->n_gm, sto->cap_gm);
             sto->gm[sto->n_gm++] = g;
         }
         return 0;
     }
-    if ((!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver")) && corr >= 0) {
+    if ((!strcmp(ev->cat, "cuda_runtime") || !strcmp(ev->cat, "cuda_driver")) && ev->corr >= 0) {
         GROW(sto->la, sto->n_la, sto->cap_la);
-        sto->la[sto->n_la++] = (launch){corr, ts, tid};
+        sto->la[sto->n_la++] = (launch){ev->corr, ev->ts, ev->tid};
         return 0;
     }
     size_t ml = strlen(marker);
-    if (!strncmp(name, marker, ml)) {
-        const char *p = name + ml;
+    if (!strncmp(ev->name, marker, ml)) {
+        const char *p = ev->name + ml;
         int64_t num = isdigit((unsigned char)*p) ? strtoll(p, NULL, 10) : (int64_t)sto->n_st;
-        if (!strcmp(cat, "gpu_user_annotation")) {
+        if (!strcmp(ev->cat, "gpu_user_annotation")) {
             GROW(sto->gst, sto->n_gst, sto->cap_gst);
-            sto->gst[sto->n_gst++] = (step){num, ts, dur};
+            sto->gst[sto->n_gst++] = (step){num, ev->ts, ev->dur};
         } else {
             GROW(sto->st, sto->n_st, sto->cap_st);
-            sto->st[sto->n_st++] = (step){num, ts, dur};
+            sto->st[sto->n_st++] = (step){num, ev->ts, ev->dur};
         }
     }
     return 0;
+}
+
+static int read_event(lexer *lx, store *sto, const char *marker)
+{
+    raw_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.ts = NAN;
+    ev.corr = ev.stream = ev.device = ev.tid = ev.pid = ev.ext = -1;
+    ev.klass = TR_OTHER_COMPUTE;
+    int t = next(lx);
+    if (t == T_RBRACE) return 0;
+    if (read_fields(lx, &ev, t)) return -1;
+    sto->events++;
+    if (strcmp(ev.ph, "X") != 0) return 0; /* only complete events carry durations */
+    if (!isfinite(ev.ts) || ev.ts < 0 || ev.ts > 1e17 || !isfinite(ev.dur) || ev.dur < 0 || ev.dur > 1e12) {
+        snprintf(lx->err, sizeof lx->err,
+                 "an absurd timestamp (ts %g us, dur %g us) in the event ending at byte %llu",
+                 ev.ts, ev.dur, (unsigned long long)lx->offset);
+        return -1;
+    }
+    int gpu = !strcmp(ev.cat, "kernel") || !strcmp(ev.cat, "gpu_memcpy") || !strcmp(ev.cat, "gpu_memset");
+    return gpu ? keep_gpu_event(sto, &ev) : keep_host_event(sto, &ev, marker);
 }
 
 static int read_events(lexer *lx, store *sto, const char *marker)
