@@ -1055,6 +1055,43 @@ done:
 
 /* ---- entry points --------------------------------------------------------- */
 
+/* The summary's per-axis communication (process groups) and achieved
+ * GEMM FLOP/s (record_shapes), averaged over steps [from, n). */
+static void summarize_axes_and_gemms(json_t *sum, json_t *steps, json_t *shapes, size_t from, size_t n, double k)
+{
+    json_t *axes = json_object();
+    for (int a = 0; a < MFU_COMM_COUNT; a++) {
+        double t = 0, x = 0, bw = 0;
+        int seen = 0, bws = 0;
+        for (size_t i = from; i < n; i++) {
+            json_t *v = json_object_get(json_object_get(json_array_get(steps, i), "communication_by_axis"),
+                                        mfu_comm_names[a]);
+            if (!v) continue;
+            seen = 1;
+            t += json_number_value(json_object_get(v, "time_s"));
+            x += json_number_value(json_object_get(v, "exposed_s"));
+            if (json_is_number(json_object_get(v, "bus_bw_bytes_s"))) {
+                bw += json_number_value(json_object_get(v, "bus_bw_bytes_s"));
+                bws++;
+            }
+        }
+        if (!seen) continue;
+        json_t *o = json_pack("{s:f,s:f}", "time_s", t * k, "exposed_s", x * k);
+        json_object_set_new(o, "bus_bw_bytes_s", bws ? json_real(bw / bws) : json_null());
+        json_object_set_new(axes, mfu_comm_names[a], o);
+    }
+    json_object_set_new(sum, "communication_by_axis", axes);
+    double gf = 0, gt = 0;
+    for (size_t i = from; i < n; i++) {
+        json_t *g = json_object_get(json_array_get(steps, i), "gemm_achieved");
+        gf += json_number_value(json_object_get(g, "flops"));
+        gt += json_number_value(json_object_get(g, "time_s"));
+    }
+    if (gt > 0)
+        json_object_set_new(sum, "gemm_achieved", json_pack("{s:f,s:f,s:f,s:O}", "flops", gf * k, "time_s", gt * k,
+                                                            "flop_s", gf / gt, "shapes", shapes));
+}
+
 static json_t *read_trace(lexer *lx, const char *marker, api_status *st)
 {
     store sto;
@@ -1106,40 +1143,7 @@ static json_t *read_trace(lexer *lx, const char *marker, api_status *st)
     if (sto.world_size > 0)
         json_object_set_new(out, "distributed", json_pack("{s:i,s:i,s:s}", "rank", sto.rank, "world_size",
                                                           sto.world_size, "backend", sto.backend));
-    /* per axis (process groups) and achieved GEMM FLOP/s (record_shapes),
-     * over the averaged steps */
-    json_t *sum = json_object_get(out, "summary");
-    json_t *axes = json_object();
-    for (int a = 0; a < MFU_COMM_COUNT; a++) {
-        double t = 0, x = 0, bw = 0;
-        int seen = 0, bws = 0;
-        for (size_t i = from; i < n; i++) {
-            json_t *v = json_object_get(json_object_get(json_array_get(steps, i), "communication_by_axis"),
-                                        mfu_comm_names[a]);
-            if (!v) continue;
-            seen = 1;
-            t += json_number_value(json_object_get(v, "time_s"));
-            x += json_number_value(json_object_get(v, "exposed_s"));
-            if (json_is_number(json_object_get(v, "bus_bw_bytes_s"))) {
-                bw += json_number_value(json_object_get(v, "bus_bw_bytes_s"));
-                bws++;
-            }
-        }
-        if (!seen) continue;
-        json_t *o = json_pack("{s:f,s:f}", "time_s", t * k, "exposed_s", x * k);
-        json_object_set_new(o, "bus_bw_bytes_s", bws ? json_real(bw / bws) : json_null());
-        json_object_set_new(axes, mfu_comm_names[a], o);
-    }
-    json_object_set_new(sum, "communication_by_axis", axes);
-    double gf = 0, gt = 0;
-    for (size_t i = from; i < n; i++) {
-        json_t *g = json_object_get(json_array_get(steps, i), "gemm_achieved");
-        gf += json_number_value(json_object_get(g, "flops"));
-        gt += json_number_value(json_object_get(g, "time_s"));
-    }
-    if (gt > 0)
-        json_object_set_new(sum, "gemm_achieved", json_pack("{s:f,s:f,s:f,s:O}", "flops", gf * k, "time_s", gt * k,
-                                                            "flop_s", gf / gt, "shapes", shapes));
+    summarize_axes_and_gemms(json_object_get(out, "summary"), steps, shapes, from, n, k);
 done:
     json_decref(steps);
     json_decref(shapes);
