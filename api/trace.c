@@ -814,72 +814,64 @@ static double bus_factor(int cat, double g)
     return (cat == TR_ALLREDUCE ? 2.0 : 1.0) * (g - 1.0) / g;
 }
 
-static json_t *measure_step(const store *sto, const step *s, const size_t *idx, size_t n, iv *scratch,
-                            iv *comp, int64_t *stamp, double *op_time)
+/* What one step's GPU events add up to (measure_step). */
+typedef struct step_acc {
+    double cat_t[TR_CAT_COUNT], exposed[TR_CAT_COUNT];
+    long cat_n[TR_CAT_COUNT];
+    double ax_t[MFU_COMM_COUNT], ax_exp[MFU_COMM_COUNT], ax_bus[MFU_COMM_COUNT], ax_bus_t[MFU_COMM_COUNT];
+    long ax_n[MFU_COMM_COUNT];
+    double g_flops, g_time;
+    long g_kern;
+} step_acc;
+
+/* Communication not under any compute kernel (on any stream), per kind and
+ * per axis its process group names; achieved GEMM FLOP/s of the kernels
+ * whose op recorded its shapes (an op's FLOPs once, its kernels' time
+ * summed: split-K launches two). comp: the merged compute intervals. */
+static void step_comm_and_gemms(const store *sto, const step *s, const size_t *idx, size_t n, const iv *comp,
+                                size_t nc, int64_t *stamp, double *op_time, step_acc *sa)
 {
-    double t0 = INFINITY, t1 = -INFINITY;
-    double cat_t[TR_CAT_COUNT] = {0}, exposed[TR_CAT_COUNT] = {0};
-    long cat_n[TR_CAT_COUNT] = {0};
-    double ax_t[MFU_COMM_COUNT] = {0}, ax_exp[MFU_COMM_COUNT] = {0}, ax_bus[MFU_COMM_COUNT] = {0},
-           ax_bus_t[MFU_COMM_COUNT] = {0};
-    long ax_n[MFU_COMM_COUNT] = {0};
-    double g_flops = 0, g_time = 0;
-    long g_kern = 0;
-    size_t nc = 0;
-    for (size_t i = 0; i < n; i++) {
-        const gpu_ev *e = &sto->ev[idx[i]];
-        if (e->ts < t0) t0 = e->ts;
-        if (e->ts + e->dur > t1) t1 = e->ts + e->dur;
-        cat_t[e->cat] += e->dur;
-        cat_n[e->cat]++;
-        scratch[i] = (iv){e->ts, e->ts + e->dur};
-        if (is_compute(e->cat)) comp[nc++] = (iv){e->ts, e->ts + e->dur};
-    }
-    if (n) qsort(scratch, n, sizeof *scratch, cmp_iv);
-    double busy = total(scratch, merge(scratch, n));
-    if (nc) qsort(comp, nc, sizeof *comp, cmp_iv);
-    nc = merge(comp, nc);
-    /* communication not under any compute kernel (on any stream), per
-     * kind and per axis its process group names; achieved GEMM FLOP/s of
-     * the kernels whose op recorded its shapes (an op's FLOPs once, its
-     * kernels' time summed: split-K launches two) */
     for (size_t i = 0; i < n; i++) {
         const gpu_ev *e = &sto->ev[idx[i]];
         if (is_comm(e->cat)) {
             double x = e->dur - covered(comp, nc, e->ts, e->ts + e->dur);
-            exposed[e->cat] += x;
+            sa->exposed[e->cat] += x;
             if (e->axis >= 0) {
-                ax_t[e->axis] += e->dur;
-                ax_exp[e->axis] += x;
-                ax_n[e->axis]++;
+                sa->ax_t[e->axis] += e->dur;
+                sa->ax_exp[e->axis] += x;
+                sa->ax_n[e->axis]++;
                 double f = bus_factor(e->cat, (double)e->group);
                 if (e->bytes > 0 && f > 0 && e->dur > 0) {
-                    ax_bus[e->axis] += f * (double)e->bytes;
-                    ax_bus_t[e->axis] += e->dur;
+                    sa->ax_bus[e->axis] += f * (double)e->bytes;
+                    sa->ax_bus_t[e->axis] += e->dur;
                 }
             }
         }
         long g = gemm_of(sto, e);
         if (g >= 0) {
-            g_time += e->dur;
-            g_kern++;
+            sa->g_time += e->dur;
+            sa->g_kern++;
             if (op_time) op_time[g] += e->dur;
             if (stamp[g] != s->num) {
                 stamp[g] = s->num;
-                g_flops += gemm_flops(&sto->gm[g]);
+                sa->g_flops += gemm_flops(&sto->gm[g]);
             }
         }
     }
-    double span = n ? t1 - t0 : 0.0;
+}
+
+/* The step's document. */
+static json_t *step_json(const step *s, const step_acc *sa, size_t n, double span, double busy)
+{
     json_t *kern = json_object();
     double comm_t = 0, comm_exp = 0;
     for (int c = 0; c < TR_CAT_COUNT; c++) {
-        json_t *o = json_pack("{s:I,s:f}", "count", (json_int_t)cat_n[c], "time_s", cat_t[c] * 1e-6);
+        json_t *o = json_pack("{s:I,s:f}", "count", (json_int_t)sa->cat_n[c], "time_s", sa->cat_t[c] * 1e-6);
         if (is_comm(c)) {
-            json_object_set_new(o, "exposed_s", json_real(exposed[c] * 1e-6));
-            json_object_set_new(o, "overlap", cat_t[c] > 0 ? json_real(1.0 - exposed[c] / cat_t[c]) : json_null());
-            comm_t += cat_t[c];
-            comm_exp += exposed[c];
+            json_object_set_new(o, "exposed_s", json_real(sa->exposed[c] * 1e-6));
+            json_object_set_new(o, "overlap", sa->cat_t[c] > 0 ? json_real(1.0 - sa->exposed[c] / sa->cat_t[c]) : json_null());
+            comm_t += sa->cat_t[c];
+            comm_exp += sa->exposed[c];
         }
         json_object_set_new(kern, api_trace_cat_names[c], o);
     }
@@ -891,19 +883,44 @@ static json_t *measure_step(const store *sto, const step *s, const size_t *idx, 
                                                       comm_t > 0 ? json_real(1.0 - comm_exp / comm_t) : json_null()));
     json_t *axes = json_object();
     for (int a = 0; a < MFU_COMM_COUNT; a++) {
-        if (!ax_n[a]) continue;
-        json_t *x = json_pack("{s:I,s:f,s:f}", "count", (json_int_t)ax_n[a], "time_s", ax_t[a] * 1e-6,
-                              "exposed_s", ax_exp[a] * 1e-6);
-        json_object_set_new(x, "bus_bw_bytes_s", ax_bus_t[a] > 0 ? json_real(ax_bus[a] / (ax_bus_t[a] * 1e-6))
+        if (!sa->ax_n[a]) continue;
+        json_t *x = json_pack("{s:I,s:f,s:f}", "count", (json_int_t)sa->ax_n[a], "time_s", sa->ax_t[a] * 1e-6,
+                              "exposed_s", sa->ax_exp[a] * 1e-6);
+        json_object_set_new(x, "bus_bw_bytes_s", sa->ax_bus_t[a] > 0 ? json_real(sa->ax_bus[a] / (sa->ax_bus_t[a] * 1e-6))
                                                                   : json_null());
         json_object_set_new(axes, mfu_comm_names[a], x);
     }
     json_object_set_new(o, "communication_by_axis", axes);
-    if (g_kern)
-        json_object_set_new(o, "gemm_achieved", json_pack("{s:I,s:f,s:f,s:f}", "kernels", (json_int_t)g_kern,
-                                                          "flops", g_flops, "time_s", g_time * 1e-6,
-                                                          "flop_s", g_time > 0 ? g_flops / (g_time * 1e-6) : 0.0));
+    if (sa->g_kern)
+        json_object_set_new(o, "gemm_achieved", json_pack("{s:I,s:f,s:f,s:f}", "kernels", (json_int_t)sa->g_kern,
+                                                          "flops", sa->g_flops, "time_s", sa->g_time * 1e-6,
+                                                          "flop_s", sa->g_time > 0 ? sa->g_flops / (sa->g_time * 1e-6) : 0.0));
     return o;
+}
+
+static json_t *measure_step(const store *sto, const step *s, const size_t *idx, size_t n, iv *scratch,
+                            iv *comp, int64_t *stamp, double *op_time)
+{
+    double t0 = INFINITY, t1 = -INFINITY;
+    step_acc acc;
+    memset(&acc, 0, sizeof acc);
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const gpu_ev *e = &sto->ev[idx[i]];
+        if (e->ts < t0) t0 = e->ts;
+        if (e->ts + e->dur > t1) t1 = e->ts + e->dur;
+        acc.cat_t[e->cat] += e->dur;
+        acc.cat_n[e->cat]++;
+        scratch[i] = (iv){e->ts, e->ts + e->dur};
+        if (is_compute(e->cat)) comp[nc++] = (iv){e->ts, e->ts + e->dur};
+    }
+    if (n) qsort(scratch, n, sizeof *scratch, cmp_iv);
+    double busy = total(scratch, merge(scratch, n));
+    if (nc) qsort(comp, nc, sizeof *comp, cmp_iv);
+    nc = merge(comp, nc);
+    step_comm_and_gemms(sto, s, idx, n, comp, nc, stamp, op_time, &acc);
+    double span = n ? t1 - t0 : 0.0;
+    return step_json(s, &acc, n, span, busy);
 }
 
 /* qsort has no context argument: the array the indexes point into, set
