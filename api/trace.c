@@ -987,6 +987,32 @@ static json_t *shape_table(const store *sto, const double *op_time)
     return a;
 }
 
+/* Each GPU event's step (owner[i]; n_st: none), and the count per step:
+ * the last step starting at or before the event's launch (its own start
+ * when no launch is recorded) whose window holds it. */
+static void assign_steps(const store *sto, size_t *owner, size_t *count)
+{
+    for (size_t i = 0; i < sto->n_ev; i++) {
+        const gpu_ev *e = &sto->ev[i];
+        double at = e->ts;
+        if (e->corr >= 0 && sto->n_la) {
+            launch key = {e->corr, 0, 0};
+            const launch *l = bsearch(&key, sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
+            if (l) at = l->ts;
+        }
+        size_t lo = 0, hi = sto->n_st;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (sto->st[mid].ts <= at) lo = mid + 1;
+            else hi = mid;
+        }
+        size_t s = sto->n_st; /* none */
+        if (lo > 0 && at <= sto->st[lo - 1].ts + sto->st[lo - 1].dur) s = lo - 1;
+        owner[i] = s;
+        count[s]++;
+    }
+}
+
 static json_t *measure(store *sto, api_status *st, json_t **shapes)
 {
     if (sto->n_st == 0) {
@@ -1005,7 +1031,6 @@ static json_t *measure(store *sto, api_status *st, json_t **shapes)
         }
     }
     qsort(sto->st, sto->n_st, sizeof *sto->st, cmp_step);
-    /* each GPU event's step */
     size_t *owner = api_malloc(sizeof *owner * (sto->n_ev ? sto->n_ev : 1));
     size_t *count = api_calloc(sto->n_st + 1, sizeof *count);
     if (!owner || !count) {
@@ -1014,26 +1039,7 @@ static json_t *measure(store *sto, api_status *st, json_t **shapes)
         api_fail(st, 503, "", "out of memory measuring the trace");
         return NULL;
     }
-    for (size_t i = 0; i < sto->n_ev; i++) {
-        const gpu_ev *e = &sto->ev[i];
-        double at = e->ts;
-        if (e->corr >= 0 && sto->n_la) {
-            launch key = {e->corr, 0, 0};
-            const launch *l = bsearch(&key, sto->la, sto->n_la, sizeof *sto->la, cmp_launch);
-            if (l) at = l->ts;
-        }
-        /* the last step starting at or before `at` whose window holds it */
-        size_t lo = 0, hi = sto->n_st;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (sto->st[mid].ts <= at) lo = mid + 1;
-            else hi = mid;
-        }
-        size_t s = sto->n_st; /* none */
-        if (lo > 0 && at <= sto->st[lo - 1].ts + sto->st[lo - 1].dur) s = lo - 1;
-        owner[i] = s;
-        count[s]++;
-    }
+    assign_steps(sto, owner, count);
     /* bucket the events by step */
     size_t *start = api_calloc(sto->n_st + 2, sizeof *start);
     size_t *order = api_malloc(sizeof *order * (sto->n_ev ? sto->n_ev : 1));
