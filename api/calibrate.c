@@ -273,6 +273,74 @@ static int cal_load_run(cal_ctx *x, json_t *run, int i, double *meas, int *use, 
     return 0;
 }
 
+/* The fitted parameters, each with its meaning, prior, value, spread and
+ * bounds. */
+static json_t *cal_params_json(const cal_ctx *x, const double *prior, const mfu_fit_result *fit)
+{
+    json_t *params = json_array();
+    for (int j = 0; j < x->np; j++) {
+        const cal_param *q = &PARAMS[x->ids[j]];
+        json_array_append_new(params, json_pack("{s:s,s:s,s:f,s:f,s:f,s:s,s:b,s:[f,f]}", "name", q->name,
+                                                "meaning", q->meaning, "prior", prior[j], "value",
+                                                fit->theta[j], "sd", fit->sd[j], "sd_space",
+                                                q->log_space ? "relative" : "absolute", "determined",
+                                                fit->determined[j], "bounds", q->lo, q->hi));
+    }
+    return params;
+}
+
+/* Per run: measured and predicted step time before and after the fit (and
+ * left out), and its trace's components fitted too. */
+static json_t *cal_runs_json(const cal_ctx *x, const double *meas, const double *before, const double *step_before,
+                             const double *fitted, const double *loo, int have_loo, const mfu_fit_result *fit)
+{
+    const cal_run *cr = x->runs;
+    int n = x->n, no = x->n_obs;
+    json_t *rj = json_array();
+    for (int i = 0; i < n; i++) {
+        double m0 = meas[cr[i].obs];
+        json_t *o = json_pack("{s:s?,s:f,s:f,s:f,s:f}", "id", cr[i].id, "measured_step_time_s", m0,
+                              "predicted_before_s", m0 * exp(step_before[i]), "predicted_s",
+                              m0 * exp(fitted[i]), "error", expm1(fitted[i]));
+        if (have_loo) json_object_set_new(o, "loo_error", json_real(expm1(loo[i])));
+        /* the trace's components, fitted too */
+        json_t *comp = NULL;
+        for (int k = cr[i].obs + 1; k < no && x->obs_run[k] == i; k++) {
+            if (!comp) comp = json_object();
+            char cn[32];
+            int kind = x->obs_kind[k];
+            if (kind < OBS_COMM) snprintf(cn, sizeof cn, "%s", OBS_NAMES[kind]);
+            else snprintf(cn, sizeof cn, "comm_%s", mfu_comm_names[kind - OBS_COMM]);
+            json_object_set_new(comp, cn,
+                                json_pack("{s:f,s:f,s:f,s:f}", "measured_s", meas[k], "predicted_before_s",
+                                          meas[k] * exp(before[k]), "predicted_s", meas[k] * exp(fit->resid[k]),
+                                          "error", expm1(fit->resid[k])));
+        }
+        if (comp) json_object_set_new(o, "trace_components", comp);
+        json_array_append_new(rj, o);
+    }
+    return rj;
+}
+
+/* Leave one run out: all its observations. loo[k]: run k's step residual
+ * from the fit without it. -1 when a fit fails (st says which). */
+static int cal_leave_one_out(cal_ctx *x, const mfu_fit_param *fp, const double *meas, int *use,
+                             const mfu_fit_result *fit, const mfu_fit_opts *fo, double *loo, api_status *st)
+{
+    const cal_run *cr = x->runs;
+    int n = x->n, no = x->n_obs;
+    for (int k = 0; k < n; k++) {
+        mfu_fit_result f1;
+        for (int o = 0; o < no; o++) use[o] = x->obs_run[o] != k;
+        if (mfu_fit(fp, x->np, meas, no, use, fit->theta, predict, x, fo, &f1) != MFU_OK) {
+            api_fail(st, 422, "/runs", "the leave-one-out fit without run %d failed", k);
+            return -1;
+        }
+        loo[k] = f1.resid[cr[k].obs];
+    }
+    return 0;
+}
+
 static json_t *calibrate_run(json_t *doc, api_status *st)
 {
     if (!json_is_object(doc)) {
@@ -328,15 +396,7 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
     /* leave one run out: all its observations */
     double loo[MFU_FIT_MAX_RUNS];
     int have_loo = cv && n >= 3;
-    for (int k = 0; have_loo && k < n; k++) {
-        mfu_fit_result f1;
-        for (int o = 0; o < no; o++) use[o] = x.obs_run[o] != k;
-        if (mfu_fit(fp, x.np, meas, no, use, fit.theta, predict, &x, &fo, &f1) != MFU_OK) {
-            api_fail(st, 422, "/runs", "the leave-one-out fit without run %d failed", k);
-            goto done;
-        }
-        loo[k] = f1.resid[cr[k].obs];
-    }
+    if (have_loo && cal_leave_one_out(&x, fp, meas, use, &fit, &fo, loo, st)) goto done;
     for (int o = 0; o < no; o++) use[o] = 1;
     /* the step residuals, run by run */
     double step_before[MFU_FIT_MAX_RUNS], fitted[MFU_FIT_MAX_RUNS];
@@ -354,37 +414,8 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
     mfu_hardware hw = cr[0].r.hw;
     for (int j = 0; j < x.np; j++) *param_ref(&hw, x.ids[j]) = fit.theta[j];
     hw.eff.uncertainty = unc;
-    json_t *params = json_array(), *rj = json_array();
-    for (int j = 0; j < x.np; j++) {
-        const cal_param *q = &PARAMS[x.ids[j]];
-        json_array_append_new(params, json_pack("{s:s,s:s,s:f,s:f,s:f,s:s,s:b,s:[f,f]}", "name", q->name,
-                                                "meaning", q->meaning, "prior", prior[j], "value",
-                                                fit.theta[j], "sd", fit.sd[j], "sd_space",
-                                                q->log_space ? "relative" : "absolute", "determined",
-                                                fit.determined[j], "bounds", q->lo, q->hi));
-    }
-    for (int i = 0; i < n; i++) {
-        double m0 = meas[cr[i].obs];
-        json_t *o = json_pack("{s:s?,s:f,s:f,s:f,s:f}", "id", cr[i].id, "measured_step_time_s", m0,
-                              "predicted_before_s", m0 * exp(step_before[i]), "predicted_s",
-                              m0 * exp(fitted[i]), "error", expm1(fitted[i]));
-        if (have_loo) json_object_set_new(o, "loo_error", json_real(expm1(loo[i])));
-        /* the trace's components, fitted too */
-        json_t *comp = NULL;
-        for (int k = cr[i].obs + 1; k < no && x.obs_run[k] == i; k++) {
-            if (!comp) comp = json_object();
-            char cn[32];
-            int kind = x.obs_kind[k];
-            if (kind < OBS_COMM) snprintf(cn, sizeof cn, "%s", OBS_NAMES[kind]);
-            else snprintf(cn, sizeof cn, "comm_%s", mfu_comm_names[kind - OBS_COMM]);
-            json_object_set_new(comp, cn,
-                                json_pack("{s:f,s:f,s:f,s:f}", "measured_s", meas[k], "predicted_before_s",
-                                          meas[k] * exp(before[k]), "predicted_s", meas[k] * exp(fit.resid[k]),
-                                          "error", expm1(fit.resid[k])));
-        }
-        if (comp) json_object_set_new(o, "trace_components", comp);
-        json_array_append_new(rj, o);
-    }
+    json_t *params = cal_params_json(&x, prior, &fit);
+    json_t *rj = cal_runs_json(&x, meas, before, step_before, fitted, loo, have_loo, &fit);
     json_t *sum = json_pack("{s:o,s:o}", "before", summary(step_before, n), "fitted", summary(fitted, n));
     if (have_loo) json_object_set_new(sum, "leave_one_out", summary(loo, n));
     json_object_set_new(sum, "interval_rel", json_real(unc));
