@@ -253,6 +253,73 @@ json_t *api_compare(json_t *doc, api_status *st, api_progress_fn fn, void *ctx, 
     return api_oom_policy(compare_run(doc, st, fn, ctx, threads, known, computed), st, before);
 }
 
+/* Search every variant not already known, on `threads` threads (the
+ * calling one among them, reporting progress between variants). 1 when
+ * the callback asked to stop. */
+static int run_variants(variant *vs, size_t n, api_progress_fn fn, void *ctx, int threads)
+{
+    pool p = {vs, n, 0, 0, fn, ctx, 0};
+    if (threads < 1) threads = 1;
+    if ((size_t)threads > n) threads = (int)n;
+    pthread_t tid[64];
+    int started = 0;
+    for (int t = 1; t < threads && t < 64; t++)
+        if (pthread_create(&tid[started], NULL, worker, &p) == 0) started++;
+    /* the calling thread works too, and reports progress between variants */
+    for (;;) {
+        size_t i = atomic_fetch_add(&p.next, 1);
+        if (i >= n) break;
+        variant *v = &vs[i];
+        if (!v->result) {
+            api_status_init(&v->st);
+            v->result = api_search(v->request, &v->st, NULL, NULL);
+            v->computed = v->result != NULL;
+        }
+        size_t d = atomic_fetch_add(&p.done, 1) + 1;
+        if (fn && fn(ctx, (double)d / (double)n, d)) {
+            atomic_store(&p.stop, 1);
+            break;
+        }
+    }
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    return atomic_load(&p.stop) ? 1 : 0;
+}
+
+/* The table: one row per variant, the fastest and the cheapest (0-based,
+ * -1 none); the searches computed here into `computed`. NULL when a
+ * variant failed (st says which). */
+static json_t *variant_rows(variant *vs, size_t n, json_t **lists, json_t *computed, int *fastest_out,
+                            int *cheapest_out, api_status *st)
+{
+    json_t *rows = json_array();
+    int fastest = -1, cheapest = -1;
+    double best_tps = 0, best_cost = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!vs[i].result) {
+            const api_status *e = &vs[i].st;
+            api_fail(st, e->status ? e->status : 500, e->n_errors ? e->errors[0].pointer : "",
+                     "variant %zu: %s", i + 1, e->n_errors ? e->errors[0].detail : "the search failed");
+            json_decref(rows);
+            return NULL;
+        }
+        json_t *r = row(&vs[i], lists);
+        double tps = json_number_value(json_object_get(r, "tokens_per_s"));
+        if (tps > best_tps) { best_tps = tps; fastest = (int)i; }
+        json_t *cost = json_object_get(json_object_get(r, "time_to_train"), "cost");
+        if (json_is_number(cost) && (cheapest < 0 || json_number_value(cost) < best_cost)) {
+            best_cost = json_number_value(cost);
+            cheapest = (int)i;
+        }
+        json_array_append_new(rows, r);
+        if (computed && vs[i].computed)
+            json_object_set_new(computed, vs[i].key,
+                                json_pack("{s:O,s:O}", "request", vs[i].request, "result", vs[i].result));
+    }
+    *fastest_out = fastest;
+    *cheapest_out = cheapest;
+    return rows;
+}
+
 static json_t *compare_run(json_t *doc, api_status *st, api_progress_fn fn, void *ctx, int threads,
                            json_t *known, json_t *computed)
 {
@@ -288,58 +355,13 @@ static json_t *compare_run(json_t *doc, api_status *st, api_progress_fn fn, void
         json_t *r = known ? json_object_get(known, vs[i].key) : NULL;
         if (r) vs[i].result = json_incref(r);
     }
-    pool p = {vs, n, 0, 0, fn, ctx, 0};
-    if (threads < 1) threads = 1;
-    if ((size_t)threads > n) threads = (int)n;
-    pthread_t tid[64];
-    int started = 0;
-    for (int t = 1; t < threads && t < 64; t++)
-        if (pthread_create(&tid[started], NULL, worker, &p) == 0) started++;
-    /* the calling thread works too, and reports progress between variants */
-    for (;;) {
-        size_t i = atomic_fetch_add(&p.next, 1);
-        if (i >= n) break;
-        variant *v = &vs[i];
-        if (!v->result) {
-            api_status_init(&v->st);
-            v->result = api_search(v->request, &v->st, NULL, NULL);
-            v->computed = v->result != NULL;
-        }
-        size_t d = atomic_fetch_add(&p.done, 1) + 1;
-        if (fn && fn(ctx, (double)d / (double)n, d)) {
-            atomic_store(&p.stop, 1);
-            break;
-        }
-    }
-    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-    if (atomic_load(&p.stop)) {
+    if (run_variants(vs, n, fn, ctx, threads)) {
         api_fail(st, 503, "", "the comparison was cancelled");
         goto done;
     }
-    json_t *rows = json_array();
-    int fastest = -1, cheapest = -1;
-    double best_tps = 0, best_cost = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!vs[i].result) {
-            const api_status *e = &vs[i].st;
-            api_fail(st, e->status ? e->status : 500, e->n_errors ? e->errors[0].pointer : "",
-                     "variant %zu: %s", i + 1, e->n_errors ? e->errors[0].detail : "the search failed");
-            json_decref(rows);
-            goto done;
-        }
-        json_t *r = row(&vs[i], lists);
-        double tps = json_number_value(json_object_get(r, "tokens_per_s"));
-        if (tps > best_tps) { best_tps = tps; fastest = (int)i; }
-        json_t *cost = json_object_get(json_object_get(r, "time_to_train"), "cost");
-        if (json_is_number(cost) && (cheapest < 0 || json_number_value(cost) < best_cost)) {
-            best_cost = json_number_value(cost);
-            cheapest = (int)i;
-        }
-        json_array_append_new(rows, r);
-        if (computed && vs[i].computed)
-            json_object_set_new(computed, vs[i].key,
-                                json_pack("{s:O,s:O}", "request", vs[i].request, "result", vs[i].result));
-    }
+    int fastest, cheapest;
+    json_t *rows = variant_rows(vs, n, lists, computed, &fastest, &cheapest, st);
+    if (!rows) goto done;
     out = json_pack("{s:I,s:o}", "n_variants", (json_int_t)n, "variants", rows);
     json_object_set_new(out, "fastest", fastest >= 0 ? json_integer(fastest + 1) : json_null());
     json_object_set_new(out, "cheapest", cheapest >= 0 ? json_integer(cheapest + 1) : json_null());
