@@ -815,20 +815,29 @@ static int presets(int c, int argc, char **argv)
     return flush_out(rc);
 }
 
-int main(int argc, char **argv)
+/* What the options ask besides the request (main). */
+typedef struct cli_flags {
+    int table, csv, hw_only, print_req, n_req, dashdash;
+    const option *model_opt, *hw_opt;
+} cli_flags;
+
+/* help, --version, an unknown command or option, COMMAND --help: the
+ * exit status when one of them answers; -1 to go on, *c the command. */
+static int early_answer(int argc, char **argv, int *c_out)
 {
-    api_alloc_init(); /* the api's out-of-memory policy (api/oom.c) */
+    const char *cmd;
+    int c;
     if (argc < 2) {
         top_help(stderr);
         return EX_USAGE;
     }
-    const char *cmd = argv[1];
+    cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         if (argc > 3) return usage_error(-1, "help takes one command, not '%s'", argv[3]);
         if (argc == 3 && strcmp(cmd, "help") == 0) {
-            int c = find_command(argv[2]);
-            if (c < 0) return usage_error(-1, "unknown command '%s'", argv[2]);
-            command_help(stdout, c);
+            int hc = find_command(argv[2]);
+            if (hc < 0) return usage_error(-1, "unknown command '%s'", argv[2]);
+            command_help(stdout, hc);
         } else if (argc == 3) {
             return usage_error(-1, "unexpected argument '%s' after %s", argv[2], cmd);
         } else {
@@ -842,7 +851,7 @@ int main(int argc, char **argv)
         return flush_out(EX_OK);
     }
     if (cmd[0] == '-') return usage_error(-1, "unknown option %s", cmd);
-    int c = find_command(cmd);
+    c = find_command(cmd);
     if (c < 0) return usage_error(-1, "unknown command '%s'", cmd);
     /* COMMAND --help anywhere before "--" wins over everything else */
     for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
@@ -850,25 +859,23 @@ int main(int argc, char **argv)
             command_help(stdout, c);
             return flush_out(EX_OK);
         }
-    if (c == C_PRESETS) return presets(c, argc, argv);
+    *c_out = c;
+    return -1;
+}
 
-    /* ---- parse: every usage error before any file is read ---- */
-    if (c == C_TRACE) return trace_cmd(c, argc, argv);
-    if (c == C_EXPLAIN) return explain_cmd(c, argc, argv);
-    given *gv = calloc((size_t)argc, sizeof *gv);
-    int n_given = 0, rc = EX_OK;
-    const char *file = NULL;
-    int table = 0, csv = 0, hw_only = 0, print_req = 0, n_req = 0, dashdash = 0;
-    const option *model_opt = NULL, *hw_opt = NULL;
-    if (!gv) return EX_SOFTWARE;
+/* The options after the command into gv (each a request field's value) and
+ * f; the request FILE into *file. EX_OK or the usage error's status. */
+static int parse_options(int c, int argc, char **argv, given *gv, int *n_given, const char **file, cli_flags *f)
+{
+    int rc = EX_OK;
     for (int i = 2; i < argc && rc == EX_OK; i++) {
         const char *a = argv[i];
-        if (dashdash || a[0] != '-' || !strcmp(a, "-")) {
-            if (file) rc = usage_error(c, "unexpected argument '%s' (one request FILE)", a);
-            else file = a;
+        if (f->dashdash || a[0] != '-' || !strcmp(a, "-")) {
+            if (*file) rc = usage_error(c, "unexpected argument '%s' (one request FILE)", a);
+            else *file = a;
             continue;
         }
-        if (!strcmp(a, "--")) { dashdash = 1; continue; }
+        if (!strcmp(a, "--")) { f->dashdash = 1; continue; }
         const char *eq = strchr(a, '=');
         size_t nl = eq && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
         const option *o = NULL;
@@ -903,24 +910,24 @@ int main(int argc, char **argv)
             else cli.svg_dir = val;
             continue;
         }
-        if (!strcmp(o->name, "--table")) table = 1;
-        else if (!strcmp(o->name, "--csv")) csv = 1;
-        else if (!strcmp(o->name, "--hardware")) hw_only = 1;
-        else if (!strcmp(o->name, "--print-request")) print_req = 1;
+        if (!strcmp(o->name, "--table")) f->table = 1;
+        else if (!strcmp(o->name, "--csv")) f->csv = 1;
+        else if (!strcmp(o->name, "--hardware")) f->hw_only = 1;
+        else if (!strcmp(o->name, "--print-request")) f->print_req = 1;
         if (o->kind == K_SWITCH) continue;
         if (!strcmp(o->top, "model")) {
-            if (model_opt && model_opt != o) {
-                rc = usage_error(c, "%s and %s both give the model; give one", model_opt->name, o->name);
+            if (f->model_opt && f->model_opt != o) {
+                rc = usage_error(c, "%s and %s both give the model; give one", f->model_opt->name, o->name);
                 break;
             }
-            model_opt = o;
+            f->model_opt = o;
         }
         if (!strcmp(o->top, "hardware")) {
-            if (hw_opt && hw_opt != o) {
-                rc = usage_error(c, "%s and %s both give the hardware; give one", hw_opt->name, o->name);
+            if (f->hw_opt && f->hw_opt != o) {
+                rc = usage_error(c, "%s and %s both give the hardware; give one", f->hw_opt->name, o->name);
                 break;
             }
-            hw_opt = o;
+            f->hw_opt = o;
         }
         json_t *v = NULL;
         if (o->kind == K_FILE || o->kind == K_TRACE) {
@@ -929,15 +936,22 @@ int main(int argc, char **argv)
             rc = EX_USAGE;
             break;
         }
-        gv[n_given++] = (given){o, val, v};
-        n_req++;
+        gv[(*n_given)++] = (given){o, val, v};
+        f->n_req++;
     }
-    if (rc == EX_OK && table && csv) rc = usage_error(c, "--table and --csv exclude each other");
-    if (rc == EX_OK && table && hw_only)
+    return rc;
+}
+
+/* Options that exclude each other, a request from nowhere, two stdins. */
+static int check_options(int c, const char *file, const given *gv, int n_given, const cli_flags *f)
+{
+    int rc = EX_OK;
+    if (rc == EX_OK && f->table && f->csv) rc = usage_error(c, "--table and --csv exclude each other");
+    if (rc == EX_OK && f->table && f->hw_only)
         rc = usage_error(c, "--table and --hardware exclude each other");
-    if (rc == EX_OK && print_req && (table || csv))
-        rc = usage_error(c, "--print-request prints JSON; it takes no %s", table ? "--table" : "--csv");
-    if (rc == EX_OK && !file && !n_req)
+    if (rc == EX_OK && f->print_req && (f->table || f->csv))
+        rc = usage_error(c, "--print-request prints JSON; it takes no %s", f->table ? "--table" : "--csv");
+    if (rc == EX_OK && !file && !f->n_req)
         rc = usage_error(c, "%s", (c == C_COMPARE || c == C_CALIBRATE)
                                       ? "a FILE (or - for stdin) is needed"
                                       : "give a request FILE, - for stdin, or request options");
@@ -948,9 +962,16 @@ int main(int argc, char **argv)
         if (stdin_users > 1) rc = usage_error(c, "only one input can be stdin (-)");
     }
 
-    /* ---- the request ---- */
+    return rc;
+}
+
+/* The request: FILE (or {}), each option's value set into it. NULL when
+ * something could not be read (*rc says what). */
+static json_t *build_request(const char *file, given *gv, int n_given, int n_req, int *rc_out)
+{
+    int rc = EX_OK;
     json_t *req = NULL;
-    if (rc == EX_OK) {
+    {
         req = file ? load_json(file, "", &rc) : json_object();
         if (req && n_req && !json_is_object(req)) {
             api_status st;
@@ -985,9 +1006,33 @@ int main(int argc, char **argv)
         }
         set_field(req, o, v);
     }
+    *rc_out = rc;
+    return req;
+}
+
+int main(int argc, char **argv)
+{
+    api_alloc_init(); /* the api's out-of-memory policy (api/oom.c) */
+    int c = -1;
+    int early = early_answer(argc, argv, &c);
+    if (early >= 0) return early;
+    if (c == C_PRESETS) return presets(c, argc, argv);
+
+    /* ---- parse: every usage error before any file is read ---- */
+    if (c == C_TRACE) return trace_cmd(c, argc, argv);
+    if (c == C_EXPLAIN) return explain_cmd(c, argc, argv);
+    given *gv = calloc((size_t)argc, sizeof *gv);
+    if (!gv) return EX_SOFTWARE;
+    int n_given = 0;
+    const char *file = NULL;
+    cli_flags f = {0, 0, 0, 0, 0, 0, NULL, NULL};
+    int rc = parse_options(c, argc, argv, gv, &n_given, &file, &f);
+    if (rc == EX_OK) rc = check_options(c, file, gv, n_given, &f);
+    json_t *req = NULL;
+    if (rc == EX_OK) req = build_request(file, gv, n_given, f.n_req, &rc);
     for (int k = 0; k < n_given; k++) json_decref(gv[k].value);
     free(gv);
-    if (rc == EX_OK) rc = print_req ? print_json(req) : run(c, req, table, csv, hw_only, &cli);
+    if (rc == EX_OK) rc = f.print_req ? print_json(req) : run(c, req, f.table, f.csv, f.hw_only, &cli);
     json_decref(req);
     return flush_out(rc);
 }
