@@ -591,6 +591,65 @@ static int extras(json_t *req, json_t *res, const cli_out *o)
     return rc;
 }
 
+/* mfu trace --against: the prediction of configuration `rank` of a search
+ * result, drawn and measured the same way, against the measured trace
+ * (res: taken). */
+static int trace_against(const char *against, int rank, json_t *res)
+{
+    api_status st;
+    api_status_init(&st);
+    int rc = EX_OK;
+    json_t *doc = load_json(against, "", &rc);
+    if (!doc) {
+        json_decref(res);
+        return rc;
+    }
+    json_t *result = json_object_get(doc, "result");
+    if (!json_is_object(result)) result = doc;
+    json_t *pt = api_trace_export_result(result, rank);
+    char *text = pt ? json_dumps(pt, JSON_COMPACT) : NULL;
+    json_decref(pt);
+    json_t *pred = text ? api_trace_text(text, strlen(text), NULL, &st) : NULL;
+    free(text);
+    json_decref(doc);
+    json_t *diff = pred ? api_trace_compare(pred, res) : NULL;
+    if (!diff) {
+        fprintf(stderr, "mfu: %s holds no configuration ranked %d to compare with\n", against, rank);
+        json_decref(pred);
+        json_decref(res);
+        return EX_NOFIT;
+    }
+    json_t *out = json_pack("{s:i,s:O,s:O,s:o}", "rank", rank, "measured", json_object_get(res, "summary"),
+                            "predicted", json_object_get(pred, "summary"), "difference", diff);
+    json_decref(pred);
+    rc = print_json(out);
+    json_decref(out);
+    json_decref(res);
+    return flush_out(rc);
+}
+
+/* mfu trace --table: one line per step. */
+static void trace_table(json_t *res)
+{
+    printf("%-10s %9s %9s %9s %9s %9s %9s %9s %9s %8s\n", "step", "step_ms", "busy_ms", "idle_ms", "gemm_ms",
+           "attn_ms", "other_ms", "comm_ms", "expos_ms", "overlap");
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(res, "steps"), i, s) {
+        json_t *k = json_object_get(s, "kernels"), *cm = json_object_get(s, "communication");
+        json_t *ov = json_object_get(cm, "overlap");
+        char ovs[16] = "-";
+        if (json_is_number(ov)) snprintf(ovs, sizeof ovs, "%.1f%%", 100.0 * json_number_value(ov));
+#define MS(o, f) (1e3 * json_number_value(json_object_get((o), (f))))
+        printf("%-10lld %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8s\n",
+               (long long)json_integer_value(json_object_get(s, "step")), MS(s, "step_time_s"),
+               MS(s, "gpu_busy_s"), MS(s, "idle_s"), MS(json_object_get(k, "gemm"), "time_s"),
+               MS(json_object_get(k, "attention"), "time_s"), MS(json_object_get(k, "other_compute"), "time_s"),
+               MS(cm, "time_s"), MS(cm, "exposed_s"), ovs);
+#undef MS
+    }
+}
+
 static int trace_cmd(int c, int argc, char **argv)
 {
     const char *file = NULL, *marker = NULL, *against = NULL;
@@ -634,55 +693,12 @@ static int trace_cmd(int c, int argc, char **argv)
             json_decref(res);
             return usage_error(c, "--against prints JSON; it takes no --table");
         }
-        rc = EX_OK;
-        json_t *doc = load_json(against, "", &rc);
-        if (!doc) {
-            json_decref(res);
-            return rc;
-        }
-        json_t *result = json_object_get(doc, "result");
-        if (!json_is_object(result)) result = doc;
-        json_t *pt = api_trace_export_result(result, rank);
-        char *text = pt ? json_dumps(pt, JSON_COMPACT) : NULL;
-        json_decref(pt);
-        json_t *pred = text ? api_trace_text(text, strlen(text), NULL, &st) : NULL;
-        free(text);
-        json_decref(doc);
-        json_t *diff = pred ? api_trace_compare(pred, res) : NULL;
-        if (!diff) {
-            fprintf(stderr, "mfu: %s holds no configuration ranked %d to compare with\n", against, rank);
-            json_decref(pred);
-            json_decref(res);
-            return EX_NOFIT;
-        }
-        json_t *out = json_pack("{s:i,s:O,s:O,s:o}", "rank", rank, "measured", json_object_get(res, "summary"),
-                                "predicted", json_object_get(pred, "summary"), "difference", diff);
-        json_decref(pred);
-        rc = print_json(out);
-        json_decref(out);
-        json_decref(res);
-        return flush_out(rc);
+        return trace_against(against, rank, res);
     }
     if (!table) {
         rc = print_json(res);
     } else {
-        printf("%-10s %9s %9s %9s %9s %9s %9s %9s %9s %8s\n", "step", "step_ms", "busy_ms", "idle_ms", "gemm_ms",
-               "attn_ms", "other_ms", "comm_ms", "expos_ms", "overlap");
-        size_t i;
-        json_t *s;
-        json_array_foreach(json_object_get(res, "steps"), i, s) {
-            json_t *k = json_object_get(s, "kernels"), *cm = json_object_get(s, "communication");
-            json_t *ov = json_object_get(cm, "overlap");
-            char ovs[16] = "-";
-            if (json_is_number(ov)) snprintf(ovs, sizeof ovs, "%.1f%%", 100.0 * json_number_value(ov));
-#define MS(o, f) (1e3 * json_number_value(json_object_get((o), (f))))
-            printf("%-10lld %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8s\n",
-                   (long long)json_integer_value(json_object_get(s, "step")), MS(s, "step_time_s"),
-                   MS(s, "gpu_busy_s"), MS(s, "idle_s"), MS(json_object_get(k, "gemm"), "time_s"),
-                   MS(json_object_get(k, "attention"), "time_s"), MS(json_object_get(k, "other_compute"), "time_s"),
-                   MS(cm, "time_s"), MS(cm, "exposed_s"), ovs);
-#undef MS
-        }
+        trace_table(res);
         rc = EX_OK;
     }
     json_decref(res);
