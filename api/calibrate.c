@@ -341,6 +341,37 @@ static int cal_leave_one_out(cal_ctx *x, const mfu_fit_param *fp, const double *
     return 0;
 }
 
+/* Each named parameter's prior (the first run's hardware) and its fit
+ * settings (spread, bounds, log space). */
+static void cal_fit_params(const cal_ctx *x, mfu_fit_param *fp, double *prior)
+{
+    for (int j = 0; j < x->np; j++) {
+        const cal_param *q = &PARAMS[x->ids[j]];
+        prior[j] = *param_ref(&x->runs[0].r.hw, x->ids[j]);
+        /* a time prior of zero still needs a scale to move from */
+        fp[j] = (mfu_fit_param){prior[j], q->prior_sd, q->lo, q->hi, q->log_space};
+        if (q->log_space && !(prior[j] > 0)) fp[j].prior = q->lo;
+    }
+}
+
+/* The answer: the calibrated hardware, the parameters, the runs, the
+ * summary (before, fitted, left out, the interval) and the fit's settings. */
+static json_t *cal_answer(const cal_ctx *x, const mfu_hardware *hw, json_t *params, json_t *rj,
+                          const double *step_before, const double *fitted, const double *loo, int have_loo,
+                          double unc, const mfu_fit_result *fit, const mfu_fit_opts *fo)
+{
+    int n = x->n;
+    json_t *sum = json_pack("{s:o,s:o}", "before", summary(step_before, n), "fitted", summary(fitted, n));
+    if (have_loo) json_object_set_new(sum, "leave_one_out", summary(loo, n));
+    json_object_set_new(sum, "interval_rel", json_real(unc));
+    json_t *undetermined = json_array();
+    for (int j = 0; j < x->np; j++)
+        if (!fit->determined[j]) json_array_append_new(undetermined, json_string(PARAMS[x->ids[j]].name));
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:{s:f,s:f,s:i}}", "hardware", api_hardware_to_json(hw),
+                    "parameters", params, "undetermined", undetermined, "runs", rj, "summary", sum,
+                    "fit", "noise", fo->noise, "huber_k", fo->huber_k, "iterations", fit->iterations);
+}
+
 static json_t *calibrate_run(json_t *doc, api_status *st)
 {
     if (!json_is_object(doc)) {
@@ -373,13 +404,7 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
         if (cal_load_run(&x, json_array_get(runs, (size_t)i), i, meas, use, st)) goto done;
     mfu_fit_param fp[CP_COUNT];
     double prior[CP_COUNT];
-    for (int j = 0; j < x.np; j++) {
-        const cal_param *q = &PARAMS[x.ids[j]];
-        prior[j] = *param_ref(&cr[0].r.hw, x.ids[j]);
-        /* a time prior of zero still needs a scale to move from */
-        fp[j] = (mfu_fit_param){prior[j], q->prior_sd, q->lo, q->hi, q->log_space};
-        if (q->log_space && !(prior[j] > 0)) fp[j].prior = q->lo;
-    }
+    cal_fit_params(&x, fp, prior);
     mfu_fit_opts fo = {0.02, 1.5, 60};
     int no = x.n_obs;
     double before[MFU_FIT_MAX_RUNS];
@@ -416,15 +441,7 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
     hw.eff.uncertainty = unc;
     json_t *params = cal_params_json(&x, prior, &fit);
     json_t *rj = cal_runs_json(&x, meas, before, step_before, fitted, loo, have_loo, &fit);
-    json_t *sum = json_pack("{s:o,s:o}", "before", summary(step_before, n), "fitted", summary(fitted, n));
-    if (have_loo) json_object_set_new(sum, "leave_one_out", summary(loo, n));
-    json_object_set_new(sum, "interval_rel", json_real(unc));
-    json_t *undetermined = json_array();
-    for (int j = 0; j < x.np; j++)
-        if (!fit.determined[j]) json_array_append_new(undetermined, json_string(PARAMS[x.ids[j]].name));
-    out = json_pack("{s:o,s:o,s:o,s:o,s:o,s:{s:f,s:f,s:i}}", "hardware", api_hardware_to_json(&hw),
-                    "parameters", params, "undetermined", undetermined, "runs", rj, "summary", sum,
-                    "fit", "noise", fo.noise, "huber_k", fo.huber_k, "iterations", fit.iterations);
+    out = cal_answer(&x, &hw, params, rj, step_before, fitted, loo, have_loo, unc, &fit, &fo);
     if (!out) api_fail(st, 500, "", "result has a non-finite number");
 done:
     for (int i = 0; i < x.n; i++) api_request_free(&cr[i].r);
