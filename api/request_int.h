@@ -1,0 +1,46 @@
+/* api/request_int.h -- inside the request code (docs/model-ir.md, docs/model.md
+ * F-SEARCH): what api/request.c (parsing), api/prepared.c (the normal
+ * form, its key, the prepared request), api/search_opts.c (a request's
+ * "search") and api/engines.c (running the roofline and the search) give
+ * one another. Nothing else includes it. */
+#ifndef MFU_API_REQUEST_INT_H
+#define MFU_API_REQUEST_INT_H
+
+#include "api.h"
+#include "internal.h"
+
+/* names of enumerations as requests spell them (api/request.c) */
+extern const char *const rq_convs[], *const rq_impls[], *const rq_dtypes[], *const rq_frameworks[],
+    *const rq_grad_dtypes[], *const rq_axes[], *const rq_ranks[], *const rq_distinct[];
+
+/* A search request parsed once (api_prepare_search), run by the engines. */
+struct api_prepared {
+    api_request r;
+    mfu_system sys;             /* points into r: the object does not move */
+    mfu_search_opts o;
+    double deadline;
+    mfu_op *ops;
+    json_t *request;            /* owned by api_prepare_search's object */
+    json_t *normal;
+};
+
+/* api/request.c */
+int rq_parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, unsigned mx[2], api_status *st);
+int rq_parse_remat(json_t *rj, const char *ptr, unsigned *device, unsigned *host, api_status *st);
+int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c, api_status *st);
+
+/* api/search_opts.c */
+int rq_parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, double *deadline, api_status *st);
+
+/* api/prepared.c */
+int rq_system_init(mfu_system *sys, const api_request *r, mfu_op *ops, api_status *st);
+void rq_set_recompute(json_t *obj, const mfu_system *sys, int slot);
+int rq_parse_measured(json_t *meas, int engine, double *t, json_t **trace, api_status *st);
+void rq_prepared_fini(struct api_prepared *p);
+int rq_prepare(json_t *request, int need, struct api_prepared *p, api_status *st);
+json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st);
+
+/* api/engines.c */
+json_t *rq_config_json_min(const mfu_system *sys, const mfu_config *c);
+
+#endif
