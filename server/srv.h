@@ -163,7 +163,7 @@ double srv_now_mono(void);
 void srv_iso_time(char *out, size_t n, int64_t ms);
 int64_t srv_now_ms(void);
 
-/* ---- http (server/http.c) ---------------------------------------------- */
+/* ---- http (server/http.c; routes.c, respond.c, watchdog.c) ------------ */
 
 struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, int *out_port);
 /* Stop the request-deadline watchdog, then the daemon. */
