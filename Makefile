@@ -7,7 +7,7 @@
 #
 # Sources are picked up by wildcard: core/*.c -> libmfucore.a (C11 + libm only),
 # api/*.c -> libmfuapi.a (jansson), db/*.c -> libmfudb.a (sqlite3),
-# server/*.c -> build/mfud; cli/mfu.c -> build/mfu (the CLI: api only, no server).
+# server/*.c -> build/mfud; cli/*.c -> build/mfu (the CLI: api only, no server).
 # tests/unit/test_*.c each become one test binary linked with all libraries.
 
 CC      ?= cc
@@ -29,7 +29,8 @@ LDLIBS_ALL = $(LDLIBS_API) $(LDLIBS_SRV) -lm
 CORE_SRC   := $(wildcard core/*.c)
 API_SRC    := $(wildcard api/*.c)
 DB_SRC     := $(wildcard db/*.c)
-CLI_SRC    := cli/mfu.c
+CLI_SRC    := $(wildcard cli/*.c)
+CLI_OBJ    := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 SRV_SRC    := $(wildcard server/*.c)
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
 BENCH_SRC  := $(wildcard bench/*.c)
@@ -47,7 +48,7 @@ LIBS := $(BUILD)/libmfuapi.a $(BUILD)/libmfudb.a $(BUILD)/libmfucore.a
 .PHONY: all test unit run bench clean deps
 all: $(BUILD)/mfu $(if $(SRV_SRC),$(BUILD)/mfud)
 
-$(BUILD)/obj/%.o: %.c $(wildcard core/*.h api/*.h db/*.h server/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard core/*.h api/*.h db/*.h server/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
@@ -85,8 +86,8 @@ $(BUILD)/libmfuapi.a: $(API_OBJ)
 $(BUILD)/libmfudb.a: $(DB_OBJ)
 	@rm -f $@; ar rcs $@ $^
 
-$(BUILD)/mfu: $(BUILD)/obj/cli/mfu.o $(LIBS)
-	$(CC) $(SAN) $< $(LIBS) $(LDLIBS_API) -lm -o $@
+$(BUILD)/mfu: $(CLI_OBJ) $(LIBS)
+	$(CC) $(SAN) $(CLI_OBJ) $(LIBS) $(LDLIBS_API) -lm -o $@
 
 $(BUILD)/mfud: $(SRV_OBJ) $(LIBS)
 	$(CC) $(SAN) $(SRV_OBJ) $(LIBS) $(LDLIBS_ALL) -o $@
