@@ -18,24 +18,6 @@
 
 /* ---- engines -------------------------------------------------------------- */
 
-json_t *rq_config_json_min(const mfu_system *sys, const mfu_config *c)
-{
-    json_t *o = json_pack("{s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:I},s:s,s:I,s:I,s:I,s:I}", "parallel",
-                          "dp", (json_int_t)c->ax[MFU_AX_DP], "fsdp", (json_int_t)c->ax[MFU_AX_FSDP],
-                          "tp", (json_int_t)c->ax[MFU_AX_TP], "ep", (json_int_t)c->ax[MFU_AX_EP], "pp",
-                          (json_int_t)c->ax[MFU_AX_PP], "cp", (json_int_t)c->ax[MFU_AX_CP], "sp", c->sp,
-                          "zero", c->zero, "etp", (json_int_t)c->etp, "schedule",
-                          api_schedule_names[c->schedule], "vpp", (json_int_t)c->vpp, "mbs",
-                          (json_int_t)c->mbs, "grad_accum", (json_int_t)c->grad_accum,
-                          "recompute_layers", (json_int_t)c->recompute_layers);
-    rq_set_recompute(o, sys, c->recompute);
-    if (c->split == MFU_SPLIT_FIRST_LAST)
-        json_object_set_new(o, "pipeline_split", json_pack("{s:I,s:I}", "first", (json_int_t)c->pp_first,
-                                                           "last", (json_int_t)c->pp_last));
-    else
-        json_object_set_new(o, "pipeline_split", json_string(api_split_names[c->split]));
-    return o;
-}
 
 static json_t *roofline_run(json_t *request, api_status *st);
 

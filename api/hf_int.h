@@ -1,8 +1,8 @@
 /* api/hf_int.h -- inside the HuggingFace config.json importer: its
- * context, a layer's spec, the families, and what api/hf.c (reading
- * fields, runs, the entry point), api/hf_softmax.c (softmax attention and
- * the MLPs) and api/hf_hybrid.c (Llama 4, Qwen3-Next, DeepSeek, GLA) give
- * one another. */
+ * context, a layer's spec, the families, and what api/hf.c (runs, the
+ * entry point), api/hf_read.c (reading fields), api/hf_softmax.c
+ * (softmax attention and the MLPs) and api/hf_hybrid.c (Llama 4,
+ * Qwen3-Next, DeepSeek, GLA) give one another. */
 #ifndef MFU_API_HF_INT_H
 #define MFU_API_HF_INT_H
 
@@ -54,7 +54,8 @@ typedef struct hf_common {
     long long h, n_layers, vocab;
 } hf_common;
 
-/* api/hf.c: reading fields (commented where defined) */
+/* api/hf_read.c: reading fields (commented where defined) */
+const char *hf_activation(hf_ctx *c, const char *key, const char *dflt);
 void hf_approx(hf_ctx *c, const char *text);
 int hf_as_int(json_t *v, long long *out);
 int hf_bool(hf_ctx *c, const char *key, int dflt, int *out);

@@ -17,6 +17,27 @@
 #include "sha256.h"
 #include "request_int.h"
 
+/* A configuration as the normal form writes it: only what the request can
+ * say (measured.config). */
+static json_t *config_json_min(const mfu_system *sys, const mfu_config *c)
+{
+    json_t *o = json_pack("{s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:I},s:s,s:I,s:I,s:I,s:I}", "parallel",
+                          "dp", (json_int_t)c->ax[MFU_AX_DP], "fsdp", (json_int_t)c->ax[MFU_AX_FSDP],
+                          "tp", (json_int_t)c->ax[MFU_AX_TP], "ep", (json_int_t)c->ax[MFU_AX_EP], "pp",
+                          (json_int_t)c->ax[MFU_AX_PP], "cp", (json_int_t)c->ax[MFU_AX_CP], "sp", c->sp,
+                          "zero", c->zero, "etp", (json_int_t)c->etp, "schedule",
+                          api_schedule_names[c->schedule], "vpp", (json_int_t)c->vpp, "mbs",
+                          (json_int_t)c->mbs, "grad_accum", (json_int_t)c->grad_accum,
+                          "recompute_layers", (json_int_t)c->recompute_layers);
+    rq_set_recompute(o, sys, c->recompute);
+    if (c->split == MFU_SPLIT_FIRST_LAST)
+        json_object_set_new(o, "pipeline_split", json_pack("{s:I,s:I}", "first", (json_int_t)c->pp_first,
+                                                           "last", (json_int_t)c->pp_last));
+    else
+        json_object_set_new(o, "pipeline_split", json_string(api_split_names[c->split]));
+    return o;
+}
+
 /* ---- normal form and key ------------------------------------------------- */
 
 
@@ -212,7 +233,7 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         if (rq_parse_config(cj, "/measured/config", sys, &mc, st)) goto fail;
         mc.tp_overlap = r->tp_overlap;
         mc.ep_overlap = r->ep_overlap;
-        mj = json_pack("{s:o}", "config", rq_config_json_min(sys, &mc));
+        mj = json_pack("{s:o}", "config", config_json_min(sys, &mc));
         if (t > 0) json_object_set_new(mj, "step_time_s", json_real(t));
         if (tr) json_object_set_new(mj, "trace", json_deep_copy(tr));
     }

@@ -40,7 +40,5 @@ void rq_prepared_fini(struct api_prepared *p);
 int rq_prepare(json_t *request, int need, struct api_prepared *p, api_status *st);
 json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st);
 
-/* api/engines.c */
-json_t *rq_config_json_min(const mfu_system *sys, const mfu_config *c);
 
 #endif

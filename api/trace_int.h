@@ -1,7 +1,8 @@
 /* api/trace_int.h -- inside the profiler-trace reader (docs/traces.md):
  * the tokenizer's state, the events kept, and what api/trace.c (entry
- * points, categories), api/trace_read.c (tokenizer, events) and
- * api/trace_measure.c (per-step measurement) give one another. */
+ * points), api/trace_read.c (tokenizer, events), api/trace_measure.c
+ * (per-step measurement) and api/trace_cats.c (categories) give one
+ * another. */
 #ifndef MFU_API_TRACE_INT_H
 #define MFU_API_TRACE_INT_H
 
@@ -69,7 +70,7 @@ typedef struct store {
     json_t *devices;
 } store;
 
-/* api/trace.c */
+/* api/trace_cats.c */
 int trace_has(const char *s, const char *needle);
 /* api/trace_read.c */
 int trace_next(lexer *lx);

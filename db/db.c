@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 static int is_pg_url(const char *path)
 {
@@ -135,13 +134,7 @@ int db_get(struct mfu_db *db, const char *id, int with_bodies, struct db_row *ou
 
 void db_row_fini(struct db_row *r)
 {
-    if (!r) return;
-    free(r->request);
-    free(r->result);
-    free(r->error);
-    free(r->model);
-    free(r->hardware);
-    r->request = r->result = r->error = r->model = r->hardware = NULL;
+    if (r) db_row_free(r);
 }
 
 int db_put_job(struct mfu_db *db, const struct db_new_job *job)
@@ -233,10 +226,4 @@ int db_claim(struct mfu_db *db, int max, db_pending_fn cb, void *ctx)
     if (!db->ops->claim || max <= 0) return 0;
     int64_t t0 = now_ns();
     return counted(db, t0, db->ops->claim(db, max, cb, ctx));
-}
-
-uint32_t db_body_crc(const char *result, const char *error)
-{
-    const char *b = result ? result : error ? error : "";
-    return (uint32_t)crc32(0L, (const Bytef *)b, (uInt)strlen(b));
 }

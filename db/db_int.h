@@ -11,6 +11,9 @@
 #include "db.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
 
 struct db_ops {
     const char *name; /* "sqlite" | "postgresql": the metrics' backend label */
@@ -54,7 +57,23 @@ int db_sqlite_open(const char *path, int64_t cache_max_bytes, struct mfu_db **ou
 int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const char *owner,
                struct mfu_db **out, char *err, size_t errlen);
 
-/* CRC-32 (zlib) of a row's body: its result, else its error. */
-uint32_t db_body_crc(const char *result, const char *error);
+/* CRC-32 (zlib) of a row's body: its result, else its error. Inline, so
+ * both backends have it without calling back up into db.c. */
+static inline uint32_t db_body_crc(const char *result, const char *error)
+{
+    const char *b = result ? result : error ? error : "";
+    return (uint32_t)crc32(0L, (const Bytef *)b, (uInt)strlen(b));
+}
+
+/* A row's strings freed (db_row_fini's work, for the backends). */
+static inline void db_row_free(struct db_row *r)
+{
+    free(r->request);
+    free(r->result);
+    free(r->error);
+    free(r->model);
+    free(r->hardware);
+    r->request = r->result = r->error = r->model = r->hardware = NULL;
+}
 
 #endif

@@ -30,7 +30,26 @@
  * - SQL is constant text with $n parameters (PQexecParams): no SQL is ever
  *   built from data.
  */
-#ifdef MFU_HAVE_LIBPQ
+#include "db_int.h"
+
+#include <stdio.h>
+
+#ifndef MFU_HAVE_LIBPQ
+
+int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const char *owner,
+               struct mfu_db **out, char *err, size_t errlen)
+{
+    (void)url;
+    (void)cache_max_bytes;
+    (void)pool_conns;
+    (void)owner;
+    *out = NULL;
+    snprintf(err, errlen, "this mfud was built without PostgreSQL support (install libpq-dev and "
+                          "rebuild); use a SQLite file path instead");
+    return DB_EUNSUPPORTED;
+}
+
+#else
 
 #include "pg_int.h"
 
@@ -307,7 +326,7 @@ static int pg_list(struct mfu_db *base, int limit, int offset, int64_t after_cre
         struct db_row row;
         read_row(r, i, &row);
         cb(ctx, &row);
-        db_row_fini(&row);
+        db_row_free(&row);
     }
     PQclear(r);
     return k;
@@ -357,7 +376,7 @@ static int64_t pg_count(struct mfu_db *base)
     return pg_query_i64((struct pg_db *)base, "SELECT count(*) FROM results", 0, NULL);
 }
 
-const struct db_ops pg_ops = {
+static const struct db_ops pg_ops = {
     .name = "postgresql",
     .close = pg_close,
     .errmsg = pg_errmsg,
@@ -379,5 +398,11 @@ const struct db_ops pg_ops = {
     .claim = pg_claim,
     .concurrent = 1,
 };
+
+int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const char *owner,
+               struct mfu_db **out, char *err, size_t errlen)
+{
+    return pg_open(&pg_ops, url, cache_max_bytes, pool_conns, owner, out, err, errlen);
+}
 
 #endif /* MFU_HAVE_LIBPQ */

@@ -9,22 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef MFU_HAVE_LIBPQ
-
-int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const char *owner,
-               struct mfu_db **out, char *err, size_t errlen)
-{
-    (void)url;
-    (void)cache_max_bytes;
-    (void)pool_conns;
-    (void)owner;
-    *out = NULL;
-    snprintf(err, errlen, "this mfud was built without PostgreSQL support (install libpq-dev and "
-                          "rebuild); use a SQLite file path instead");
-    return DB_EUNSUPPORTED;
-}
-
-#else
+#ifdef MFU_HAVE_LIBPQ
 
 #include "pg_int.h"
 
@@ -264,8 +249,8 @@ int pg_schema_version(struct mfu_db *base)
     return (int)pg_query_i64(db, "SELECT coalesce(max(version), 0) FROM mfud_schema", 0, NULL);
 }
 
-int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const char *owner,
-               struct mfu_db **out, char *err, size_t errlen)
+int pg_open(const struct db_ops *ops, const char *url, int64_t cache_max_bytes, int pool_conns,
+            const char *owner, struct mfu_db **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (strlen(url) >= sizeof ((struct pg_db *)0)->url) {
@@ -278,7 +263,7 @@ int db_pg_open(const char *url, int64_t cache_max_bytes, int pool_conns, const c
         snprintf(err, errlen, "out of memory");
         return DB_ENOMEM;
     }
-    db->base.ops = &pg_ops;
+    db->base.ops = ops;
     db->cache_max_bytes = cache_max_bytes;
     snprintf(db->owner, sizeof db->owner, "%s", owner);
     snprintf(db->url, sizeof db->url, "%s", url);

@@ -57,6 +57,8 @@ const char *pg_errmsg(struct mfu_db *base);
 void pg_close(struct mfu_db *base);
 int pg_health(struct mfu_db *base, char *why, size_t whylen);
 int pg_schema_version(struct mfu_db *base);
-extern const struct db_ops pg_ops;
+/* Open with the operations table db/pg.c gives (db_pg_open). */
+int pg_open(const struct db_ops *ops, const char *url, int64_t cache_max_bytes, int pool_conns,
+            const char *owner, struct mfu_db **out, char *err, size_t errlen);
 
 #endif

@@ -563,7 +563,7 @@ static int sq_list(struct mfu_db *base, int limit, int offset, int64_t after_cre
         struct db_row r;
         read_row(s, &r);
         cb(ctx, &r);
-        db_row_fini(&r);
+        db_row_free(&r);
         n++;
     }
     sqlite3_reset(s);
