@@ -1,6 +1,7 @@
 /* api/recipe_int.h -- what the launch-recipe files share (api/recipe.c:
- * the builders, the model view and the entry points; recipe_megatron.c,
- * recipe_torchtitan.c, recipe_maxtext.c: one framework each). */
+ * the entry points; api/recipe_parts.c: the builders, the model view, the
+ * refusals; recipe_megatron.c, recipe_torchtitan.c, recipe_maxtext.c: one
+ * framework each). */
 #ifndef MFU_RECIPE_INT_H
 #define MFU_RECIPE_INT_H
 

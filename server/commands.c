@@ -214,7 +214,7 @@ static void trace_after(uv_work_t *w, int status)
     json_decref(tw->problem);
     free(tw);
     jobs_app.n_roofline--;
-    jobs_maybe_finish_shutdown();
+    jobs_work_ended();
 }
 
 static void cmd_traces(struct srv_req *r)
@@ -567,7 +567,7 @@ static void roofline_after(uv_work_t *w, int status)
     srv_http_resume(rw->r);
     free(rw);
     jobs_app.n_roofline--;
-    jobs_maybe_finish_shutdown();
+    jobs_work_ended();
 }
 
 static void cmd_roofline(struct srv_req *r)

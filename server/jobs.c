@@ -3,139 +3,6 @@
  * and stop. */
 #include "jobs_int.h"
 
-struct jobs_app jobs_app;
-
-/* ---- the job table ----------------------------------------------------- */
-
-unsigned jobs_bucket_of(const char *id)
-{
-    unsigned h = 0;
-    for (int i = 0; i < 8 && id[i]; i++) h = h * 16 + (unsigned)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
-    return h % N_BUCKETS;
-}
-
-struct job *jobs_find(const char *id)
-{
-    for (struct job *j = jobs_app.buckets[jobs_bucket_of(id)]; j; j = j->hnext)
-        if (strcmp(j->id, id) == 0) return j;
-    return NULL;
-}
-
-void jobs_unlink(struct job *j)
-{
-    struct job **pp = &jobs_app.buckets[jobs_bucket_of(j->id)];
-    while (*pp && *pp != j) pp = &(*pp)->hnext;
-    if (*pp) *pp = j->hnext;
-    pp = &jobs_app.active;
-    while (*pp && *pp != j) pp = &(*pp)->next;
-    if (*pp) *pp = j->next;
-    jobs_app.n_active--;
-    atomic_store(&jobs_app.n_active_pub, jobs_app.n_active);
-}
-
-void jobs_subs_free(struct job *j)
-{
-    for (int i = 0; i < j->n_subs; i++) {
-        struct sub_result *s = &j->subs[i];
-        free(s->normalized);
-        free(s->input);
-        free(s->result);
-        free(s->model);
-        free(s->hardware);
-    }
-    free(j->subs);
-    j->subs = NULL;
-    j->n_subs = 0;
-}
-
-void jobs_free(struct job *j)
-{
-    if (!j) return;
-    jobs_subs_free(j);
-    json_decref(j->known);
-    api_prepared_free(j->prep);
-    free(j->request);
-    free(j->result);
-    free(j->error);
-    free(j);
-}
-
-/* ---- answers ----------------------------------------------------------- */
-
-void jobs_view_from_job(struct srv_view *v, struct job *j)
-{
-    memset(v, 0, sizeof *v);
-    memcpy(v->id, j->id, 65);
-    int64_t started = atomic_load(&j->started_ms);
-    v->status = started ? "running" : "queued";
-    v->progress = atomic_load(&j->progress_ppm) / 1e6;
-    v->evaluated = (int64_t)atomic_load(&j->evaluated);
-    v->created_ms = j->created_ms;
-    v->started_ms = started;
-}
-
-const char *jobs_static_status(const char *s)
-{
-    if (strcmp(s, "done") == 0) return "done";
-    if (strcmp(s, "failed") == 0) return "failed";
-    if (strcmp(s, "running") == 0) return "running";
-    return "queued";
-}
-
-/* Takes the row's result and error strings. */
-void jobs_view_from_row(struct srv_view *v, struct db_row *row)
-{
-    memset(v, 0, sizeof *v);
-    memcpy(v->id, row->id, 65);
-    v->status = jobs_static_status(row->status);
-    v->progress = strcmp(v->status, "done") == 0 ? 1.0 : 0.0;
-    v->evaluated = row->evaluated;
-    v->created_ms = row->created_ms;
-    v->started_ms = row->started_ms;
-    v->finished_ms = row->finished_ms;
-    v->result = row->result;
-    v->error = row->error;
-    row->result = row->error = NULL;
-}
-
-/* A done view read from the database: render it once into the memory
- * cache and answer from the entry (the view's own copy is dropped). */
-void jobs_attach_entry(struct srv_req *r)
-{
-    if (strcmp(r->view.status, "done") != 0 || !r->view.result) return;
-    struct srv_rentry *e = srv_rcache_put(&r->view, r->view.result);
-    if (!e) return;
-    r->entry = e;
-    free(r->view.result);
-    r->view.result = NULL;
-}
-
-void jobs_answer_view(struct srv_req *r, int code)
-{
-    r->answer = ANS_VIEW;
-    r->out_code = code;
-    r->out_retry_after = code == 202 ? 1 : 0;
-}
-
-void jobs_answer_overloaded(struct srv_req *r, const char *detail)
-{
-    srv_answer_problem(r, 503, "Service Unavailable", detail);
-    r->out_retry_after = 5;
-}
-
-/* A POST /search whose job failed: the stored problem, with its status. */
-void jobs_answer_failed(struct srv_req *r, const char *error)
-{
-    json_t *p = error ? json_loads(error, 0, NULL) : NULL;
-    int code = p ? (int)json_integer_value(json_object_get(p, "status")) : 500;
-    if (code < 400 || code > 599) code = 500;
-    if (!p) {
-        srv_answer_problem(r, 500, "Search failed", "the search failed");
-        return;
-    }
-    srv_answer_json(r, code, p);
-}
-
 static void persist_started(void)
 {
     for (struct job *j = jobs_app.active; j; j = j->next) {
@@ -167,24 +34,6 @@ static void on_async(uv_async_t *a)
     if (jobs_app.db) persist_started();
 }
 
-void jobs_on_wait_timer(uv_timer_t *t)
-{
-    double now = srv_now_mono();
-    struct srv_req **pp = &jobs_app.waiters;
-    while (*pp) {
-        struct srv_req *r = *pp;
-        if (r->deadline > now) {
-            pp = &r->next;
-            continue;
-        }
-        *pp = r->next;
-        jobs_view_from_job(&r->view, r->job);
-        r->job = NULL;
-        jobs_answer_view(r, 202);
-        srv_http_resume(r);
-    }
-    if (!jobs_app.waiters) uv_timer_stop(t);
-}
 
 int srv_jobs_submit(struct srv_req *r)
 {
@@ -241,25 +90,12 @@ void srv_jobs_set_mhd(struct MHD_Daemon *d)
 
 /* ---- start and stop ---------------------------------------------------- */
 
-void jobs_requeue_one(void *ctx, const char *id, const char *request)
-{
-    struct db_row row;
-    int64_t created = srv_now_ms();
-    if (db_get(jobs_app.db, id, 0, &row) == DB_OK) {
-        created = row.created_ms;
-        db_row_fini(&row);
-    }
-    if (jobs_find(id)) return;
-    if (!jobs_start(id, request, created, NULL, NULL))
-        srv_log(SRV_LOG_ERROR, "msg=\"could not re-queue\" id=%.12s", id);
-    else (*(int *)ctx)++;
-}
 
 static void close_cb(uv_handle_t *h)
 {
 }
 
-void jobs_maybe_finish_shutdown(void)
+static void maybe_finish_shutdown(void)
 {
     if (!jobs_app.stopping || jobs_app.n_active > 0 || jobs_app.n_roofline > 0) return;
     if (uv_is_closing((uv_handle_t *)&jobs_app.async)) return;
@@ -303,7 +139,7 @@ static void begin_shutdown(int signum)
         atomic_store(&j->cancel, 1);
         uv_cancel((uv_req_t *)&j->work);
     }
-    jobs_maybe_finish_shutdown();
+    maybe_finish_shutdown();
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -349,6 +185,7 @@ int srv_jobs_init(const struct srv_config *cfg)
         return -1;
     }
     atomic_store(&jobs_app.db_ok, 1);
+    jobs_app.work_ended = maybe_finish_shutdown;
     atomic_store(&jobs_app.store_ok, 1);
     atomic_store(&jobs_app.file_ok, 1);
     atomic_store(&jobs_app.reachable, 1);

@@ -2,9 +2,12 @@
  * jobs_store.c, commands.c): the job table, the loop's state and what the
  * four files give one another. Nothing outside them includes it.
  *
- * server/jobs.c      the job table, answers, the loop's plumbing (the
- *                    command queue, waiters, readiness), start and stop
- * server/jobs_run.c  a job on the search pool and its outcome stored
+ * server/jobs_table.c  the loop's state, the job table, answers from a
+ *                    job or a row (calls none of the other rooms)
+ * server/jobs.c      the loop's plumbing (the command queue, readiness),
+ *                    start and stop
+ * server/jobs_run.c  a job on the search pool and its outcome stored,
+ *                    waiters, rows re-queued
  * server/jobs_store.c  the store's duties: accesses, held outcomes, the
  *                    once-a-second flush, a shared store's leases and
  *                    takeovers, reads on HTTP threads
@@ -158,10 +161,12 @@ struct jobs_app {
     uv_rwlock_t db_rw;           /* HTTP threads reading the store (db_concurrent) hold it
                                   * shared; the loop takes it to close the store */
     char store_err[160];
+    void (*work_ended)(void);    /* server/jobs.c's: called when a job or a pooled
+                                  * request ends (shutdown waits for the last) */
 };
 extern struct jobs_app jobs_app;
 
-/* server/jobs.c */
+/* server/jobs_table.c */
 unsigned jobs_bucket_of(const char *id);
 struct job *jobs_find(const char *id);
 void jobs_unlink(struct job *j);
@@ -174,11 +179,13 @@ void jobs_attach_entry(struct srv_req *r);
 void jobs_answer_view(struct srv_req *r, int code);
 void jobs_answer_overloaded(struct srv_req *r, const char *detail);
 void jobs_answer_failed(struct srv_req *r, const char *error);
-void jobs_on_wait_timer(uv_timer_t *t);
-void jobs_requeue_one(void *ctx, const char *id, const char *request);
-void jobs_maybe_finish_shutdown(void);
+
+/* A job or a pooled request ended (the loop's hook: shutdown waits). */
+void jobs_work_ended(void);
 
 /* server/jobs_run.c */
+void jobs_on_wait_timer(uv_timer_t *t);
+void jobs_requeue_one(void *ctx, const char *id, const char *request);
 /* Create and start a job. The row must already be in the database. */
 struct job *jobs_start(const char *id, const char *request, int64_t created_ms, json_t *known,
                        struct api_prepared *prep);

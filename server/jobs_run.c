@@ -251,7 +251,7 @@ static void after_work_cb(uv_work_t *w, int status)
     }
     jobs_unlink(j);
     jobs_free(j);
-    jobs_maybe_finish_shutdown();
+    jobs_work_ended();
 }
 
 /* Create and start a job. The row must already be in the database. */
@@ -311,4 +311,39 @@ void jobs_answer_or_wait(struct srv_req *r, struct job *j)
     } else {
         add_waiter(r, j);
     }
+}
+
+/* Waiters whose wait ran out: 202 with the job as it stands. */
+void jobs_on_wait_timer(uv_timer_t *t)
+{
+    double now = srv_now_mono();
+    struct srv_req **pp = &jobs_app.waiters;
+    while (*pp) {
+        struct srv_req *r = *pp;
+        if (r->deadline > now) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        jobs_view_from_job(&r->view, r->job);
+        r->job = NULL;
+        jobs_answer_view(r, 202);
+        srv_http_resume(r);
+    }
+    if (!jobs_app.waiters) uv_timer_stop(t);
+}
+
+/* A row to run (crash recovery, a takeover): its job started here. */
+void jobs_requeue_one(void *ctx, const char *id, const char *request)
+{
+    struct db_row row;
+    int64_t created = srv_now_ms();
+    if (db_get(jobs_app.db, id, 0, &row) == DB_OK) {
+        created = row.created_ms;
+        db_row_fini(&row);
+    }
+    if (jobs_find(id)) return;
+    if (!jobs_start(id, request, created, NULL, NULL))
+        srv_log(SRV_LOG_ERROR, "msg=\"could not re-queue\" id=%.12s", id);
+    else (*(int *)ctx)++;
 }
