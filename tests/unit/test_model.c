@@ -14,11 +14,13 @@ static void params(const char *name, double total, double active, double rel)
     if (active > 0) CHECK_NEAR(p.active, active, rel);
 }
 
-int main(void)
+/* GPT-3 175B's shape (Narayanan et al. 2021; Korthikanti et al. 2022) */
+static const double l = 96, h = 12288, V = 50257, s = 2048;
+
+static void t_param_counts(void)
 {
     /* GPT-3 175B, Narayanan et al. 2021 eq. 2:
      * P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)), l=96, h=12288, V=50257, s=2048 */
-    double l = 96, h = 12288, V = 50257, s = 2048;
     double p_eq2 = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
     params("gpt3-175b", p_eq2, 0, 0.01);
     /* published totals (model cards / papers) */
@@ -28,6 +30,10 @@ int main(void)
     params("mixtral-8x7b", 46.7e9, 12.9e9, 0.01);   /* Mistral AI: 46.7B total, 12.9B active */
     params("mixtral-8x22b", 141e9, 39e9, 0.01);
     params("deepseek-v3", 671e9, 0, 0.01);           /* DeepSeek-V3 report: 671B, MTP excluded */
+}
+
+static void t_deepseek_v3_active(void)
+{
     {
         /* "37B activated" (DeepSeek-V3 report, MTP excluded). Hand count:
          * MLA per layer q_a 7168*1536 + q_b 1536*128*192 + kv_a 7168*576 +
@@ -51,7 +57,10 @@ int main(void)
         CHECK_EQ_I(m.runs[0].count, 3);   /* first_k_dense_replace = 3 */
         CHECK_EQ_I(m.runs[1].count, 58);
     }
+}
 
+static void t_flops_korthikanti_eq7(void)
+{
     /* Korthikanti et al. 2022 eq. 7: model FLOPs per iteration
      * 72 B L s h^2 (1 + s/(6h) + V/(12 h L)), "full" attention; per token
      * forward that is 24 L h^2 (1 + s/(6h) + V/(12hL)). GPT-3 shape. */
@@ -67,7 +76,10 @@ int main(void)
         double causal = none + 4 * l * h * (s + 1) / 2;
         CHECK_NEAR(mfu_model_flops_per_token_fwd(&m, 2048, MFU_CONV_CAUSAL), causal, 1e-9);
     }
+}
 
+static void t_attention_pairs(void)
+{
     /* attention pairs: causal s(s+1)/2; full s^2; window w < s: w(w+1)/2 + (s-w) w */
     CHECK_NEAR(mfu_attn_pairs(8, 0, MFU_CONV_CAUSAL), 36, 1e-12);
     CHECK_NEAR(mfu_attn_pairs(8, 0, MFU_CONV_FULL), 64, 1e-12);
@@ -88,7 +100,10 @@ int main(void)
      * 98304 = 181589.33; useful halves the two block terms: 142629.33 */
     CHECK_NEAR(mfu_gdn_flops_per_token_head(64, 128, 128, 0), 49152 + 32768 + 4096.0 / 3 + 98304, 1e-12);
     CHECK_NEAR(mfu_gdn_flops_per_token_head(64, 128, 128, 1), 40960 + 4096.0 / 3 + 98304, 1e-12);
+}
 
+static void t_gla_linear_in_seq(void)
+{
     /* GLA is linear in s: doubling s doubles nothing per token beyond the chunk */
     {
         mfu_model m;
@@ -102,5 +117,14 @@ int main(void)
         CHECK(mfu_model_flops_per_token_fwd(&ll, 32768, MFU_CONV_CAUSAL) >
               1.2 * mfu_model_flops_per_token_fwd(&ll, 4096, MFU_CONV_CAUSAL));
     }
-    return check_done();
+}
+
+static const check_case cases[] = {
+    CHECK_CASE(t_param_counts),          CHECK_CASE(t_deepseek_v3_active), CHECK_CASE(t_flops_korthikanti_eq7),
+    CHECK_CASE(t_attention_pairs),       CHECK_CASE(t_gla_linear_in_seq),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
