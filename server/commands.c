@@ -59,25 +59,6 @@ static void answer_done_row(struct srv_req *r, struct db_row *row)
     srv_http_resume(r);
 }
 
-/* Run a synchronous request's work (w, inside the allocation `owner`) on
- * the pool: /roofline, /calibrate, /traces. Answers 503 when too many are
- * in flight (or owner is NULL: out of memory), 500 if it cannot queue. */
-static void pool_start(struct srv_req *r, void *owner, uv_work_t *w, uv_work_cb work, uv_after_work_cb after)
-{
-    if (!owner || jobs_app.n_roofline >= jobs_app.cfg->queue_limit) {
-        free(owner);
-        jobs_answer_overloaded(r, "too many synchronous requests in flight");
-        srv_http_resume(r);
-        return;
-    }
-    if (uv_queue_work(jobs_app.loop, w, work, after) != 0) {
-        free(owner);
-        srv_answer_problem(r, 500, "Internal Server Error", "could not queue work");
-        srv_http_resume(r);
-        return;
-    }
-    jobs_app.n_roofline++;
-}
 
 /* ---- uploaded traces (POST /traces, issue 12) -------------------------- */
 
@@ -230,7 +211,7 @@ static void cmd_traces(struct srv_req *r)
     }
     struct twork *tw = calloc(1, sizeof *tw);
     if (tw) tw->r = r;
-    pool_start(r, tw, tw ? &tw->work : NULL, trace_work, trace_after);
+    jobs_pool_start(r, tw, tw ? &tw->work : NULL, trace_work, trace_after);
 }
 
 static void cmd_result(struct srv_req *r);
@@ -542,6 +523,7 @@ static void cmd_results(struct srv_req *r)
     srv_http_resume(r);
 }
 
+
 static void roofline_work(uv_work_t *w)
 {
     struct rwork *rw = container_of(w, struct rwork, work);
@@ -578,7 +560,7 @@ static void cmd_roofline(struct srv_req *r)
     }
     struct rwork *rw = calloc(1, sizeof *rw);
     if (rw) rw->r = r;
-    pool_start(r, rw, rw ? &rw->work : NULL, roofline_work, roofline_after);
+    jobs_pool_start(r, rw, rw ? &rw->work : NULL, roofline_work, roofline_after);
 }
 
 void jobs_run_command(struct srv_req *r)

@@ -186,6 +186,9 @@ void jobs_work_ended(void);
 /* server/jobs_run.c */
 void jobs_on_wait_timer(uv_timer_t *t);
 void jobs_requeue_one(void *ctx, const char *id, const char *request);
+/* A synchronous request's work (w, inside the allocation `owner`) on the
+ * pool: 503 when too many are in flight, 500 if it cannot queue. */
+void jobs_pool_start(struct srv_req *r, void *owner, uv_work_t *w, uv_work_cb work, uv_after_work_cb after);
 /* Create and start a job. The row must already be in the database. */
 struct job *jobs_start(const char *id, const char *request, int64_t created_ms, json_t *known,
                        struct api_prepared *prep);

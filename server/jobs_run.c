@@ -347,3 +347,25 @@ void jobs_requeue_one(void *ctx, const char *id, const char *request)
         srv_log(SRV_LOG_ERROR, "msg=\"could not re-queue\" id=%.12s", id);
     else (*(int *)ctx)++;
 }
+
+/* ---- synchronous requests on the pool (/roofline, /calibrate, /traces) -- */
+
+/* Run a synchronous request's work (w, inside the allocation `owner`) on
+ * the pool: /roofline, /calibrate, /traces. Answers 503 when too many are
+ * in flight (or owner is NULL: out of memory), 500 if it cannot queue. */
+void jobs_pool_start(struct srv_req *r, void *owner, uv_work_t *w, uv_work_cb work, uv_after_work_cb after)
+{
+    if (!owner || jobs_app.n_roofline >= jobs_app.cfg->queue_limit) {
+        free(owner);
+        jobs_answer_overloaded(r, "too many synchronous requests in flight");
+        srv_http_resume(r);
+        return;
+    }
+    if (uv_queue_work(jobs_app.loop, w, work, after) != 0) {
+        free(owner);
+        srv_answer_problem(r, 500, "Internal Server Error", "could not queue work");
+        srv_http_resume(r);
+        return;
+    }
+    jobs_app.n_roofline++;
+}

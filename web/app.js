@@ -13,7 +13,11 @@
  * Prefer: respond-async, then GET /results/ID with If-None-Match until it is done
  * (a 304 while nothing changed); GET /results (recent); the charts as <img> of
  * GET /results/ID/charts/{gap,memory,timeline,compare}.svg?rank=N; the roofline as
- * POST /roofline with Accept: image/svg+xml (the same request). */
+ * POST /roofline with Accept: image/svg+xml (the same request).
+ *
+ * (Over 600 lines, one file on purpose: the page has no build step and
+ * loads no modules, so its views, the form and the charts' wiring share one
+ * script; sections are marked below.) */
 'use strict';
 
 const $ = (sel) => document.querySelector(sel);

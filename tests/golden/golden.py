@@ -44,6 +44,9 @@ Expressions: numbers, names from vars, + - * / ** and parentheses.
 
 One test per check, per invariant and per exit-status check; the last line
 is "N passed, N failed"; exit status 1 if anything failed.
+
+(Over 600 lines: one runner, its invariants and the comparison of each
+case's checks kept together, as every case uses all of them.)
 """
 import argparse
 import ast

@@ -7,6 +7,9 @@
  * rules at the top of api/hf.c) has a test that
  * fails when the trap is not handled, and bad configs must give a 422 with
  * the pointer of the offending field. Run from the repository root.
+ *
+ * (Over 600 lines: one program for the importer, a named case per family
+ * (check_main), each against its real config.json and published counts.)
  */
 #include <jansson.h>
 #include <stdlib.h>

@@ -2,7 +2,12 @@
  * flight per pipeline rank counted by hand from Megatron-LM's schedules,
  * layer splits, the framework rules, and the per-stage memory of published
  * runs against hand calculations written out here (each with the memory
- * policy its source reports). */
+ * policy its source reports).
+ *
+ * (Over 600 lines: one program for memory and legality, its cases named and
+ * run one by name (check_main); each case is a published run or framework
+ * rule with its source beside it.)
+ */
 #include "check.h"
 #include "search.h"
 #include "system.h"

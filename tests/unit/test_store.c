@@ -13,6 +13,10 @@
  * PostgreSQL server or with an mfud built without libpq, the PostgreSQL
  * half prints SKIPPED (never a silent pass). Run from the repository root
  * (as make test does).
+ *
+ * (Over 600 lines: one program for the storage interface, its cases named
+ * and run one by name; the contract shared by both backends would only be
+ * copied by a split.)
  */
 #include "check.h"
 #include "db.h"

@@ -15,6 +15,9 @@
  *     MFU_UPDATE_GOLDEN=1 build/tests/test_svg
  * and review the diff (tests/integration/svg.sh parses them with Python's
  * xml.etree as a second, independent check).
+ *
+ * (Over 600 lines: one program for the five charts, sharing the XML checker
+ * and the golden comparison below.)
  */
 #include <ctype.h>
 #include <errno.h>
