@@ -35,7 +35,7 @@ static const char *const AX[] = {"dp", "fsdp", "tp", "ep", "pp", "cp"};
 #define L70 "\"model\": {\"preset\": \"llama3-70b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, " \
             "\"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 16777216"
 
-int main(void)
+static void t_distinct_layouts(void)
 {
     api_status st;
 
@@ -109,6 +109,12 @@ int main(void)
         CHECK_STR(s3.errors[0].pointer, "/search/distinct");
         json_decref(r);
     }
+}
+
+static void t_time_and_cost(void)
+{
+    api_status st;
+    json_t *res = NULL;
 
     /* ---- time and cost to train (hand calculation) ----
      * 15 T tokens at 16,777,216 tokens per step: ceil(894,069.67) = 894,070
@@ -119,7 +125,7 @@ int main(void)
     res = search("{" L70 ", \"tokens\": 15e12}, \"devices\": 1024, \"search\": {\"top_k\": 1},"
                  " \"cost\": {\"price_per_device_hour\": 2.5, \"pue\": 1.2}}", &st);
     CHECK(res != NULL);
-    c0 = json_array_get(json_object_get(res, "configs"), 0);
+    json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
     json_t *ttt = json_object_get(c0, "time_to_train");
     CHECK(json_is_object(ttt));
     double step = num(c0, "expected", "step_time_s");
@@ -167,6 +173,12 @@ int main(void)
             json_decref(r);
         }
     }
+}
+
+static void t_no_fit(void)
+{
+    api_status st;
+    json_t *res = NULL;
 
     /* ---- nothing fits (issue 11 "done when": Llama-3-405B on 8 H100) ----
      * 405 B parameters x 16 bytes of weights, gradients and Adam state are
@@ -204,6 +216,11 @@ int main(void)
         json_decref(at);
     }
     json_decref(res);
+}
+
+static void t_what_if(void)
+{
+    api_status st;
 
     /* ---- what-if comparisons ----
      * every row is the search it names: the same best configuration and step
@@ -313,5 +330,17 @@ int main(void)
             json_decref(r);
         }
     }
-    return check_done();
 }
+
+static const check_case cases[] = {
+    CHECK_CASE(t_distinct_layouts),
+    CHECK_CASE(t_time_and_cost),
+    CHECK_CASE(t_no_fit),
+    CHECK_CASE(t_what_if),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
+

@@ -41,7 +41,7 @@ static void expect_error(const char *text, const char *needle)
     json_decref(r);
 }
 
-int main(void)
+static void t_classify(void)
 {
     /* kernel names as the libraries write them */
     CHECK_EQ_I(api_trace_classify("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)"), TR_ALLREDUCE);
@@ -53,7 +53,10 @@ int main(void)
     CHECK_EQ_I(api_trace_classify("flash_fwd_kernel<Flash_fwd_kernel_traits<128>>"), TR_ATTENTION);
     CHECK_EQ_I(api_trace_classify("void at::native::vectorized_elementwise_kernel<4>"), TR_OTHER_COMPUTE);
     CHECK_EQ_I(api_trace_classify("all-reduce.3"), TR_ALLREDUCE);
+}
 
+static void t_round_trip_and_perturbed(void)
+{
     /* ---- round trip: Llama-3-8B on 64 H100, tp 2 with SP, dp 32, ZeRO-1
      * (every collective kind the exporter draws but EP/CP/PP) ---- */
     mfu_model m;
@@ -150,7 +153,11 @@ int main(void)
     json_decref(pert);
     json_decref(got);
     json_decref(trace);
+}
 
+static void t_groups_and_shapes(void)
+{
+    api_status st;
     /* ---- process groups and recorded shapes, by hand: two steps; in the
      * second, an aten::mm of [64 x 128] x [128 x 256] (2 * 64 * 256 * 128 =
      * 4,194,304 FLOPs) launches a GEMM of 2 us linked by External id, and
@@ -205,7 +212,11 @@ int main(void)
         CHECK_NEAR(fig(s0, "flop_s", NULL), 4194304.0 / 2e-6, 1.0);
         json_decref(r);
     }
+}
 
+static void t_gzip_from_memory(void)
+{
+    api_status st;
     /* ---- an uploaded .json.gz is read from memory as from the file ---- */
     {
         const char *gzp = "tests/data/traces/kineto-rocm-mi250-toy.json.gz";
@@ -229,7 +240,10 @@ int main(void)
             json_decref(c2);
         }
     }
+}
 
+static void t_bad_traces(void)
+{
     /* ---- bad traces: a clear error with the position, never a crash ---- */
     expect_error("", "not a trace");
     expect_error("hello", "not JSON");
@@ -242,7 +256,13 @@ int main(void)
     expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\\q\", \"ts\": 5}]}", "bad escape");
     expect_error("{\"traceEvents\": [1, 2]}", "not an event object");
     expect_error("{\"traceEvents\": []} x", "not JSON");
+}
 
+static void t_real_traces(void)
+{
+    api_status st;
+    size_t i;
+    json_t *e;
     /* ---- the real traces (when the shared folder is there) ---- */
     static const char *const real[] = {"../shared/traces/kineto-ddp-2rank-rank1.json.gz",
                                        "../shared/traces/kineto-16rank-rank0.json.gz",
@@ -266,5 +286,19 @@ int main(void)
         }
         json_decref(r);
     }
-    return check_done();
 }
+
+static const check_case cases[] = {
+    CHECK_CASE(t_classify),
+    CHECK_CASE(t_round_trip_and_perturbed),
+    CHECK_CASE(t_groups_and_shapes),
+    CHECK_CASE(t_gzip_from_memory),
+    CHECK_CASE(t_bad_traces),
+    CHECK_CASE(t_real_traces),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
+
