@@ -56,7 +56,24 @@ static void ideal_hw(mfu_hardware *hw)
     mfu_efficiency_ideal(&hw->eff);
 }
 
-int main(void)
+/* What most cases start from: Llama-3-8B on 8 ideal devices (the cases
+ * change it, each from a fresh copy). */
+static mfu_model m;
+static mfu_hardware hw;
+static mfu_training tr;
+static mfu_system sys;
+static mfu_params p;
+
+static void fixture(void)
+{
+    CHECK(load_model("llama3-8b", &m) == 0);
+    ideal_hw(&hw);
+    tr = (mfu_training){4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    CHECK(mfu_system_init(&sys, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    mfu_model_params(&m, &p);
+}
+
+static void t_closed_forms(void)
 {
     /* ---- the closed forms on a 7B model, H100 (F = 989e12 bf16 dense, B =
      * 900e9 NVLink: NVIDIA H100 SXM datasheet), worked by hand: DP 32 with
@@ -75,7 +92,10 @@ int main(void)
     closed_mfu_hfu(7e9, 4000000 / 128, 2.0, F, 0.35, &mfu, &hfu);
     CHECK(fabs(mfu - 0.66) < 0.005);
     CHECK(fabs(hfu - 0.90) < 0.005);
+}
 
+static void t_bubble(void)
+{
     /* ---- bubble (Narayanan sec. 2.2; ZB-H1 (p-1)(F+B-2W), DeepSeek-V3 Table 2) */
     CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_1F1B, 4, 1, 8, 0.3, 2.0 / 3), 3.0 / 8, 1e-12);
     CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_INTERLEAVED, 4, 2, 8, 0.3, 2.0 / 3), 3.0 / 16, 1e-12);
@@ -89,16 +109,11 @@ int main(void)
      * the ideal 8 x 3 = 24: 1/8, a third of 1F1B's 3/8 */
     CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_DUALPIPEV, 4, 2, 8, 1.0 / 3, 2.0 / 3), 1.0 / 8, 1e-12);
 
-    mfu_model m;
-    CHECK(load_model("llama3-8b", &m) == 0);
-    mfu_hardware hw;
-    ideal_hw(&hw);
-    mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
-    mfu_system sys;
-    CHECK(mfu_system_init(&sys, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
-    mfu_params p;
-    mfu_model_params(&m, &p);
+}
 
+static void t_tp_by_hand(void)
+{
+    fixture();
     /* ---- TP collective time by hand: tp = 8 inside NVLink, one micro-batch
      * of 1 x 4096 tokens, 32 layers x (2 fwd + 2 bwd) all-reduces of
      * 2 * 4096 * 4096 bytes, ring AR 2 (t-1)/t S / W. */
@@ -133,7 +148,11 @@ int main(void)
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], want, 1e-12);
     }
+}
 
+static void t_members_per_node(void)
+{
+    fixture();
     /* ---- a collective with several members per node drives every
      * member's NIC (F-COMM-NICS): TP 16 over two 8-GPU nodes moves its
      * ring at min(8 x 50, 450) = 400 GB/s, not one NIC's 50 GB/s */
@@ -163,7 +182,11 @@ int main(void)
         double per_ar = 2 * ((15.0 / 16) * S / 400e9 + 14 * 3e-6 + 1 * 8e-6);
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], 80 * 4 * per_ar, 1e-12);
     }
+}
 
+static void t_fp8(void)
+{
+    fixture();
     /* ---- FP8 (F-TIME-FP8): GEMMs run at the FP8 peak, attention stays at
      * the 16-bit one, and every GEMM input is cast first (read 2 B, write
      * 1 B per element) */
@@ -187,7 +210,11 @@ int main(void)
         }
         CHECK_EQ_I(casts, gemms);
     }
+}
 
+static void t_dp_allreduce(void)
+{
+    fixture();
     /* ---- DP all-reduce by hand: dp = 8, fp32 gradients of every parameter,
      * 2 (d-1)/d * 4P / W on NVLink; ZeRO-1: RS (4P) + AG (2P). */
     {
@@ -231,7 +258,11 @@ int main(void)
         CHECK_NEAR((2 * psi + 14 * psi / nd) / 1e9, 16.6, 0.005);
         CHECK_NEAR(16 * psi / nd / 1e9, 1.9, 0.02);
     }
+}
 
+static void t_moe_ep_fold(void)
+{
+    fixture();
     /* ---- MoE: ep folds over the data-parallel ranks (Megatron-Core
      * parallel folding). With dp = 8 and ep = 8, the dense parameters
      * (everything but the routed experts) all-reduce over the 8 replicas:
@@ -257,7 +288,11 @@ int main(void)
         CHECK_NEAR(ev.mem.optimizer_bytes, 12 * (dense / 8 + experts / 8), 1e-9);
         CHECK_NEAR(ev.mem.weights_bytes, 2 * (dense + experts / 8), 1e-9);
     }
+}
 
+static void t_ep_across_nodes(void)
+{
+    fixture();
     /* ---- EP across nodes, by hand: a toy MoE (h 1024, 4 layers, 32
      * experts top-4) on 16 devices = 2 NVLink nodes of 8, ep = 16. Per MoE
      * layer 4 all-to-alls (dispatch, combine; fwd, bwd). A device routes its
@@ -291,7 +326,11 @@ int main(void)
             CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_EP], 4 * 4 * one, 1e-12);
         }
     }
+}
 
+static void t_dispatch(void)
+{
+    fixture();
     /* ---- F-TIME-DISPATCH (docs/model.md): where the host issues kernels
      * slower than the GPU runs them. A toy MoE (h 1024, 4 layers, 32
      * experts top-4) on one 8-GPU node, ep = 8: 4 local experts. With
@@ -367,7 +406,11 @@ int main(void)
         CHECK(mfu_evaluate(&sd, &c, ops, &ed) == 0);
         CHECK(ed.expected.overhead_s > 0.0);
     }
+}
 
+static void t_invariants(void)
+{
+    fixture();
     /* ---- invariants over many configurations on a real preset */
     {
         mfu_hardware h100;
@@ -420,7 +463,11 @@ int main(void)
         CHECK_EQ_I(lb_bad, 0);
         CHECK_EQ_I(mono_bad, 0);
     }
+}
 
+static void t_recompute_hfu(void)
+{
+    fixture();
     /* ---- recompute: HFU counts it, MFU does not (Korthikanti et al. 2022 sec. 6) */
     {
         tr.global_batch_tokens = 4096.0 * 8;
@@ -443,5 +490,24 @@ int main(void)
             layers_fwd += (double)m.runs[r].count * mfu_run_flops_per_token_fwd(&m, r, 4096, MFU_CONV_CAUSAL);
         CHECK_NEAR(b.f_hw_flops - b.f_useful_flops, layers_fwd * tr.global_batch_tokens, 0.02);
     }
-    return check_done();
 }
+
+static const check_case cases[] = {
+    CHECK_CASE(t_closed_forms),
+    CHECK_CASE(t_bubble),
+    CHECK_CASE(t_tp_by_hand),
+    CHECK_CASE(t_members_per_node),
+    CHECK_CASE(t_fp8),
+    CHECK_CASE(t_dp_allreduce),
+    CHECK_CASE(t_moe_ep_fold),
+    CHECK_CASE(t_ep_across_nodes),
+    CHECK_CASE(t_dispatch),
+    CHECK_CASE(t_invariants),
+    CHECK_CASE(t_recompute_hfu),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
+
