@@ -532,10 +532,8 @@ static void check_compare(json_t *res, const char *svg, int priced)
     CHECK(contains(svg, want));
 }
 
-int main(void)
+static void t_checker_can_fail(void)
 {
-    api_status st;
-
     /* ---- the checker itself must be able to fail ---- */
     xml_quiet = 1;
     CHECK(xml_check("<svg><g></g></svg>") == 0);
@@ -550,11 +548,14 @@ int main(void)
     CHECK(xml_check("<svg><image href=\"x.png\"/></svg>") != 0);
     CHECK(xml_check("<svg><script>x</script></svg>") != 0);
     xml_quiet = 0;
+}
 
+static void t_search_charts(void)
+{
     /* ---- a search result: gap, memory, timeline ---- */
     json_t *res = run_search(SEARCH_REQ);
     CHECK(res != NULL);
-    if (!res) return check_done();
+    if (!res) return;
     json_t *cfgs = json_object_get(res, "configs");
     CHECK(json_array_size(cfgs) == 3);
     json_t *c1 = json_array_get(cfgs, 0);
@@ -631,7 +632,11 @@ int main(void)
     free(mem);
     free(tl);
     json_decref(res);
+}
 
+static void t_measured_waterfall(void)
+{
+    json_t *res;
     /* ---- a measured run: rank 0 continues the waterfall to the measurement ---- */
     res = run_search(MEASURED_REQ);
     CHECK(res != NULL);
@@ -650,6 +655,12 @@ int main(void)
         free(tm);
         json_decref(res);
     }
+}
+
+static void t_roofline_chart(void)
+{
+    api_status st;
+    json_t *res;
 
     /* ---- the roofline ---- */
     {
@@ -675,6 +686,12 @@ int main(void)
             json_decref(res);
         }
     }
+}
+
+static void t_compare_chart(void)
+{
+    api_status st;
+    json_t *res;
 
     /* ---- a comparison, priced, then without the price ---- */
     {
@@ -708,5 +725,18 @@ int main(void)
         }
         json_decref(r);
     }
-    return check_done();
 }
+
+static const check_case cases[] = {
+    CHECK_CASE(t_checker_can_fail),
+    CHECK_CASE(t_search_charts),
+    CHECK_CASE(t_measured_waterfall),
+    CHECK_CASE(t_roofline_chart),
+    CHECK_CASE(t_compare_chart),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
+
