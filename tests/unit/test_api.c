@@ -49,7 +49,7 @@ static json_t *search_sync(json_t *r, api_status *st) { return api_search(r, st,
 
 #define BASE "\"hardware\": {\"preset\": \"h100-sxm\"}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}"
 
-int main(void)
+static void t_sha256_vectors(void)
 {
     /* FIPS 180-4 / NIST example vectors */
     char hex[65];
@@ -60,7 +60,10 @@ int main(void)
     const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
     mfu_sha256_hex(m448, strlen(m448), hex);
     CHECK_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
 
+static void t_cache_key(void)
+{
     /* cache key: key order, 4096 vs 4096.0, explicit defaults, preset vs the
      * same model written out give one key; a changed value another */
     char k1[65], k2[65], k3[65], k4[65], k5[65];
@@ -93,7 +96,10 @@ int main(void)
         }
         json_decref(n); json_decref(n2); json_decref(r); json_decref(r2);
     }
+}
 
+static void t_errors_with_pointers(void)
+{
     /* errors carry the pointer of the offending field */
     /* a misspelt optional field is refused at its pointer, inside each
      * object as at the top (it was passed over: "tp_overlapp": true left
@@ -150,7 +156,10 @@ int main(void)
     expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
                  "\"measured\": {\"config\": {\"parallel\": {\"tp\": 3, \"dp\": 1}}, \"step_time_s\": 1}}",
                  422, "/measured/config");
+}
 
+static void t_overrides(void)
+{
     /* overrides: a preset plus fields merges and says what was overridden */
     {
         api_status st;
@@ -175,7 +184,10 @@ int main(void)
         json_decref(res);
         json_decref(r);
     }
+}
 
+static void t_problem_shape(void)
+{
     /* problem+json shape (RFC 9457) */
     {
         api_status st;
@@ -188,7 +200,10 @@ int main(void)
         CHECK_STR(json_string_value(json_object_get(p, "detail")), "bad 7");
         json_decref(p);
     }
+}
 
+static void t_presets(void)
+{
     /* every preset loads and lists with its key figures and a source */
     {
         json_t *ms = api_presets_models(), *hs = api_presets_hardware();
@@ -210,7 +225,10 @@ int main(void)
         json_decref(ms);
         json_decref(hs);
     }
+}
 
+static void t_search_contract(void)
+{
     /* the search contract and CSV */
     {
         api_status st;
@@ -236,7 +254,10 @@ int main(void)
         json_decref(res);
         json_decref(r);
     }
+}
 
+static void t_why_not(void)
+{
     /* "why not" (issue 9 item 11): a layout pinned on every axis that does
      * not fit answers 200 with that configuration evaluated, the stage that
      * overflows and by how much; one no admitted framework launches says
@@ -301,7 +322,10 @@ int main(void)
         json_decref(res);
         json_decref(r);
     }
+}
 
+static void t_document_limits(void)
+{
     /* document limits (api/limits.c): depth on the bytes and on the tree,
      * string and key lengths, array and object sizes, each with its pointer */
     {
@@ -555,5 +579,21 @@ int main(void)
         json_decref(res);
         json_decref(r);
     }
-    return check_done();
+}
+
+static const check_case cases[] = {
+    CHECK_CASE(t_sha256_vectors),
+    CHECK_CASE(t_cache_key),
+    CHECK_CASE(t_errors_with_pointers),
+    CHECK_CASE(t_overrides),
+    CHECK_CASE(t_problem_shape),
+    CHECK_CASE(t_presets),
+    CHECK_CASE(t_search_contract),
+    CHECK_CASE(t_why_not),
+    CHECK_CASE(t_document_limits),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
