@@ -86,21 +86,30 @@ static int attn_mla(json_t *a, const char *ptr, mfu_attention *out, api_status *
     return bad;
 }
 
+/* The fields the linear attentions share, in their order: n_kv_heads,
+ * key_dim, value_dim, the kind's own integer (GLA's gate_rank, Gated
+ * DeltaNet's conv_size), chunk_size, output_gate. */
+static int linear_attn_fields(json_t *a, const char *ptr, const char *own, int64_t own_def, int64_t own_lo,
+                              int64_t own_hi, int64_t *own_out, mfu_attention *out, api_status *st)
+{
+    int bad = 0, og = 1;
+    bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM, &out->n_kv_heads, st);
+    bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
+    bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
+    bad |= jv_int(a, own, ptr, JV_OPTIONAL, own_def, own_lo, own_hi, own_out, st);
+    bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
+    bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
+    out->output_gate = og;
+    return bad;
+}
+
 /* Gated linear attention. */
 static int attn_gla(json_t *a, const char *ptr, mfu_attention *out, api_status *st)
 {
     int bad = 0;
     char p[256];
-    int og = 1;
-    bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
-                  &out->n_kv_heads, st);
-    bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
-    bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
     /* fla GatedLinearAttention: gate_low_rank_dim = 16, chunk size 64 */
-    bad |= jv_int(a, "gate_rank", ptr, JV_OPTIONAL, 16, 1, API_MAX_DIM, &out->gate_rank, st);
-    bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
-    bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
-    out->output_gate = og;
+    bad |= linear_attn_fields(a, ptr, "gate_rank", 16, 1, API_MAX_DIM, &out->gate_rank, out, st);
     if (!bad && out->n_heads % out->n_kv_heads != 0) {
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"), "must divide n_heads (%lld)",
                  (long long)out->n_heads);
@@ -124,15 +133,7 @@ static int attn_gdn(json_t *a, const char *ptr, mfu_attention *out, api_status *
      * heads, n_kv_heads query/key heads, key_dim over the q/k heads,
      * value_dim over the value heads; conv_size 4 and chunk 64 (HF
      * Qwen3NextConfig linear_conv_kernel_dim, fla chunk_size) */
-    int og = 1;
-    bad |= jv_int(a, "n_kv_heads", ptr, JV_OPTIONAL, out->n_heads, 1, API_MAX_DIM,
-                  &out->n_kv_heads, st);
-    bad |= jv_int(a, "key_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->key_dim, st);
-    bad |= jv_int(a, "value_dim", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->value_dim, st);
-    bad |= jv_int(a, "conv_size", ptr, JV_OPTIONAL, 4, 0, 64, &out->conv_size, st);
-    bad |= jv_int(a, "chunk_size", ptr, JV_OPTIONAL, 64, 1, 65536, &out->chunk_size, st);
-    bad |= jv_bool(a, "output_gate", ptr, JV_OPTIONAL, 1, &og, st);
-    out->output_gate = og;
+    bad |= linear_attn_fields(a, ptr, "conv_size", 4, 0, 64, &out->conv_size, out, st);
     if (!bad && out->n_heads % out->n_kv_heads != 0) {
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "n_kv_heads"),
                  "must divide n_heads (%lld): value heads share a query/key head",
