@@ -77,6 +77,40 @@ PY
 check "the System Bound is faster than every training-set run (slower: $(cut -d' ' -f2- "$T/bound.txt"))" \
     [ "$(cut -d' ' -f2- "$T/bound.txt")" = none ]
 
+# ---- the fit carried to presets no run calibrates (docs/calibration.md) --------
+# bench/calibrate --write is the rule: the same silicon takes its calibrated
+# sibling's compute and framework terms, other GPUs the mean fitted GEMM
+# ratio, TPUs nothing. A preset edited by hand without re-running it fails.
+"$PY" - <<'PY' >"$T/carry.txt"
+import json
+def load(n):
+    return json.load(open("presets/hardware/%s.json" % n))
+def eff(n):
+    return load(n)["hardware"]["efficiency"]
+carried = ["gemm_scale", "gemm_overhead_s", "attention", "kernel_overhead_s", "step_overhead_s",
+           "microbatch_overhead_s", "host_op_s", "uncertainty"]
+bad = []
+for chip, sibs in {"h100-sxm": {"h800": True, "h200": False}, "a100-80gb": {"a100-40gb": False}}.items():
+    for sib, same_hbm in sibs.items():
+        for k in carried + (["hbm"] if same_hbm else []):
+            if eff(sib).get(k) != eff(chip).get(k):
+                bad.append("%s.%s" % (sib, k))
+        comp = load(sib)["efficiency_components"]
+        for k in ["net", "net_half_bytes", "gemm", "overlap_slowdown"] + ([] if same_hbm else ["hbm"]):
+            if eff(sib).get(k) != comp.get(k):
+                bad.append("%s.%s (own)" % (sib, k))
+mean = (eff("h100-sxm")["gemm_scale"] + eff("a100-80gb")["gemm_scale"]) / 2
+for gpu in ["b200", "gb200-nvl72", "mi300x", "mi325x"]:
+    if abs(eff(gpu)["gemm_scale"] - mean) > 1e-12 or eff(gpu).get("uncertainty", 0) != 0:
+        bad.append(gpu + ".gemm_scale")
+for tpu in ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]:
+    if eff(tpu).get("gemm_scale", 1.0) != 1.0:
+        bad.append(tpu + ".gemm_scale")
+print(" ".join(bad) or "none")
+PY
+check "presets carry the calibration by the documented rule (off: $(cat "$T/carry.txt"))" \
+    [ "$(cat "$T/carry.txt")" = none ]
+
 # ---- the daemon ---------------------------------------------------------------
 "$MFUD" --port 0 --db "$T/mfud.db" --log-level info 2>"$T/log" &
 PID=$!
