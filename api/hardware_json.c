@@ -180,6 +180,8 @@ static int hw_efficiency(json_t *eff, const char *p, mfu_hardware *out, int *bad
                   &out->eff.overlap_slowdown, st);
     *bad |= jv_num(eff, "gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 2.0, &out->eff.gemm_scale, st);
     *bad |= jv_num(eff, "fp8_gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 1.0, &out->eff.fp8_gemm_scale, st);
+    *bad |= jv_num(eff, "fp8_bwd_gemm_scale", p, JV_OPTIONAL, 1.0, 0.05, 1.0,
+                  &out->eff.fp8_bwd_gemm_scale, st);
     *bad |= jv_num(eff, "kernel_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e-2,
                   &out->eff.kernel_overhead_s, st);
     *bad |= jv_num(eff, "gemm_overhead_s", p, JV_OPTIONAL, 0.0, -5e-6, 1e-2, &out->eff.gemm_overhead_s, st);
@@ -273,6 +275,7 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
                                e->overlap_slowdown);
         json_object_set_new(ej, "gemm_scale", json_real(e->gemm_scale));
         json_object_set_new(ej, "fp8_gemm_scale", json_real(e->fp8_gemm_scale));
+        json_object_set_new(ej, "fp8_bwd_gemm_scale", json_real(e->fp8_bwd_gemm_scale));
         json_object_set_new(ej, "kernel_overhead_s", json_real(e->kernel_overhead_s));
         json_object_set_new(ej, "gemm_overhead_s", json_real(e->gemm_overhead_s));
         json_object_set_new(ej, "microbatch_overhead_s", json_real(e->microbatch_overhead_s));

@@ -21,6 +21,7 @@ void mfu_efficiency_ideal(mfu_efficiency *e)
     e->overlap_slowdown = 0.0;
     e->gemm_scale = 1.0;
     e->fp8_gemm_scale = 1.0;
+    e->fp8_bwd_gemm_scale = 1.0;
     e->kernel_overhead_s = 0.0;
     e->gemm_overhead_s = 0.0;
     e->microbatch_overhead_s = 0.0;

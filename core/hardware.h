@@ -49,6 +49,11 @@ typedef struct mfu_efficiency {
     /* docs/model.md F-TIME-*: */
     double gemm_scale;      /* multiplies the GEMM curve (a calibrated parameter; 1 = as measured) */
     double fp8_gemm_scale;  /* FP8 GEMMs reach this fraction of the curve's efficiency at FP8 peak */
+    /* F-TIME-FP8-ACC: FP8 data- and weight-gradient GEMMs reach this
+     * fraction of the forward's efficiency (Hopper: split accumulation,
+     * promoted to FP32 every few k-steps; 1 where the tensor cores keep
+     * full-precision sums) */
+    double fp8_bwd_gemm_scale;
     double kernel_overhead_s;    /* per non-GEMM kernel: launch and tail (GEMMs carry theirs in the curve) */
     double gemm_overhead_s;      /* per GEMM beyond the curve's own fixed cost (calibrated; 0 = the curve) */
     double microbatch_overhead_s;/* per micro-batch and pipeline stage: host-side scheduling */

@@ -74,13 +74,17 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
     if (eb < ab) {
         /* FP8: the activation input is quantized before the forward GEMM and
          * the output gradient before the backward ones (read 16-bit, write
-         * 8-bit, F-TIME-FP8); weights are cast once per step */
+         * 8-bit, F-TIME-FP8) in both layouts: each feeds one GEMM row-wise
+         * and the weight gradient column-wise (Transformer Engine's
+         * cast_transpose / quantizers with rowwise and columnwise usage;
+         * Hopper's FP8 GEMMs take only the TN layout), so two 8-bit copies
+         * are written; weights are cast once per step */
         unsigned ct = tags & ~(unsigned)(MFU_TAG_MATMUL | MFU_TAG_WGRAD);
         unsigned fr = b->fr;
         b->fr = 0u;
-        push(b, "fp8_cast", MFU_FWD, ct, M * K, (ab + eb) * M * K, 0);
+        push(b, "fp8_cast", MFU_FWD, ct, M * K, (ab + 2.0 * eb) * M * K, 0);
         b->fr = fr;
-        push(b, "fp8_cast.bwd", MFU_BWD, ct, M * N, (ab + eb) * M * N, 0);
+        push(b, "fp8_cast.bwd", MFU_BWD, ct, M * N, (ab + 2.0 * eb) * M * N, 0);
     }
     mfu_op *o = push(b, fwd, MFU_FWD, tags, flops, eb * (M * K + wbytes) + ab * M * N, saved);
     if (o) {

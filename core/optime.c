@@ -47,6 +47,9 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
                  * (F-TIME-FP8) */
                 double f16 = op->gemm_flops * hw->peak_flops[MFU_DT_BF16] / hw->peak_flops[MFU_DT_FP8];
                 e = mfu_gemm_eff(eff, f16) * (eff->fp8_gemm_scale > 0 ? eff->fp8_gemm_scale : 1.0);
+                /* F-TIME-FP8-ACC: the backward's GEMMs accumulate in split
+                 * (promoted) mode on Hopper */
+                if (op->phase == MFU_BWD && eff->fp8_bwd_gemm_scale > 0) e *= eff->fp8_bwd_gemm_scale;
             } else {
                 e = mfu_gemm_eff(eff, op->gemm_flops);
             }

@@ -188,8 +188,9 @@ static void t_fp8(void)
 {
     fixture();
     /* ---- FP8 (F-TIME-FP8): GEMMs run at the FP8 peak, attention stays at
-     * the 16-bit one, and every GEMM input is cast first (read 2 B, write
-     * 1 B per element) */
+     * the 16-bit one, and every GEMM input is cast first: read 2 B, write
+     * 1 B per element twice (row-wise for its own GEMM, column-wise for the
+     * weight gradient's TN layout: Transformer Engine's cast_transpose) */
     {
         mfu_hardware h8;
         CHECK(load_hw("h100-sxm", &h8) == 0);
@@ -205,10 +206,35 @@ static void t_fp8(void)
             if (!strcmp(ops[i].name, "attn_core"))
                 CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL),
                            mfu_op_time(&ops[i], &h8, MFU_DT_BF16, NULL), 1e-12);
-            if (!strcmp(ops[i].name, "mlp_up"))
+            if (!strcmp(ops[i].name, "mlp_up")) {
                 CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].flops / 1.9789e15, 1e-12);
+                /* its input cast, the forward cast before it: 4096 tokens
+                 * x h = 4096 (the fixture's d_model), (2 + 1 + 1) B each */
+                int k = i - 1;
+                while (k >= 0 && !(ops[k].phase == MFU_FWD && !strcmp(ops[k].name, "fp8_cast"))) k--;
+                CHECK(k >= 0);
+                if (k >= 0) CHECK_NEAR(ops[k].bytes, 4096.0 * 4096 * (2 + 1 + 1), 1e-12);
+            }
         }
         CHECK_EQ_I(casts, gemms);
+        /* F-TIME-FP8-ACC: with an ideal curve (efficiency 1 at every size)
+         * and fp8_bwd_gemm_scale 0.87, a backward FP8 GEMM takes its FLOPs
+         * / (1,978.9 TFLOP/s x 0.87), a forward one its FLOPs / 1,978.9 T */
+        mfu_efficiency e;
+        mfu_efficiency_ideal(&e);
+        e.fp8_bwd_gemm_scale = 0.87;
+        int fwd = 0, bwd = 0;
+        for (int i = 0; i < n; i++) {
+            if (!(ops[i].tags & MFU_TAG_MATMUL) || ops[i].flops / 1.9789e15 < ops[i].bytes / (3.35e12 * e.hbm_eff))
+                continue;
+            double want = ops[i].flops / 1.9789e15 / (ops[i].phase == MFU_BWD ? 0.87 : 1.0);
+            CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, &e), want, 1e-9);
+            if (ops[i].phase == MFU_BWD) bwd++;
+            else fwd++;
+            /* in 16-bit the scale plays no part */
+            CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_BF16, &e), ops[i].flops / 0.9894e15, 1e-9);
+        }
+        CHECK(fwd > 0 && bwd == 2 * fwd);
     }
 }
 
