@@ -9,12 +9,12 @@ static mfu_op ops[MFU_MAX_OPS];
 
 static mfu_ranked part[MFU_MAX_TOP_K];
 
-static int run(const mfu_system *sys, const mfu_search_opts *o, mfu_ranked *top, mfu_search_result *r)
+static int run(const mfu_system *s, const mfu_search_opts *o, mfu_ranked *top, mfu_search_result *r)
 {
     void *cache = malloc(mfu_search_cache_bytes());
     mfu_search_scratch sc = {ops, cache, part};
     r->top = top;
-    int rc = mfu_search(sys, o, &sc, NULL, NULL, r);
+    int rc = mfu_search(s, o, &sc, NULL, NULL, r);
     free(cache);
     return rc;
 }
@@ -25,22 +25,40 @@ static int stop_after_first(void *ctx, double frac, uint64_t n)
     return ++*(int *)ctx >= 1;
 }
 
-int main(void)
+/* The shared fixture: Llama-3-8B on 32 H100s, seq 4096, 512 sequences a
+ * step, and its full ranking (all, ra) under the default options. The first
+ * case that needs it sets it up (its checks counted once), so every case
+ * also runs alone. */
+static mfu_model m;
+static mfu_hardware hw;
+static mfu_training tr = {4096, 4096.0 * 512, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+static mfu_system sys;
+static mfu_ranked all[MFU_MAX_TOP_K];
+static mfu_search_result ra;
+/* room for the cases' own rankings */
+static mfu_ranked again[MFU_MAX_TOP_K];
+
+static void fixture(void)
 {
-    mfu_model m;
-    mfu_hardware hw;
+    static int ready;
+    if (ready) return;
+    ready = 1;
     CHECK(load_model("llama3-8b", &m) == 0);
     CHECK(load_hw("h100-sxm", &hw) == 0);
-    mfu_training tr = {4096, 4096.0 * 512, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
-    mfu_system sys;
     CHECK(mfu_system_init(&sys, &m, &hw, &tr, 32, 0, ops) == MFU_OK);
     mfu_search_opts o;
     mfu_search_defaults(&sys, &o);
-
-    static mfu_ranked all[MFU_MAX_TOP_K], one[1], again[MFU_MAX_TOP_K];
-    mfu_search_result ra, r1, rb;
     o.top_k = MFU_MAX_TOP_K;
     CHECK(run(&sys, &o, all, &ra) == 0);
+}
+
+static void t_top1_is_head(void)
+{
+    fixture();
+    mfu_search_opts o;
+    mfu_search_defaults(&sys, &o);
+    static mfu_ranked one[1];
+    mfu_search_result r1;
     o.top_k = 1;
     CHECK(run(&sys, &o, one, &r1) == 0);
     CHECK(ra.n > 10);
@@ -48,6 +66,13 @@ int main(void)
     /* the best of a top-1 search is the head of the full ranking */
     CHECK(memcmp(&one[0].config, &all[0].config, sizeof one[0].config) == 0);
     CHECK(one[0].score == all[0].score);
+}
+
+static void t_ranking_sorted(void)
+{
+    fixture();
+    mfu_search_opts o;
+    mfu_search_defaults(&sys, &o);
     /* sorted, feasible, consistent */
     int unsorted = 0, infeasible = 0, inconsistent = 0;
     for (int i = 0; i < ra.n; i++) {
@@ -71,7 +96,13 @@ int main(void)
           ra.stats.pruned[MFU_PRUNE_CONSTRAINT] + ra.stats.pruned[MFU_PRUNE_BATCH] +
           ra.stats.pruned[MFU_PRUNE_FRAMEWORK] + ra.stats.pruned[MFU_PRUNE_DOMINATED] == ra.stats.space_size);
     CHECK(ra.stats.feasible == ra.stats.fully_evaluated + ra.stats.pruned[MFU_PRUNE_BOUND]);
+}
 
+static void t_brute_force(void)
+{
+    fixture();
+    mfu_search_opts o;
+    mfu_search_defaults(&sys, &o);
     /* brute force: evaluate every (tp, pp, mbs, recompute, zero) that a
      * framework the search admits launches, directly; none beats the
      * search's best */
@@ -105,14 +136,28 @@ int main(void)
                     }
     CHECK(tried > 20);
     CHECK_EQ_I(better, 0);
+}
 
+static void t_bit_identical(void)
+{
+    fixture();
+    mfu_search_opts o;
+    mfu_search_defaults(&sys, &o);
+    mfu_search_result rb;
     /* same input -> bit-identical output */
     o.top_k = MFU_MAX_TOP_K;
     CHECK(run(&sys, &o, again, &rb) == 0);
     CHECK(rb.n == ra.n);
     CHECK(memcmp(again, all, sizeof all[0] * (size_t)ra.n) == 0);
     CHECK(memcmp(&rb.stats, &ra.stats, sizeof ra.stats) == 0);
+}
 
+static void t_constraints(void)
+{
+    fixture();
+    mfu_search_opts o;
+    mfu_search_defaults(&sys, &o);
+    mfu_search_result rb;
     /* constraints: fix tp = 2 and recompute = full */
     o.n_allowed[MFU_AX_TP] = 1;
     o.allowed[MFU_AX_TP][0] = 2;
@@ -125,7 +170,13 @@ int main(void)
     CHECK(rb.n > 0);
     CHECK_EQ_I(off, 0);
     CHECK(rb.stats.pruned[MFU_PRUNE_CONSTRAINT] > 0);
+}
 
+static void t_budget(void)
+{
+    fixture();
+    mfu_search_opts o;
+    mfu_search_result rb;
     /* budget: max_evaluations truncates and says so (split over the shards:
      * never more than asked) */
     mfu_search_defaults(&sys, &o);
@@ -133,143 +184,169 @@ int main(void)
     CHECK(run(&sys, &o, again, &rb) == 0);
     CHECK(rb.stats.truncated);
     CHECK(rb.stats.evaluated <= 100 && rb.stats.evaluated > 50);
+}
 
+static void t_shards(void)
+{
+    fixture();
+    mfu_search_opts o;
     /* shards: running them in any order (as threads would) and merging gives
      * the sequential answer bit for bit */
-    {
-        mfu_search_defaults(&sys, &o);
-        o.top_k = 50;
-        static mfu_ranked seq[50], merged[50], one_part[50];
-        mfu_search_result rs, rm = {0, merged, {0}}, rp = {0, one_part, {0}};
-        CHECK(run(&sys, &o, seq, &rs) == 0);
-        void *cache2 = malloc(mfu_search_cache_bytes());
-        mfu_search_scratch sc2 = {ops, cache2, NULL};
-        mfu_search_cache_clear(&sc2);
-        for (int k = MFU_SEARCH_SHARDS - 1; k >= 0; k--) {
-            CHECK(mfu_search_shard(&sys, &o, &sc2, k, NULL, NULL, &rp) == 0);
-            mfu_search_merge(&o, &rp, &rm);
-        }
-        free(cache2);
-        CHECK(rm.n == rs.n);
-        CHECK(memcmp(merged, seq, sizeof seq[0] * (size_t)rs.n) == 0);
-        /* inventories built depend on the shard order (a cache kept across
-         * shards): the one statistic that may differ, and not reported */
-        rm.stats.shape_costs = rs.stats.shape_costs;
-        CHECK(rm.stats.has_closest == rs.stats.has_closest);
-        CHECK(rm.stats.closest_headroom_bytes == rs.stats.closest_headroom_bytes);
-        CHECK(memcmp(&rm.stats.closest, &rs.stats.closest, sizeof rs.stats.closest) == 0);
-        CHECK(memcmp(&rm.stats, &rs.stats, sizeof rs.stats) == 0);
+    mfu_search_defaults(&sys, &o);
+    o.top_k = 50;
+    static mfu_ranked seq[50], merged[50], one_part[50];
+    mfu_search_result rs, rm = {0, merged, {0}}, rp = {0, one_part, {0}};
+    CHECK(run(&sys, &o, seq, &rs) == 0);
+    void *cache2 = malloc(mfu_search_cache_bytes());
+    mfu_search_scratch sc2 = {ops, cache2, NULL};
+    mfu_search_cache_clear(&sc2);
+    for (int k = MFU_SEARCH_SHARDS - 1; k >= 0; k--) {
+        CHECK(mfu_search_shard(&sys, &o, &sc2, k, NULL, NULL, &rp) == 0);
+        mfu_search_merge(&o, &rp, &rm);
     }
+    free(cache2);
+    CHECK(rm.n == rs.n);
+    CHECK(memcmp(merged, seq, sizeof seq[0] * (size_t)rs.n) == 0);
+    /* inventories built depend on the shard order (a cache kept across
+     * shards): the one statistic that may differ, and not reported */
+    rm.stats.shape_costs = rs.stats.shape_costs;
+    CHECK(rm.stats.has_closest == rs.stats.has_closest);
+    CHECK(rm.stats.closest_headroom_bytes == rs.stats.closest_headroom_bytes);
+    CHECK(memcmp(&rm.stats.closest, &rs.stats.closest, sizeof rs.stats.closest) == 0);
+    CHECK(memcmp(&rm.stats, &rs.stats, sizeof rs.stats) == 0);
+}
+
+static void t_bound_below_step(void)
+{
+    fixture();
     /* the pruning bound never exceeds the step it bounds (both profiles,
      * every configuration of the full ranking above) */
-    {
-        int above = 0;
-        for (int i = 0; i < ra.n; i++) {
-            mfu_shape sh;
-            mfu_config_shape(&sys, &all[i].config, &sh);
-            mfu_shape_cost kb, ke;
-            mfu_shape_costs(&sys, &sh, NULL, ops, &kb);
-            mfu_shape_costs(&sys, &sh, &hw.eff, ops, &ke);
-            above += mfu_step_lower_bound(&sys, &all[i].config, &kb, 0) >
-                     mfu_step_time(&sys, &all[i].config, &kb, &kb, 0) * (1 + 1e-12);
-            above += mfu_step_lower_bound(&sys, &all[i].config, &ke, 1) >
-                     mfu_step_time(&sys, &all[i].config, &ke, &kb, 1) * (1 + 1e-12);
-        }
-        CHECK_EQ_I(above, 0);
+    int above = 0;
+    for (int i = 0; i < ra.n; i++) {
+        mfu_shape sh;
+        mfu_config_shape(&sys, &all[i].config, &sh);
+        mfu_shape_cost kb, ke;
+        mfu_shape_costs(&sys, &sh, NULL, ops, &kb);
+        mfu_shape_costs(&sys, &sh, &hw.eff, ops, &ke);
+        above += mfu_step_lower_bound(&sys, &all[i].config, &kb, 0) >
+                 mfu_step_time(&sys, &all[i].config, &kb, &kb, 0) * (1 + 1e-12);
+        above += mfu_step_lower_bound(&sys, &all[i].config, &ke, 1) >
+                 mfu_step_time(&sys, &all[i].config, &ke, &kb, 1) * (1 + 1e-12);
     }
+    CHECK_EQ_I(above, 0);
+}
+
+static void t_distinct_layouts(void)
+{
+    fixture();
+    mfu_search_opts o;
     /* distinct rankings (issue 11): with MFU_DISTINCT_LAYOUT each layout
      * family (dp, fsdp, tp, ep, pp, cp) appears once, as its best variant;
      * the families are the k best of the full ranking's families, in order.
      * The reference is computed here from the full (distinct none) ranking
      * of 1,000, which holds every feasible point of this small space. */
-    {
-        mfu_system s8;
-        CHECK(mfu_system_init(&s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
-        mfu_search_defaults(&s8, &o);
-        o.top_k = MFU_MAX_TOP_K;
-        o.max_mbs = 2;
-        o.max_vpp = 2;
-        static mfu_ranked full[MFU_MAX_TOP_K], fam[10];
-        mfu_search_result rf, rd;
-        CHECK(run(&s8, &o, full, &rf) == 0);
-        /* the whole feasible space is in `full` */
-        CHECK((uint64_t)rf.n == rf.stats.feasible && rf.n < MFU_MAX_TOP_K);
-        o.top_k = 10;
-        o.distinct = MFU_DISTINCT_LAYOUT;
-        CHECK(run(&s8, &o, fam, &rd) == 0);
-        /* reference: walk the full ranking, keep each family's first */
-        mfu_ranked ref[10];
-        int nref = 0;
-        for (int i = 0; i < rf.n && nref < 10; i++) {
-            int seen = 0;
-            for (int k = 0; k < nref; k++) seen |= mfu_same_layout(&ref[k].config, &full[i].config);
-            if (!seen) ref[nref++] = full[i];
-        }
-        CHECK_EQ_I(rd.n, nref);
-        int differ = 0, dup = 0, counts_wrong = 0;
-        for (int i = 0; i < rd.n && i < nref; i++) {
-            differ += memcmp(&fam[i].config, &ref[i].config, sizeof fam[i].config) != 0 ||
-                      fam[i].score != ref[i].score;
-            for (int k = 0; k < i; k++) dup += mfu_same_layout(&fam[k].config, &fam[i].config);
-            /* variants: the feasible points of the family, counted in the
-             * full ranking (it holds them all) */
-            uint64_t n = 0;
-            for (int k = 0; k < rf.n; k++) n += mfu_same_layout(&full[k].config, &fam[i].config);
-            counts_wrong += fam[i].variants != n;
-        }
-        CHECK_EQ_I(differ, 0);
-        CHECK_EQ_I(dup, 0);
-        CHECK_EQ_I(counts_wrong, 0);
-        CHECK(rd.n > 1 && fam[0].variants > 1);
-        /* the statistics do not depend on the grouping */
-        CHECK_EQ_I(rd.stats.feasible, rf.stats.feasible);
-
-        /* first_fit: a feasibility probe stops each shard at its first fit */
-        mfu_search_defaults(&sys, &o);
-        o.first_fit = 1;
-        o.top_k = 1;
-        mfu_search_result rp1;
-        static mfu_ranked probe[1];
-        CHECK(run(&sys, &o, probe, &rp1) == 0);
-        CHECK_EQ_I(rp1.n, 1);
-        CHECK(rp1.stats.feasible <= MFU_SEARCH_SHARDS);
-        CHECK(probe[0].eval.feasible);
+    mfu_system s8;
+    CHECK(mfu_system_init(&s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    mfu_search_defaults(&s8, &o);
+    o.top_k = MFU_MAX_TOP_K;
+    o.max_mbs = 2;
+    o.max_vpp = 2;
+    static mfu_ranked full[MFU_MAX_TOP_K], fam[10];
+    mfu_search_result rf, rd;
+    CHECK(run(&s8, &o, full, &rf) == 0);
+    /* the whole feasible space is in `full` */
+    CHECK((uint64_t)rf.n == rf.stats.feasible && rf.n < MFU_MAX_TOP_K);
+    o.top_k = 10;
+    o.distinct = MFU_DISTINCT_LAYOUT;
+    CHECK(run(&s8, &o, fam, &rd) == 0);
+    /* reference: walk the full ranking, keep each family's first */
+    mfu_ranked ref[10];
+    int nref = 0;
+    for (int i = 0; i < rf.n && nref < 10; i++) {
+        int seen = 0;
+        for (int k = 0; k < nref; k++) seen |= mfu_same_layout(&ref[k].config, &full[i].config);
+        if (!seen) ref[nref++] = full[i];
     }
+    CHECK_EQ_I(rd.n, nref);
+    int differ = 0, dup = 0, counts_wrong = 0;
+    for (int i = 0; i < rd.n && i < nref; i++) {
+        differ += memcmp(&fam[i].config, &ref[i].config, sizeof fam[i].config) != 0 ||
+                  fam[i].score != ref[i].score;
+        for (int k = 0; k < i; k++) dup += mfu_same_layout(&fam[k].config, &fam[i].config);
+        /* variants: the feasible points of the family, counted in the
+         * full ranking (it holds them all) */
+        uint64_t n = 0;
+        for (int k = 0; k < rf.n; k++) n += mfu_same_layout(&full[k].config, &fam[i].config);
+        counts_wrong += fam[i].variants != n;
+    }
+    CHECK_EQ_I(differ, 0);
+    CHECK_EQ_I(dup, 0);
+    CHECK_EQ_I(counts_wrong, 0);
+    CHECK(rd.n > 1 && fam[0].variants > 1);
+    /* the statistics do not depend on the grouping */
+    CHECK_EQ_I(rd.stats.feasible, rf.stats.feasible);
+}
+
+static void t_first_fit(void)
+{
+    fixture();
+    mfu_search_opts o;
+    /* first_fit: a feasibility probe stops each shard at its first fit */
+    mfu_search_defaults(&sys, &o);
+    o.first_fit = 1;
+    o.top_k = 1;
+    mfu_search_result rp1;
+    static mfu_ranked probe[1];
+    CHECK(run(&sys, &o, probe, &rp1) == 0);
+    CHECK_EQ_I(rp1.n, 1);
+    CHECK(rp1.stats.feasible <= MFU_SEARCH_SHARDS);
+    CHECK(probe[0].eval.feasible);
+}
+
+static void t_closest_miss(void)
+{
+    fixture();
+    mfu_search_opts o;
     /* the closest miss (no-fit answers): Llama-3-8B on one H100 does not
      * fit (8 B params x 16 bytes of bf16 weights, fp32 gradients, fp32
      * master and Adam moments = 128 GB > 85 GB). The reported closest has the exact headroom of its
      * configuration. */
-    {
-        mfu_training t2 = {4096, 4096.0 * 1024, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
-        mfu_system s2;
-        CHECK(mfu_system_init(&s2, &m, &hw, &t2, 1, 0, ops) == MFU_OK);
-        mfu_search_defaults(&s2, &o);
-        static mfu_ranked none_fit[4];
-        mfu_search_result rn;
-        o.top_k = 4;
-        CHECK(run(&s2, &o, none_fit, &rn) == 0);
-        CHECK_EQ_I(rn.n, 0);
-        CHECK(rn.stats.has_closest);
-        mfu_eval ev;
-        CHECK(mfu_evaluate(&s2, &rn.stats.closest, ops, &ev) == MFU_OK);
-        CHECK(!ev.feasible);
-        CHECK_NEAR(ev.mem.headroom_bytes, rn.stats.closest_headroom_bytes, 1e-12);
-        /* on one device the only freedom is mbs and recompute: full
-         * recompute at mbs 1 holds the fewest activations */
-        CHECK_EQ_I(rn.stats.closest.mbs, 1);
-        CHECK_EQ_I(rn.stats.closest.recompute, MFU_RC_FULL);
-        /* ... unless CPU offload is searched too: all layers but one
-         * offloaded keep one layer's activations on the device
-         * (F-RC-CPU-OFFLOAD), fewer than full recompute's 32 layer inputs
-         * and one rematerialised layer */
-        o.cpu_offload = 1;
-        mfu_search_result ro;
-        CHECK(run(&s2, &o, none_fit, &ro) == 0);
-        CHECK_EQ_I(ro.n, 0);
-        CHECK_EQ_I(ro.stats.closest.recompute, MFU_RC_CPU_OFFLOAD);
-        CHECK_EQ_I(ro.stats.closest.recompute_layers, 31);
-        CHECK(ro.stats.closest_headroom_bytes > rn.stats.closest_headroom_bytes);
-    }
+    mfu_training t2 = {4096, 4096.0 * 1024, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s2;
+    CHECK(mfu_system_init(&s2, &m, &hw, &t2, 1, 0, ops) == MFU_OK);
+    mfu_search_defaults(&s2, &o);
+    static mfu_ranked none_fit[4];
+    mfu_search_result rn;
+    o.top_k = 4;
+    CHECK(run(&s2, &o, none_fit, &rn) == 0);
+    CHECK_EQ_I(rn.n, 0);
+    CHECK(rn.stats.has_closest);
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&s2, &rn.stats.closest, ops, &ev) == MFU_OK);
+    CHECK(!ev.feasible);
+    CHECK_NEAR(ev.mem.headroom_bytes, rn.stats.closest_headroom_bytes, 1e-12);
+    /* on one device the only freedom is mbs and recompute: full
+     * recompute at mbs 1 holds the fewest activations */
+    CHECK_EQ_I(rn.stats.closest.mbs, 1);
+    CHECK_EQ_I(rn.stats.closest.recompute, MFU_RC_FULL);
+    /* ... unless CPU offload is searched too: all layers but one
+     * offloaded keep one layer's activations on the device
+     * (F-RC-CPU-OFFLOAD), fewer than full recompute's 32 layer inputs
+     * and one rematerialised layer */
+    o.cpu_offload = 1;
+    mfu_search_result ro;
+    CHECK(run(&s2, &o, none_fit, &ro) == 0);
+    CHECK_EQ_I(ro.n, 0);
+    CHECK_EQ_I(ro.stats.closest.recompute, MFU_RC_CPU_OFFLOAD);
+    CHECK_EQ_I(ro.stats.closest.recompute_layers, 31);
+    CHECK(ro.stats.closest_headroom_bytes > rn.stats.closest_headroom_bytes);
+}
+
+static void t_callback_stops(void)
+{
+    fixture();
+    mfu_search_opts o;
+    mfu_search_result rb;
     /* a callback can stop it */
     mfu_search_defaults(&sys, &o);
     int calls = 0;
@@ -286,7 +363,13 @@ int main(void)
     CHECK(calls == 1);
     CHECK(rb.stats.truncated);
     free(cache);
+}
 
+static void t_batch_range(void)
+{
+    fixture();
+    mfu_search_opts o;
+    mfu_search_result rb;
     /* a batch range: configurations of different global batches, ranked by
      * time per token */
     mfu_search_defaults(&sys, &o);
@@ -303,44 +386,68 @@ int main(void)
     }
     CHECK(rb.n == 20);
     CHECK_EQ_I(outside, 0);
-    {
-        /* CPU activation offload (F-RC-CPU-OFFLOAD) is searched only when
-         * asked; then at the fewest offloaded layers that fit: Llama 3 70B
-         * on 64 GB200 at Megatron Bridge's layout (FSDP 64, mbs 1, seq
-         * 8192; llama3_workload_base_configs.py) fits with N layers
-         * offloaded and not with N - 1 */
-        mfu_model m70;
-        mfu_hardware gb;
-        mfu_system s70;
-        CHECK(test_system(&s70, &m70, &gb, "llama3-70b", "gb200-nvl72", 8192, 8192.0 * 128, 64, ops) == 0);
-        mfu_search_defaults(&s70, &o);
-        o.top_k = MFU_MAX_TOP_K;
-        static mfu_ranked best[MFU_MAX_TOP_K];
-        mfu_search_result r70;
-        CHECK(run(&s70, &o, best, &r70) == 0);
-        int offl = 0;
-        for (int i = 0; i < r70.n; i++) offl += best[i].config.recompute == MFU_RC_CPU_OFFLOAD;
-        CHECK(r70.n > 0);
-        CHECK_EQ_I(offl, 0);
-        o.cpu_offload = 1;
-        o.n_allowed[MFU_AX_FSDP] = 1;
-        o.allowed[MFU_AX_FSDP][0] = 64;
-        o.fix_mbs = 1;
-        o.fix_recompute = MFU_RC_CPU_OFFLOAD;
-        CHECK(run(&s70, &o, best, &r70) == 0);
-        CHECK_EQ_I(r70.n, 1);
-        if (r70.n == 1) {
-            mfu_config c = best[0].config;
-            CHECK_EQ_I(c.recompute, MFU_RC_CPU_OFFLOAD);
-            CHECK(c.recompute_layers > 0 && c.recompute_layers <= 20); /* the recipe's 20 fit */
-            mfu_eval e;
-            CHECK(mfu_evaluate(&s70, &c, ops, &e) == MFU_OK && e.feasible);
-            c.recompute_layers--;
-            if (c.recompute_layers > 0) {
-                CHECK(mfu_evaluate(&s70, &c, ops, &e) == MFU_OK);
-                CHECK(!e.feasible);
-            }
+}
+
+static void t_cpu_offload_fit(void)
+{
+    mfu_search_opts o;
+    /* CPU activation offload (F-RC-CPU-OFFLOAD) is searched only when
+     * asked; then at the fewest offloaded layers that fit: Llama 3 70B
+     * on 64 GB200 at Megatron Bridge's layout (FSDP 64, mbs 1, seq
+     * 8192; llama3_workload_base_configs.py) fits with N layers
+     * offloaded and not with N - 1 */
+    mfu_model m70;
+    mfu_hardware gb;
+    mfu_system s70;
+    CHECK(test_system(&s70, &m70, &gb, "llama3-70b", "gb200-nvl72", 8192, 8192.0 * 128, 64, ops) == 0);
+    mfu_search_defaults(&s70, &o);
+    o.top_k = MFU_MAX_TOP_K;
+    static mfu_ranked best[MFU_MAX_TOP_K];
+    mfu_search_result r70;
+    CHECK(run(&s70, &o, best, &r70) == 0);
+    int offl = 0;
+    for (int i = 0; i < r70.n; i++) offl += best[i].config.recompute == MFU_RC_CPU_OFFLOAD;
+    CHECK(r70.n > 0);
+    CHECK_EQ_I(offl, 0);
+    o.cpu_offload = 1;
+    o.n_allowed[MFU_AX_FSDP] = 1;
+    o.allowed[MFU_AX_FSDP][0] = 64;
+    o.fix_mbs = 1;
+    o.fix_recompute = MFU_RC_CPU_OFFLOAD;
+    CHECK(run(&s70, &o, best, &r70) == 0);
+    CHECK_EQ_I(r70.n, 1);
+    if (r70.n == 1) {
+        mfu_config c = best[0].config;
+        CHECK_EQ_I(c.recompute, MFU_RC_CPU_OFFLOAD);
+        CHECK(c.recompute_layers > 0 && c.recompute_layers <= 20); /* the recipe's 20 fit */
+        mfu_eval e;
+        CHECK(mfu_evaluate(&s70, &c, ops, &e) == MFU_OK && e.feasible);
+        c.recompute_layers--;
+        if (c.recompute_layers > 0) {
+            CHECK(mfu_evaluate(&s70, &c, ops, &e) == MFU_OK);
+            CHECK(!e.feasible);
         }
     }
-    return check_done();
+}
+
+static const check_case cases[] = {
+    CHECK_CASE(t_top1_is_head),
+    CHECK_CASE(t_ranking_sorted),
+    CHECK_CASE(t_brute_force),
+    CHECK_CASE(t_bit_identical),
+    CHECK_CASE(t_constraints),
+    CHECK_CASE(t_budget),
+    CHECK_CASE(t_shards),
+    CHECK_CASE(t_bound_below_step),
+    CHECK_CASE(t_distinct_layouts),
+    CHECK_CASE(t_first_fit),
+    CHECK_CASE(t_closest_miss),
+    CHECK_CASE(t_callback_stops),
+    CHECK_CASE(t_batch_range),
+    CHECK_CASE(t_cpu_offload_fit),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
