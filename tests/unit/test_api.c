@@ -324,261 +324,284 @@ static void t_why_not(void)
     }
 }
 
-static void t_document_limits(void)
+static void t_limits_depth(void)
 {
     /* document limits (api/limits.c): depth on the bytes and on the tree,
      * string and key lengths, array and object sizes, each with its pointer */
-    {
-        api_status st;
-        char *buf = malloc(20000);
-        /* {"a": [ {"b~c/d": [[[...0...]]]} ]}: levels 1..3 + n arrays */
-        for (int n = 60; n <= 62; n++) {
-            size_t len = (size_t)sprintf(buf, "{\"a\": [{\"b~c/d\\\"\": ");
-            for (int i = 0; i < n; i++) buf[len++] = '[';
-            buf[len++] = '0';
-            for (int i = 0; i < n; i++) buf[len++] = ']';
-            len += (size_t)sprintf(buf + len, "}]}");
-            api_status_init(&st);
-            json_t *d = api_parse_json(buf, len, JSON_REJECT_DUPLICATES, &st);
-            if (n + 3 <= API_MAX_DEPTH) {
-                CHECK(d != NULL);
-                CHECK_EQ_I(st.status, 0);
-                /* the same tree passes the walk; one level more fails it */
-                api_status st2;
-                api_status_init(&st2);
-                CHECK_EQ_I(api_check_limits(d, &st2), 0);
-                json_t *deeper = json_pack("{s:O}", "z", d);
-                CHECK_EQ_I(api_check_limits(deeper, &st2), n + 4 <= API_MAX_DEPTH ? 0 : -1);
-                if (n + 4 > API_MAX_DEPTH) {
-                    CHECK_EQ_I(st2.status, 422);
-                    CHECK(strncmp(st2.errors[0].pointer, "/z/a/0/b~0c~1d\"/0/0", 19) == 0);
-                }
-                json_decref(deeper);
-            } else {
-                CHECK(d == NULL);
-                CHECK_EQ_I(st.status, 422);
-                /* the pointer of the 65th container: /a/0/<key>/0/0/... (61 x /0) */
-                char want[256];
-                size_t w = (size_t)sprintf(want, "/a/0/b~0c~1d\"");
-                for (int i = 0; i < API_MAX_DEPTH - 3; i++) w += (size_t)sprintf(want + w, "/0");
-                CHECK_STR(st.errors[0].pointer, want);
+    api_status st;
+    char *buf = malloc(20000);
+    /* {"a": [ {"b~c/d": [[[...0...]]]} ]}: levels 1..3 + n arrays */
+    for (int n = 60; n <= 62; n++) {
+        size_t len = (size_t)sprintf(buf, "{\"a\": [{\"b~c/d\\\"\": ");
+        for (int i = 0; i < n; i++) buf[len++] = '[';
+        buf[len++] = '0';
+        for (int i = 0; i < n; i++) buf[len++] = ']';
+        len += (size_t)sprintf(buf + len, "}]}");
+        api_status_init(&st);
+        json_t *d = api_parse_json(buf, len, JSON_REJECT_DUPLICATES, &st);
+        if (n + 3 <= API_MAX_DEPTH) {
+            CHECK(d != NULL);
+            CHECK_EQ_I(st.status, 0);
+            /* the same tree passes the walk; one level more fails it */
+            api_status st2;
+            api_status_init(&st2);
+            CHECK_EQ_I(api_check_limits(d, &st2), 0);
+            json_t *deeper = json_pack("{s:O}", "z", d);
+            CHECK_EQ_I(api_check_limits(deeper, &st2), n + 4 <= API_MAX_DEPTH ? 0 : -1);
+            if (n + 4 > API_MAX_DEPTH) {
+                CHECK_EQ_I(st2.status, 422);
+                CHECK(strncmp(st2.errors[0].pointer, "/z/a/0/b~0c~1d\"/0/0", 19) == 0);
             }
-            json_decref(d);
+            json_decref(deeper);
+        } else {
+            CHECK(d == NULL);
+            CHECK_EQ_I(st.status, 422);
+            /* the pointer of the 65th container: /a/0/<key>/0/0/... (61 x /0) */
+            char want[256];
+            size_t w = (size_t)sprintf(want, "/a/0/b~0c~1d\"");
+            for (int i = 0; i < API_MAX_DEPTH - 3; i++) w += (size_t)sprintf(want + w, "/0");
+            CHECK_STR(st.errors[0].pointer, want);
         }
-        /* far beyond jansson's own limit (2048): still our 422, not a 400 */
-        size_t len = 0;
-        for (int i = 0; i < 5000; i++) buf[len++] = '[';
-        api_status_init(&st);
-        CHECK(api_parse_json(buf, len, JSON_DECODE_ANY, &st) == NULL);
-        CHECK_EQ_I(st.status, 422);
-        /* depth counted outside strings only */
-        len = (size_t)sprintf(buf, "{\"s\": \"");
-        for (int i = 0; i < 100; i++) buf[len++] = '[';
-        len += (size_t)sprintf(buf + len, "\\\"{{\"}");
-        api_status_init(&st);
-        json_t *d = api_parse_json(buf, len, 0, &st);
-        CHECK(d != NULL);
         json_decref(d);
-        /* malformed: 400 with "Malformed JSON" */
-        api_status_init(&st);
-        CHECK(api_parse_json("{\"a\": ", 6, 0, &st) == NULL);
-        CHECK_EQ_I(st.status, 400);
-        CHECK_STR(st.errors[0].pointer, "");
-        /* strings: 4096 bytes pass, 4097 fail at their pointer; keys too */
-        for (int n = API_MAX_STRING; n <= API_MAX_STRING + 1; n++) {
-            len = (size_t)sprintf(buf, "{\"x\": [1, \"");
-            memset(buf + len, 'a', (size_t)n);
-            len += (size_t)n;
-            len += (size_t)sprintf(buf + len, "\"]}");
-            api_status_init(&st);
-            d = api_parse_json(buf, len, 0, &st);
-            CHECK((d != NULL) == (n <= API_MAX_STRING));
-            if (!d) CHECK_STR(st.errors[0].pointer, "/x/1");
-            json_decref(d);
-        }
-        char *key = malloc(API_MAX_STRING + 2);
-        memset(key, 'k', API_MAX_STRING + 1);
-        key[API_MAX_STRING + 1] = '\0';
-        d = json_pack("{s:{s:i}}", "o", key, 1);
-        api_status_init(&st);
-        CHECK_EQ_I(api_check_limits(d, &st), -1);
-        CHECK(strncmp(st.errors[0].pointer, "/o/kkk", 6) == 0);
-        CHECK(strstr(st.errors[0].detail, "key") != NULL);
-        json_decref(d);
-        free(key);
-        /* arrays and objects */
-        json_t *arr = json_array();
-        for (int i = 0; i <= API_MAX_ARRAY; i++) json_array_append_new(arr, json_integer(i));
-        d = json_pack("{s:o}", "layers", arr);
-        api_status_init(&st);
-        CHECK_EQ_I(api_check_limits(d, &st), -1);
-        CHECK_STR(st.errors[0].pointer, "/layers");
-        json_array_remove(arr, 0);
-        api_status_init(&st);
-        CHECK_EQ_I(api_check_limits(d, &st), 0);
-        json_decref(d);
-        json_t *obj = json_object();
-        for (int i = 0; i <= API_MAX_MEMBERS; i++) {
-            char k[16];
-            snprintf(k, sizeof k, "k%d", i);
-            json_object_set_new(obj, k, json_null());
-        }
-        d = json_pack("{s:[o]}", "m", obj);
-        api_status_init(&st);
-        CHECK_EQ_I(api_check_limits(d, &st), -1);
-        CHECK_STR(st.errors[0].pointer, "/m/0");
-        json_decref(d);
-        /* the engines check their request too (a tree built in memory) */
-        d = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"search\": {}}");
-        char *longs = malloc(API_MAX_STRING + 2);
-        memset(longs, 'e', API_MAX_STRING + 1);
-        longs[API_MAX_STRING + 1] = '\0';
-        json_object_set_new(json_object_get(d, "search"), "rank_by", json_string(longs));
-        free(longs);
-        api_status_init(&st);
-        CHECK(api_normalize(d, &st) == NULL);
-        CHECK_EQ_I(st.status, 422);
-        CHECK_STR(st.errors[0].pointer, "/search/rank_by");
-        CHECK(strstr(st.errors[0].detail, "limit of 4096") != NULL);
-        json_decref(d);
-        free(buf);
     }
-    {
-        /* DualPipeV by name: a measured configuration without vpp gets the
-         * schedule's 2 stages per rank; search.fix keeps to the schedule */
-        api_status st;
+    /* far beyond jansson's own limit (2048): still our 422, not a 400 */
+    size_t len = 0;
+    for (int i = 0; i < 5000; i++) buf[len++] = '[';
+    api_status_init(&st);
+    CHECK(api_parse_json(buf, len, JSON_DECODE_ANY, &st) == NULL);
+    CHECK_EQ_I(st.status, 422);
+    /* depth counted outside strings only */
+    len = (size_t)sprintf(buf, "{\"s\": \"");
+    for (int i = 0; i < 100; i++) buf[len++] = '[';
+    len += (size_t)sprintf(buf + len, "\\\"{{\"}");
+    api_status_init(&st);
+    json_t *d = api_parse_json(buf, len, 0, &st);
+    CHECK(d != NULL);
+    json_decref(d);
+    free(buf);
+}
+
+static void t_limits_sizes(void)
+{
+    /* document limits, continued: malformed input, string and key lengths,
+     * array and object sizes */
+    api_status st;
+    char *buf = malloc(20000);
+    size_t len;
+    json_t *d;
+    /* malformed: 400 with "Malformed JSON" */
+    api_status_init(&st);
+    CHECK(api_parse_json("{\"a\": ", 6, 0, &st) == NULL);
+    CHECK_EQ_I(st.status, 400);
+    CHECK_STR(st.errors[0].pointer, "");
+    /* strings: 4096 bytes pass, 4097 fail at their pointer; keys too */
+    for (int n = API_MAX_STRING; n <= API_MAX_STRING + 1; n++) {
+        len = (size_t)sprintf(buf, "{\"x\": [1, \"");
+        memset(buf + len, 'a', (size_t)n);
+        len += (size_t)n;
+        len += (size_t)sprintf(buf + len, "\"]}");
         api_status_init(&st);
-        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
-                      "\"search\": {\"top_k\": 3, \"fix\": {\"schedule\": \"dualpipev\"}}, "
-                      "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 8, \"pp\": 8}, "
-                      "\"schedule\": \"dualpipev\", \"mbs\": 1, \"grad_accum\": 16}, \"step_time_s\": 10}}");
-        json_t *res = api_search(r, &st, NULL, NULL);
-        CHECK(res != NULL);
-        json_t *mc = json_object_get(json_object_get(res, "measured"), "config");
-        CHECK_STR(json_string_value(json_object_get(mc, "schedule")), "dualpipev");
-        CHECK_EQ_I(json_integer_value(json_object_get(mc, "vpp")), 2);
-        json_t *cs = json_object_get(res, "configs");
-        CHECK(json_array_size(cs) > 0);
-        for (size_t i = 0; i < json_array_size(cs); i++) {
-            json_t *c = json_array_get(cs, i);
-            CHECK_STR(json_string_value(json_object_get(c, "schedule")), "dualpipev");
-            CHECK_EQ_I(json_integer_value(json_object_get(c, "vpp")), 2);
-        }
-        json_decref(res);
-        json_decref(r);
+        d = api_parse_json(buf, len, 0, &st);
+        CHECK((d != NULL) == (n <= API_MAX_STRING));
+        if (!d) CHECK_STR(st.errors[0].pointer, "/x/1");
+        json_decref(d);
     }
-    {
-        /* MaxText's name policies by request (docs/model.md F-RC-MAXTEXT) */
+    char *key = malloc(API_MAX_STRING + 2);
+    memset(key, 'k', API_MAX_STRING + 1);
+    key[API_MAX_STRING + 1] = '\0';
+    d = json_pack("{s:{s:i}}", "o", key, 1);
+    api_status_init(&st);
+    CHECK_EQ_I(api_check_limits(d, &st), -1);
+    CHECK(strncmp(st.errors[0].pointer, "/o/kkk", 6) == 0);
+    CHECK(strstr(st.errors[0].detail, "key") != NULL);
+    json_decref(d);
+    free(key);
+    /* arrays and objects */
+    json_t *arr = json_array();
+    for (int i = 0; i <= API_MAX_ARRAY; i++) json_array_append_new(arr, json_integer(i));
+    d = json_pack("{s:o}", "layers", arr);
+    api_status_init(&st);
+    CHECK_EQ_I(api_check_limits(d, &st), -1);
+    CHECK_STR(st.errors[0].pointer, "/layers");
+    json_array_remove(arr, 0);
+    api_status_init(&st);
+    CHECK_EQ_I(api_check_limits(d, &st), 0);
+    json_decref(d);
+    json_t *obj = json_object();
+    for (int i = 0; i <= API_MAX_MEMBERS; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%d", i);
+        json_object_set_new(obj, k, json_null());
+    }
+    d = json_pack("{s:[o]}", "m", obj);
+    api_status_init(&st);
+    CHECK_EQ_I(api_check_limits(d, &st), -1);
+    CHECK_STR(st.errors[0].pointer, "/m/0");
+    json_decref(d);
+    free(buf);
+}
+
+static void t_limits_in_engines(void)
+{
+    api_status st;
+    json_t *d;
+    /* the engines check their request too (a tree built in memory) */
+    d = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"search\": {}}");
+    char *longs = malloc(API_MAX_STRING + 2);
+    memset(longs, 'e', API_MAX_STRING + 1);
+    longs[API_MAX_STRING + 1] = '\0';
+    json_object_set_new(json_object_get(d, "search"), "rank_by", json_string(longs));
+    free(longs);
+    api_status_init(&st);
+    CHECK(api_normalize(d, &st) == NULL);
+    CHECK_EQ_I(st.status, 422);
+    CHECK_STR(st.errors[0].pointer, "/search/rank_by");
+    CHECK(strstr(st.errors[0].detail, "limit of 4096") != NULL);
+    json_decref(d);
+}
+
+static void t_dualpipev_by_name(void)
+{
+    /* DualPipeV by name: a measured configuration without vpp gets the
+     * schedule's 2 stages per rank; search.fix keeps to the schedule */
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
+                  "\"search\": {\"top_k\": 3, \"fix\": {\"schedule\": \"dualpipev\"}}, "
+                  "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 8, \"pp\": 8}, "
+                  "\"schedule\": \"dualpipev\", \"mbs\": 1, \"grad_accum\": 16}, \"step_time_s\": 10}}");
+    json_t *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *mc = json_object_get(json_object_get(res, "measured"), "config");
+    CHECK_STR(json_string_value(json_object_get(mc, "schedule")), "dualpipev");
+    CHECK_EQ_I(json_integer_value(json_object_get(mc, "vpp")), 2);
+    json_t *cs = json_object_get(res, "configs");
+    CHECK(json_array_size(cs) > 0);
+    for (size_t i = 0; i < json_array_size(cs); i++) {
+        json_t *c = json_array_get(cs, i);
+        CHECK_STR(json_string_value(json_object_get(c, "schedule")), "dualpipev");
+        CHECK_EQ_I(json_integer_value(json_object_get(c, "vpp")), 2);
+    }
+    json_decref(res);
+    json_decref(r);
+}
+
+static void t_maxtext_remat_names(void)
+{
+    /* MaxText's name policies by request (docs/model.md F-RC-MAXTEXT) */
 #define TPU "\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, " \
-            "\"devices\": 64, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 1048576}"
+        "\"devices\": 64, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 1048576}"
 #define MC(remat) "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 64}, \"recompute\": \"maxtext\", " \
-                  "\"remat\": " remat "}, \"step_time_s\": 1}"
-        /* "remat" only with "maxtext" */
-        expect_error(search_sync, "{" TPU ", \"measured\": {\"config\": {\"parallel\": {\"fsdp\": 64}, "
-                     "\"recompute\": \"full\", \"remat\": {}}, \"step_time_s\": 1}}", 422, "/measured/config/remat");
-        /* the layer input cannot be recomputed: it is where recompute starts */
-        expect_error(search_sync, "{" TPU ", " MC("{\"decoder_layer_input\": \"remat\"}") "}", 422,
-                     "/measured/config/remat/decoder_layer_input");
-        /* one choice per family */
-        expect_error(search_sync, "{" TPU ", " MC("{\"query_proj\": \"offload\", \"value_proj\": \"device\"}") "}",
-                     422, "/measured/config/remat/value_proj");
-        expect_error(search_sync, "{" TPU ", " MC("{\"attention_out\": \"offload\"}") "}", 422,
-                     "/measured/config/remat/attention_out");
-        expect_error(search_sync, "{" TPU ", " MC("{\"context\": \"host\"}") "}", 422,
-                     "/measured/config/remat/context");
-        /* two different custom policies in one request */
-        expect_error(search_sync, "{" TPU ", " MC("{\"context\": \"device\"}") ", \"search\": {\"fix\": "
-                     "{\"recompute\": \"maxtext\", \"remat\": {\"context\": \"offload\"}}}}", 422,
-                     "/search/fix/remat");
-        /* offloading on a chip whose host link is unknown: no such configuration */
-        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\", "
-                     "\"host_bw_bytes_s\": 0}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, "
-                     "\"devices\": 64, " MC("{\"query_proj\": \"offload\"}") "}", 422, "/measured/config");
-        /* a MaxText custom policy, echoed with the families it keeps; its
-         * MaxText recipe sets the per-tensor switches */
-        api_status st;
-        api_status_init(&st);
-        json_t *r = J("{" TPU ", " MC("{\"decoder_layer_input\": \"offload\", \"query_proj\": \"offload\", "
-                      "\"key_proj\": \"offload\", \"value_proj\": \"offload\"}") "}");
-        json_t *res = api_search(r, &st, NULL, NULL);
-        CHECK(res != NULL);
-        json_t *mc = json_object_get(json_object_get(res, "measured"), "config");
-        CHECK_STR(json_string_value(json_object_get(mc, "recompute")), "maxtext");
-        json_t *rm = json_object_get(mc, "remat");
-        CHECK_STR(json_string_value(json_object_get(rm, "qkv_proj")), "offload");
-        CHECK_STR(json_string_value(json_object_get(rm, "decoder_layer_input")), "offload");
-        CHECK_STR(json_string_value(json_object_get(rm, "context")), "remat");
-        CHECK(json_real_value(json_object_get(json_object_get(mc, "time_expected"), "offload_s")) >= 0);
-        json_t *argv = json_object_get(json_object_get(json_object_get(mc, "recipes"), "maxtext"), "argv");
-        int custom = 0, qo = 0, ctx = 0;
-        for (size_t i = 0; i < json_array_size(argv); i++) {
-            const char *a = json_string_value(json_array_get(argv, i));
-            custom += a && !strcmp(a, "remat_policy=custom");
-            qo += a && !strcmp(a, "query_proj=offload");
-            ctx += a && !strcmp(a, "context=remat");
-        }
-        CHECK(custom == 1 && qo == 1 && ctx == 1);
-        json_decref(res);
-        json_decref(r);
-        /* the names are part of the cache key */
-        char ka[65], kb[65];
-        key_of("{" TPU ", " MC("{\"context\": \"device\"}") "}", ka);
-        key_of("{" TPU ", " MC("{\"context\": \"offload\"}") "}", kb);
-        CHECK(strcmp(ka, kb) != 0 && strcmp(ka, "error") != 0);
+              "\"remat\": " remat "}, \"step_time_s\": 1}"
+    /* "remat" only with "maxtext" */
+    expect_error(search_sync, "{" TPU ", \"measured\": {\"config\": {\"parallel\": {\"fsdp\": 64}, "
+                 "\"recompute\": \"full\", \"remat\": {}}, \"step_time_s\": 1}}", 422, "/measured/config/remat");
+    /* the layer input cannot be recomputed: it is where recompute starts */
+    expect_error(search_sync, "{" TPU ", " MC("{\"decoder_layer_input\": \"remat\"}") "}", 422,
+                 "/measured/config/remat/decoder_layer_input");
+    /* one choice per family */
+    expect_error(search_sync, "{" TPU ", " MC("{\"query_proj\": \"offload\", \"value_proj\": \"device\"}") "}",
+                 422, "/measured/config/remat/value_proj");
+    expect_error(search_sync, "{" TPU ", " MC("{\"attention_out\": \"offload\"}") "}", 422,
+                 "/measured/config/remat/attention_out");
+    expect_error(search_sync, "{" TPU ", " MC("{\"context\": \"host\"}") "}", 422,
+                 "/measured/config/remat/context");
+    /* two different custom policies in one request */
+    expect_error(search_sync, "{" TPU ", " MC("{\"context\": \"device\"}") ", \"search\": {\"fix\": "
+                 "{\"recompute\": \"maxtext\", \"remat\": {\"context\": \"offload\"}}}}", 422,
+                 "/search/fix/remat");
+    /* offloading on a chip whose host link is unknown: no such configuration */
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\", "
+                 "\"host_bw_bytes_s\": 0}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, "
+                 "\"devices\": 64, " MC("{\"query_proj\": \"offload\"}") "}", 422, "/measured/config");
+    /* a MaxText custom policy, echoed with the families it keeps; its
+     * MaxText recipe sets the per-tensor switches */
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J("{" TPU ", " MC("{\"decoder_layer_input\": \"offload\", \"query_proj\": \"offload\", "
+                  "\"key_proj\": \"offload\", \"value_proj\": \"offload\"}") "}");
+    json_t *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *mc = json_object_get(json_object_get(res, "measured"), "config");
+    CHECK_STR(json_string_value(json_object_get(mc, "recompute")), "maxtext");
+    json_t *rm = json_object_get(mc, "remat");
+    CHECK_STR(json_string_value(json_object_get(rm, "qkv_proj")), "offload");
+    CHECK_STR(json_string_value(json_object_get(rm, "decoder_layer_input")), "offload");
+    CHECK_STR(json_string_value(json_object_get(rm, "context")), "remat");
+    CHECK(json_real_value(json_object_get(json_object_get(mc, "time_expected"), "offload_s")) >= 0);
+    json_t *argv = json_object_get(json_object_get(json_object_get(mc, "recipes"), "maxtext"), "argv");
+    int custom = 0, qo = 0, ctx = 0;
+    for (size_t i = 0; i < json_array_size(argv); i++) {
+        const char *a = json_string_value(json_array_get(argv, i));
+        custom += a && !strcmp(a, "remat_policy=custom");
+        qo += a && !strcmp(a, "query_proj=offload");
+        ctx += a && !strcmp(a, "context=remat");
+    }
+    CHECK(custom == 1 && qo == 1 && ctx == 1);
+    json_decref(res);
+    json_decref(r);
+    /* the names are part of the cache key */
+    char ka[65], kb[65];
+    key_of("{" TPU ", " MC("{\"context\": \"device\"}") "}", ka);
+    key_of("{" TPU ", " MC("{\"context\": \"offload\"}") "}", kb);
+    CHECK(strcmp(ka, kb) != 0 && strcmp(ka, "error") != 0);
 #undef MC
 #undef TPU
+}
+
+static void t_moe_imbalance(void)
+{
+    /* training.moe_imbalance (F-MOE-LOAD): at least 1; part of the key
+     * when stated, the key of a request without it unchanged by 1 */
+    expect_error(search_sync, "{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 0.5}}",
+                 422, "/training/moe_imbalance");
+    char k0[65], ki1[65], ki2[65];
+    key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, " BASE "}", k0);
+    key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+           "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 1}}", ki1);
+    key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+           "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 1.3}}", ki2);
+    CHECK_STR(k0, ki1);
+    CHECK(strcmp(k0, ki2) != 0 && strcmp(ki2, "error") != 0);
+}
+
+static void t_cpu_offload_switches(void)
+{
+    /* CPU activation offload (F-RC-CPU-OFFLOAD): a boolean search
+     * switch; no pipeline parallelism (Megatron refuses it) */
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
+                 "\"search\": {\"cpu_offload\": \"yes\"}}", 422, "/search/cpu_offload");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
+                 "\"measured\": {\"config\": {\"parallel\": {\"dp\": 32, \"pp\": 2}, \"recompute\": "
+                 "\"cpu_offload\", \"recompute_layers\": 4}, \"step_time_s\": 1}}", 422, "/measured/config");
+    /* MaxText's optimizer offload needs a host link; vocabulary tiling
+     * and the offload reach the MaxText recipe */
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\", "
+                 "\"host_bw_bytes_s\": 0}, \"devices\": 64, \"training\": {\"seq_len\": 4096, "
+                 "\"global_batch_tokens\": 1048576, \"optimizer_offload\": true}}", 422, "/training/optimizer_offload");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, "
+                 "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
+                 "\"vocab_tiles\": 0}}", 422, "/training/vocab_tiles");
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, "
+                  "\"devices\": 64, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 1048576, "
+                  "\"vocab_tiles\": 4, \"optimizer_offload\": true}, \"search\": {\"top_k\": 1}}");
+    json_t *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
+    CHECK(json_real_value(json_object_get(json_object_get(c0, "memory"), "host_bytes")) > 0);
+    json_t *argv = json_object_get(json_object_get(json_object_get(c0, "recipes"), "maxtext"), "argv");
+    int tiles = 0, off = 0;
+    for (size_t i = 0; i < json_array_size(argv); i++) {
+        const char *a = json_string_value(json_array_get(argv, i));
+        tiles += a && !strcmp(a, "num_vocab_tiling=4");
+        off += a && !strcmp(a, "optimizer_memory_host_offload=true");
     }
-    {
-        /* training.moe_imbalance (F-MOE-LOAD): at least 1; part of the key
-         * when stated, the key of a request without it unchanged by 1 */
-        expect_error(search_sync, "{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
-                     "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 0.5}}",
-                     422, "/training/moe_imbalance");
-        char k0[65], ki1[65], ki2[65];
-        key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, " BASE "}", k0);
-        key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
-               "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 1}}", ki1);
-        key_of("{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
-               "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"moe_imbalance\": 1.3}}", ki2);
-        CHECK_STR(k0, ki1);
-        CHECK(strcmp(k0, ki2) != 0 && strcmp(ki2, "error") != 0);
-    }
-    {
-        /* CPU activation offload (F-RC-CPU-OFFLOAD): a boolean search
-         * switch; no pipeline parallelism (Megatron refuses it) */
-        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
-                     "\"search\": {\"cpu_offload\": \"yes\"}}", 422, "/search/cpu_offload");
-        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 64, "
-                     "\"measured\": {\"config\": {\"parallel\": {\"dp\": 32, \"pp\": 2}, \"recompute\": "
-                     "\"cpu_offload\", \"recompute_layers\": 4}, \"step_time_s\": 1}}", 422, "/measured/config");
-        /* MaxText's optimizer offload needs a host link; vocabulary tiling
-         * and the offload reach the MaxText recipe */
-        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\", "
-                     "\"host_bw_bytes_s\": 0}, \"devices\": 64, \"training\": {\"seq_len\": 4096, "
-                     "\"global_batch_tokens\": 1048576, \"optimizer_offload\": true}}", 422, "/training/optimizer_offload");
-        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, "
-                     "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
-                     "\"vocab_tiles\": 0}}", 422, "/training/vocab_tiles");
-        api_status st;
-        api_status_init(&st);
-        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, "
-                      "\"devices\": 64, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 1048576, "
-                      "\"vocab_tiles\": 4, \"optimizer_offload\": true}, \"search\": {\"top_k\": 1}}");
-        json_t *res = api_search(r, &st, NULL, NULL);
-        CHECK(res != NULL);
-        json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
-        CHECK(json_real_value(json_object_get(json_object_get(c0, "memory"), "host_bytes")) > 0);
-        json_t *argv = json_object_get(json_object_get(json_object_get(c0, "recipes"), "maxtext"), "argv");
-        int tiles = 0, off = 0;
-        for (size_t i = 0; i < json_array_size(argv); i++) {
-            const char *a = json_string_value(json_array_get(argv, i));
-            tiles += a && !strcmp(a, "num_vocab_tiling=4");
-            off += a && !strcmp(a, "optimizer_memory_host_offload=true");
-        }
-        CHECK(tiles == 1 && off == 1);
-        json_decref(res);
-        json_decref(r);
-    }
+    CHECK(tiles == 1 && off == 1);
+    json_decref(res);
+    json_decref(r);
 }
 
 static const check_case cases[] = {
@@ -590,7 +613,13 @@ static const check_case cases[] = {
     CHECK_CASE(t_presets),
     CHECK_CASE(t_search_contract),
     CHECK_CASE(t_why_not),
-    CHECK_CASE(t_document_limits),
+    CHECK_CASE(t_limits_depth),
+    CHECK_CASE(t_limits_sizes),
+    CHECK_CASE(t_limits_in_engines),
+    CHECK_CASE(t_dualpipev_by_name),
+    CHECK_CASE(t_maxtext_remat_names),
+    CHECK_CASE(t_moe_imbalance),
+    CHECK_CASE(t_cpu_offload_switches),
 };
 
 int main(int argc, char **argv)
