@@ -105,10 +105,13 @@ static const mfu_op *op_named(const mfu_op *o, int n, const char *name)
     return NULL;
 }
 
+/* a second inventory, for comparisons */
+static mfu_op o2[MFU_MAX_OPS];
+
 /* The newer families' operators (docs/model.md F-OP-*), by hand. */
-static void test_new_ops(void)
+static void t_gdn_ops(void)
 {
-    static mfu_model m, m2;
+    static mfu_model m;
     /* Gated DeltaNet: d 256, 4 value heads of 32 (value_dim 128), 2 q/k heads
      * of 32 (key_dim 64), conv 4, chunk 16; 64 tokens, bf16, no parallelism. */
     CHECK(ir_model("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
@@ -146,7 +149,14 @@ static void test_new_ops(void)
     CHECK_NEAR(mfu_run_flops_per_token_fwd(&m, 0, 64, MFU_CONV_CAUSAL),
                2 * mats + H * (3 * C * dk + 2 * C * dv + C * C / 3 + 6 * dk * dv) + 2 * 3 * 256.0 * 512,
                1e-12);
+}
 
+static void t_attention_switches(void)
+{
+    static mfu_model m, m2;
+    mfu_shape sh = {1, 64, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    const double T = 64;
+    int n;
     /* softmax attention with every new switch: sinks add 3 FLOPs per query
      * row and head each way; the output gate doubles q in qkv_proj and adds
      * o * sigmoid(g), keeping o and g; the q/k norm keeps its input; NoPE
@@ -160,7 +170,6 @@ static void test_new_ops(void)
     CHECK(ir_model(text, &m) == 0);
     snprintf(text, sizeof text, "%s%s%s", head, ", \"sinks\": true, \"output_gate\": true, \"qk_norm\": \"rmsnorm\", \"chunk\": 16", tail);
     CHECK(ir_model(text, &m2) == 0);
-    static mfu_op o2[MFU_MAX_OPS];
     n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
     int n2 = mfu_ops_layer(&m2, 0, &sh, o2, MFU_MAX_OPS);
     /* qkv_proj: 256 -> (8 + 2 x 2) x 32 = 384; with the gate (16 + 4) x 32 = 640 */
@@ -199,7 +208,14 @@ static void test_new_ops(void)
     n = mfu_ops_layer(&m, 0, &su, ops, MFU_MAX_OPS);
     n2 = mfu_ops_layer(&m2, 0, &su, o2, MFU_MAX_OPS);
     CHECK_NEAR(flops_of(o2, n2, "attn_softmax") - flops_of(ops, n, "attn_softmax"), 5 * T * 8, 1e-12);
+}
 
+static void t_shared_gate(void)
+{
+    static mfu_model m2;
+    mfu_shape sh = {1, 64, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    const double T = 64;
+    int n2;
     /* a gated shared expert: Linear(h, 1) and sigmoid(g) x shared output */
     CHECK(ir_model("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
                    "{\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 8, \"top_k\": 2, "
@@ -216,7 +232,12 @@ static void test_new_ops(void)
     double attn = 4.0 * 256 * 256, norms = 2 * 256.0 + 256;
     double moe = 256.0 * 8 + 8 + 8 * (3 * 256.0 * 128 + 2 * 128 + 256) + 3 * 256.0 * 128 + 256;
     CHECK_NEAR(p.total, attn + norms + moe + 2 * 1000.0 * 256, 1e-12);
+}
 
+static void t_new_switches_fit(void)
+{
+    static mfu_model m2;
+    int n2;
     /* the worst layer of the new switches fits the op budget: unfused
      * attention with dropout, every attention switch, MoE with a gated
      * shared expert, FP8 casts */
@@ -235,7 +256,7 @@ static void test_new_ops(void)
  * fits FlashAttention-3's forward on H100 at head dim 128 (pytorch/benchmark
  * PR #2391: 430, 517, 566, 590, 614, 621 TFLOP/s at 512 .. 16k keys):
  * g(512)/g(16384) = 0.691 against 430/621 = 0.692. */
-static void test_attention_length(void)
+static void t_attention_length(void)
 {
     mfu_hardware hw;
     CHECK(load_hw("h100-sxm", &hw) == 0);
@@ -281,50 +302,50 @@ static void test_attention_length(void)
         if (ops[i].tags & MFU_TAG_FUSED_ATTN) CHECK_NEAR(ops[i].kv_len, 1024.0, 0);
 }
 
-int main(void)
+static void t_inventory_uncut(void)
 {
-    test_attention_length();
     /* No inventory is cut short (issue 9: a 128-run MoE/MLA model kept 40
      * runs, dropped the LM head and gave a 243 % roofline). The worst layer
      * (MLA with a q low-rank path, unfused attention with dropout, MoE with
      * a shared expert) fits MFU_MAX_LAYER_OPS; 128 such runs are all
      * counted, and the roofline equals that of the same layers written as
      * one run of 128 (identical layers: the same time, the same FLOPs). */
-    {
-        static mfu_model many, one;
-        CHECK(mla_moe(&many, MFU_MAX_RUNS, 1, NULL) == 0);
-        CHECK(mla_moe(&one, MFU_MAX_RUNS, 0, NULL) == 0);
-        CHECK_EQ_I(many.n_runs, MFU_MAX_RUNS);
-        mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_UNFUSED};
-        int per_layer = mfu_ops_layer(&one, 0, &sh, ops, MFU_MAX_OPS);
-        CHECK(per_layer > 50 && per_layer <= MFU_MAX_LAYER_OPS);
-        mfu_hardware hw;
-        CHECK(load_hw("h100-sxm", &hw) == 0);
-        mfu_roofline ra, rb;
-        for (int impl = 0; impl < 2; impl++) {
-            mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, (mfu_attn_impl)impl, MFU_CONV_CAUSAL, 0, 0, 0};
-            CHECK(mfu_roofline_compute(&one, &hw, &tr, ops, MFU_MAX_OPS, &rb) == MFU_OK);
-            CHECK(mfu_roofline_compute(&many, &hw, &tr, ops, MFU_MAX_OPS, &ra) == MFU_OK);
-            int edge = mfu_ops_embed(&one, &sh, ops, MFU_MAX_OPS) + mfu_ops_head(&one, &sh, ops, MFU_MAX_OPS);
-            sh.attn_impl = (mfu_attn_impl)impl;
-            CHECK_EQ_I(ra.n_ops, MFU_MAX_RUNS * mfu_ops_layer(&one, 0, &sh, ops, MFU_MAX_OPS) + edge);
-            CHECK_NEAR(ra.step_time_s, rb.step_time_s, 1e-12);
-            CHECK_NEAR(ra.mfu, rb.mfu, 1e-12);
-            CHECK(ra.mfu > 0 && ra.mfu <= 1.0);
-            /* the engines' run-by-run totals in a one-run scratch agree */
-            mfu_roofline rt;
-            CHECK(mfu_roofline_totals(&many, &hw, &tr, ops, &rt) == MFU_OK);
-            CHECK_EQ_I(rt.n_ops, ra.n_ops);
-            CHECK_NEAR(rt.step_time_s, ra.step_time_s, 1e-12);
-            CHECK_NEAR(rt.mfu, ra.mfu, 1e-12);
-            CHECK_NEAR(rt.memory_bound_s, ra.memory_bound_s, 1e-12);
-        }
-        /* a buffer too small is an error, never a short inventory */
-        mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
-        CHECK(mfu_roofline_compute(&many, &hw, &tr, ops, 2048, &ra) == MFU_ETOOMANYOPS);
-        CHECK(ra.mfu == 0 && ra.n_ops == 0);
+    static mfu_model many, one;
+    CHECK(mla_moe(&many, MFU_MAX_RUNS, 1, NULL) == 0);
+    CHECK(mla_moe(&one, MFU_MAX_RUNS, 0, NULL) == 0);
+    CHECK_EQ_I(many.n_runs, MFU_MAX_RUNS);
+    mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_UNFUSED};
+    int per_layer = mfu_ops_layer(&one, 0, &sh, ops, MFU_MAX_OPS);
+    CHECK(per_layer > 50 && per_layer <= MFU_MAX_LAYER_OPS);
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_roofline ra, rb;
+    for (int impl = 0; impl < 2; impl++) {
+        mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, (mfu_attn_impl)impl, MFU_CONV_CAUSAL, 0, 0, 0};
+        CHECK(mfu_roofline_compute(&one, &hw, &tr, ops, MFU_MAX_OPS, &rb) == MFU_OK);
+        CHECK(mfu_roofline_compute(&many, &hw, &tr, ops, MFU_MAX_OPS, &ra) == MFU_OK);
+        int edge = mfu_ops_embed(&one, &sh, ops, MFU_MAX_OPS) + mfu_ops_head(&one, &sh, ops, MFU_MAX_OPS);
+        sh.attn_impl = (mfu_attn_impl)impl;
+        CHECK_EQ_I(ra.n_ops, MFU_MAX_RUNS * mfu_ops_layer(&one, 0, &sh, ops, MFU_MAX_OPS) + edge);
+        CHECK_NEAR(ra.step_time_s, rb.step_time_s, 1e-12);
+        CHECK_NEAR(ra.mfu, rb.mfu, 1e-12);
+        CHECK(ra.mfu > 0 && ra.mfu <= 1.0);
+        /* the engines' run-by-run totals in a one-run scratch agree */
+        mfu_roofline rt;
+        CHECK(mfu_roofline_totals(&many, &hw, &tr, ops, &rt) == MFU_OK);
+        CHECK_EQ_I(rt.n_ops, ra.n_ops);
+        CHECK_NEAR(rt.step_time_s, ra.step_time_s, 1e-12);
+        CHECK_NEAR(rt.mfu, ra.mfu, 1e-12);
+        CHECK_NEAR(rt.memory_bound_s, ra.memory_bound_s, 1e-12);
     }
+    /* a buffer too small is an error, never a short inventory */
+    mfu_training tr = {4096, 4096.0 * 64, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    CHECK(mfu_roofline_compute(&many, &hw, &tr, ops, 2048, &ra) == MFU_ETOOMANYOPS);
+    CHECK(ra.mfu == 0 && ra.n_ops == 0);
+}
 
+static void t_intensities(void)
+{
     /* A100 312 TFLOP/s over 1.55 TB/s (NVIDIA A100 datasheet) -> ridge point 201.3 FLOPs/byte */
     mfu_hardware a100 = {0};
     a100.peak_flops[MFU_DT_BF16] = 312e12;
@@ -346,72 +367,93 @@ int main(void)
     CHECK_NEAR(mfu_attention_intensity(1, 1e12, 64, 8), 2.0 * 1 * 8, 1e-6);
     /* prefill grows with T, decode is a constant */
     CHECK(mfu_attention_intensity(8192, 8192, 32, 8) > 1.9 * mfu_attention_intensity(4096, 4096, 32, 8));
+}
 
+static void t_korthikanti(void)
+{
     /* Korthikanti et al. 2022 Table 2 for the paper's shapes (Table 3:
      * 22B t=8, 175B t=8, 530B t=8, 1T t=8) */
     korthikanti("megatron-22b", 8);
     korthikanti("gpt3-175b", 8);
     korthikanti("megatron-530b", 8);
     korthikanti("megatron-1t", 8);
+}
 
+static void t_flash_attention(void)
+{
     /* Flash attention: forward 2 matmuls (QK^T, PV), backward 5; with
      * d_qk = d_v the backward costs 2.5x the forward. Unfused: 2x. */
-    {
-        mfu_model m;
-        CHECK(load_model("llama3-8b", &m) == 0);
-        mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
-        int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
-        double f = flops_of(ops, n, "attn_core"), bw = flops_of(ops, n, "attn_core.bwd");
-        /* causal pairs s(s+1)/2, 32 heads, d 128: 2 * pairs * H * (d + d) */
-        CHECK_NEAR(f, 2.0 * 4096 * 4097 / 2 * 32 * 256, 1e-12);
-        CHECK_NEAR(bw / f, 2.5, 1e-12);
-        sh.attn_impl = MFU_ATTN_UNFUSED;
-        n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
-        double fs = flops_of(ops, n, "attn_scores"), fv = flops_of(ops, n, "attn_av");
-        CHECK_NEAR(fs, 2.0 * 32 * 4096.0 * 4096 * 128, 1e-12); /* full square materialised */
-        CHECK_NEAR(flops_of(ops, n, "attn_scores.bwd") + flops_of(ops, n, "attn_av.bwd"),
-                   2 * (fs + fv), 1e-12);
-        /* every matmul: backward = dgrad + wgrad = 2 x forward (Narayanan) */
-        CHECK_NEAR(flops_of(ops, n, "mlp_up.dgrad") + flops_of(ops, n, "mlp_up.wgrad"),
-                   2 * flops_of(ops, n, "mlp_up"), 1e-12);
-        /* mlp_up of SwiGLU: 2 * T * h * (2 * 14336) */
-        CHECK_NEAR(flops_of(ops, n, "mlp_up"), 2.0 * 4096 * 4096 * 2 * 14336, 1e-12);
-    }
+    mfu_model m;
+    CHECK(load_model("llama3-8b", &m) == 0);
+    mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    double f = flops_of(ops, n, "attn_core"), bw = flops_of(ops, n, "attn_core.bwd");
+    /* causal pairs s(s+1)/2, 32 heads, d 128: 2 * pairs * H * (d + d) */
+    CHECK_NEAR(f, 2.0 * 4096 * 4097 / 2 * 32 * 256, 1e-12);
+    CHECK_NEAR(bw / f, 2.5, 1e-12);
+    sh.attn_impl = MFU_ATTN_UNFUSED;
+    n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    double fs = flops_of(ops, n, "attn_scores"), fv = flops_of(ops, n, "attn_av");
+    CHECK_NEAR(fs, 2.0 * 32 * 4096.0 * 4096 * 128, 1e-12); /* full square materialised */
+    CHECK_NEAR(flops_of(ops, n, "attn_scores.bwd") + flops_of(ops, n, "attn_av.bwd"),
+               2 * (fs + fv), 1e-12);
+    /* every matmul: backward = dgrad + wgrad = 2 x forward (Narayanan) */
+    CHECK_NEAR(flops_of(ops, n, "mlp_up.dgrad") + flops_of(ops, n, "mlp_up.wgrad"),
+               2 * flops_of(ops, n, "mlp_up"), 1e-12);
+    /* mlp_up of SwiGLU: 2 * T * h * (2 * 14336) */
+    CHECK_NEAR(flops_of(ops, n, "mlp_up"), 2.0 * 4096 * 4096 * 2 * 14336, 1e-12);
+}
 
+static void t_roofline_70b(void)
+{
     /* Roofline of a large dense model on H100 at s = 8192: every linear
      * projection is compute-bound (M = 2M tokens, intensity ~ thousands vs a
      * ridge of 989.4e12/3.35e12 = 295), the elementwise ops memory-bound;
      * MFU high but below 1. */
-    {
-        mfu_model m;
-        mfu_hardware hw;
-        CHECK(load_model("llama3-70b", &m) == 0);
-        CHECK(load_hw("h100-sxm", &hw) == 0);
-        mfu_training tr = {8192, 2097152, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
-        mfu_roofline r;
-        CHECK(mfu_roofline_compute(&m, &hw, &tr, ops, MFU_MAX_OPS, &r) == 0);
-        int mm = 0, bad = 0, mem = 0;
-        double sum = 0;
-        for (int i = 0; i < r.n_ops; i++) {
-            sum += mfu_op_time(&ops[i], &hw, MFU_DT_BF16, NULL) * ops[i].count;
-            if (ops[i].tags & MFU_TAG_MATMUL) {
-                mm++;
-                if (!mfu_op_compute_bound(&ops[i], &hw, MFU_DT_BF16)) bad++;
-            }
-            if (strstr(ops[i].name, "norm") || strstr(ops[i].name, "residual") ||
-                strstr(ops[i].name, "act") || strcmp(ops[i].name, "loss") == 0)
-                mem += !mfu_op_compute_bound(&ops[i], &hw, MFU_DT_BF16);
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model("llama3-70b", &m) == 0);
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_training tr = {8192, 2097152, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_roofline r;
+    CHECK(mfu_roofline_compute(&m, &hw, &tr, ops, MFU_MAX_OPS, &r) == 0);
+    int mm = 0, bad = 0, mem = 0;
+    double sum = 0;
+    for (int i = 0; i < r.n_ops; i++) {
+        sum += mfu_op_time(&ops[i], &hw, MFU_DT_BF16, NULL) * ops[i].count;
+        if (ops[i].tags & MFU_TAG_MATMUL) {
+            mm++;
+            if (!mfu_op_compute_bound(&ops[i], &hw, MFU_DT_BF16)) bad++;
         }
-        CHECK(mm >= 15);
-        CHECK_EQ_I(bad, 0);
-        CHECK(mem >= 8);
-        CHECK_NEAR(r.step_time_s, sum, 1e-12);
-        CHECK(r.mfu > 0.8 && r.mfu < 1.0);
-        CHECK(r.memory_bound_s > 0);
-        CHECK_NEAR(r.mfu, r.f_useful_flops / (989.4e12 * r.step_time_s), 1e-12);
-        /* F_useful = 3 x forward */
-        CHECK_NEAR(r.f_useful_flops, 3 * 2097152.0 * mfu_model_flops_per_token_fwd(&m, 8192, MFU_CONV_CAUSAL), 1e-12);
+        if (strstr(ops[i].name, "norm") || strstr(ops[i].name, "residual") ||
+            strstr(ops[i].name, "act") || strcmp(ops[i].name, "loss") == 0)
+            mem += !mfu_op_compute_bound(&ops[i], &hw, MFU_DT_BF16);
     }
-    test_new_ops();
-    return check_done();
+    CHECK(mm >= 15);
+    CHECK_EQ_I(bad, 0);
+    CHECK(mem >= 8);
+    CHECK_NEAR(r.step_time_s, sum, 1e-12);
+    CHECK(r.mfu > 0.8 && r.mfu < 1.0);
+    CHECK(r.memory_bound_s > 0);
+    CHECK_NEAR(r.mfu, r.f_useful_flops / (989.4e12 * r.step_time_s), 1e-12);
+    /* F_useful = 3 x forward */
+    CHECK_NEAR(r.f_useful_flops, 3 * 2097152.0 * mfu_model_flops_per_token_fwd(&m, 8192, MFU_CONV_CAUSAL), 1e-12);
+}
+
+static const check_case cases[] = {
+    CHECK_CASE(t_attention_length),
+    CHECK_CASE(t_inventory_uncut),
+    CHECK_CASE(t_intensities),
+    CHECK_CASE(t_korthikanti),
+    CHECK_CASE(t_flash_attention),
+    CHECK_CASE(t_roofline_70b),
+    CHECK_CASE(t_gdn_ops),
+    CHECK_CASE(t_attention_switches),
+    CHECK_CASE(t_shared_gate),
+    CHECK_CASE(t_new_switches_fit),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
