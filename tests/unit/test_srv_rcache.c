@@ -41,7 +41,7 @@ static void touched(void *ctx, const char *id, int64_t hits, int64_t ms)
     if (!strcmp(id, ID_A) && hits == 2) n_touched++;
 }
 
-int main(void)
+static void t_done_document(void)
 {
     /* ---- views: the done document is the status head with the result
      * spliced in: {"id":"a","status":"done","progress":1.0,"evaluated":7,
@@ -51,7 +51,7 @@ int main(void)
     size_t len = 0, off = 0;
     char *doc = srv_render_done_doc(&v, RESULT, &len, &off);
     CHECK(doc != NULL);
-    if (!doc) return check_done();
+    if (!doc) return;
     CHECK_EQ_I(len, strlen(doc));
     CHECK(!strncmp(doc + off, RESULT, strlen(RESULT)) && !strcmp(doc + off + strlen(RESULT), "}"));
     CHECK(strstr(doc, "\"created_at\":\"1970-01-01T00:00:01.000Z\"") != NULL);
@@ -61,7 +61,10 @@ int main(void)
                                                   "evaluated")) == 7);
     json_decref(j);
     free(doc);
+}
 
+static void t_configs_index(void)
+{
     /* the index: where each of the 3 configurations starts and ends, past
      * a "]" inside a string and a nested array */
     size_t *ix = srv_configs_index(RESULT, strlen(RESULT));
@@ -81,12 +84,18 @@ int main(void)
     free(s2);
     free(p2);
     free(ix);
+}
 
+static void t_csv_slice(void)
+{
     /* CSV rows: header + rows [offset, offset + top_k) */
     char csv[] = "h1,h2\n1,a\n2,b\n3,c\n";
     srv_csv_slice(csv, 1, 1);
     CHECK_STR(csv, "h1,h2\n2,b\n");
+}
 
+static void t_cache(void)
+{
     /* ---- the cache: one entry of a result costs its document + its
      * bookkeeping (~1.4 KB here); a budget of 4 KB holds two */
     srv_rcache_init(4096);
@@ -140,5 +149,16 @@ int main(void)
     srv_rcache_clear();
     srv_rcache_stats(&n, &bytes);
     CHECK(n == 0 && bytes == 0);
-    return check_done();
+}
+
+static const check_case cases[] = {
+    CHECK_CASE(t_done_document),
+    CHECK_CASE(t_configs_index),
+    CHECK_CASE(t_csv_slice),
+    CHECK_CASE(t_cache),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
