@@ -146,11 +146,14 @@ static void row_status(const char *id, char *out, size_t n)
     db_close(db);
 }
 
-int main(void)
+/* A fresh store in a new directory under $TMPDIR, the loop started on it
+ * (a queue of 2, every job held 300 ms); exits 1 if the directory cannot
+ * be made. */
+static void start_loop(pthread_t *loop)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/mfu_test_srv_jobs_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return 1;
+    if (!mkdtemp(dir)) exit(1);
     snprintf(dbpath, sizeof dbpath, "%s/jobs.db", dir);
     srv_log_level = SRV_LOG_ERROR;
     static struct srv_config cfg;
@@ -166,8 +169,32 @@ int main(void)
     snprintf(cfg.db_path, sizeof cfg.db_path, "%s", dbpath);
     srv_process_init(&cfg);
     CHECK_EQ_I(srv_jobs_init(&cfg), 0);
+    CHECK_EQ_I(pthread_create(loop, NULL, loop_main, NULL), 0);
+}
+
+/* GET /results/{id} every 50 ms (up to 400 times) until done: each
+ * answer 200, queued or running until then. 1 once done. */
+static int poll_done(const char *id)
+{
+    int done = 0;
+    for (int i = 0; i < 400 && !done; i++) {
+        struct srv_req *g = result_req(id);
+        int answered = submit_wait(g);
+        CHECK(answered);
+        if (!answered) break; /* the loop still holds it: not freed */
+        CHECK_EQ_I(g->out_code, 200);
+        done = !strcmp(status_of(g), "done");
+        if (!done) CHECK(!strcmp(status_of(g), "queued") || !strcmp(status_of(g), "running"));
+        req_free(g);
+        if (!done) usleep(50000);
+    }
+    return done;
+}
+
+static void t_job_machine(void)
+{
     pthread_t loop;
-    CHECK_EQ_I(pthread_create(&loop, NULL, loop_main, NULL), 0);
+    start_loop(&loop);
 
     /* queued -> 202, with the row written before the answer */
     struct srv_req *a = search_req(8, 1, 0);
@@ -199,18 +226,7 @@ int main(void)
     CHECK_STR(status_of(aw), "done");
     CHECK(aw->entry != NULL || aw->view.result != NULL);
     /* GET /results/{b}: running or queued, then done */
-    int done = 0;
-    for (int i = 0; i < 400 && !done; i++) {
-        struct srv_req *g = result_req(b->id);
-        int answered = submit_wait(g);
-        CHECK(answered);
-        if (!answered) break; /* the loop still holds it: not freed */
-        CHECK_EQ_I(g->out_code, 200);
-        done = !strcmp(status_of(g), "done");
-        if (!done) CHECK(!strcmp(status_of(g), "queued") || !strcmp(status_of(g), "running"));
-        req_free(g);
-        if (!done) usleep(50000);
-    }
+    int done = poll_done(b->id);
     CHECK(done);
     /* an unknown id */
     struct srv_req *u = result_req("0000000000000000000000000000000000000000000000000000000000000000");
@@ -236,5 +252,13 @@ int main(void)
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    return check_done();
+}
+
+static const check_case cases[] = {
+    CHECK_CASE(t_job_machine),
+};
+
+int main(int argc, char **argv)
+{
+    return check_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
