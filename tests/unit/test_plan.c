@@ -218,13 +218,9 @@ static void t_no_fit(void)
     json_decref(res);
 }
 
-static void t_what_if(void)
+static void t_what_if_refused(void)
 {
     api_status st;
-
-    /* ---- what-if comparisons ----
-     * every row is the search it names: the same best configuration and step
-     * time as searching that variant alone */
     json_t *cmp = J("{\"base\": {" L70 ", \"tokens\": 1e12}, \"devices\": 512, \"search\": {\"top_k\": 1},"
                     " \"cost\": {\"price_per_device_hour\": 2}},"
                     " \"vary\": {\"hardware\": [{\"preset\": \"h100-sxm\"}, {\"preset\": \"b200\"}, {\"preset\": \"a100-80gb\"}],"
@@ -234,12 +230,19 @@ static void t_what_if(void)
      * value that made it */
     json_t *out = api_compare(cmp, &st, NULL, NULL, 2, NULL, NULL);
     CHECK(out == NULL);
-    json_t *rows;
     json_decref(out);
     CHECK_EQ_I(st.status, 422);
     if (st.n_errors) CHECK_STR(st.errors[0].pointer, "/vary/fp8/1");
     json_decref(cmp);
+}
 
+static void t_what_if_rows(void)
+{
+    api_status st;
+    json_t *cmp, *out, *rows;
+    /* ---- what-if comparisons ----
+     * every row is the search it names: the same best configuration and step
+     * time as searching that variant alone */
     cmp = J("{\"base\": {" L70 ", \"tokens\": 1e12}, \"devices\": 512, \"search\": {\"top_k\": 1},"
             " \"cost\": {\"price_per_device_hour\": 2}},"
             " \"vary\": {\"hardware\": [{\"preset\": \"h100-sxm\"}, {\"preset\": \"b200\"}], \"devices\": [256, 512]}}");
@@ -307,28 +310,30 @@ static void t_what_if(void)
     json_decref(computed);
     json_decref(out);
     json_decref(cmp);
+}
+
+static void t_what_if_bad(void)
+{
     /* bad comparisons: pointers into vary */
-    {
-        static const char *const bad[][2] = {
-            {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {}}", "/vary"},
-            {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"colour\": [1]}}", "/vary/colour"},
-            {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"devices\": [8, 0]}}", "/vary/devices/1"},
-            {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"fp8\": [1]}}", "/vary/fp8/0"},
-            {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"hardware\": [{\"preset\": \"h900\"}]}}", "/vary/hardware/0"},
-            {"{\"vary\": {\"devices\": [8]}}", "/base"},
-            {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"devices\": [8]}, \"x\": 1}", "/x"},
-        };
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-            api_status s7;
-            api_status_init(&s7);
-            json_t *r = J(bad[i][0]);
-            json_t *o2 = api_compare(r, &s7, NULL, NULL, 1, NULL, NULL);
-            CHECK(o2 == NULL);
-            CHECK_EQ_I(s7.status, 422);
-            if (s7.n_errors) CHECK_STR(s7.errors[0].pointer, bad[i][1]);
-            json_decref(o2);
-            json_decref(r);
-        }
+    static const char *const bad[][2] = {
+        {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {}}", "/vary"},
+        {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"colour\": [1]}}", "/vary/colour"},
+        {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"devices\": [8, 0]}}", "/vary/devices/1"},
+        {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"fp8\": [1]}}", "/vary/fp8/0"},
+        {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"hardware\": [{\"preset\": \"h900\"}]}}", "/vary/hardware/0"},
+        {"{\"vary\": {\"devices\": [8]}}", "/base"},
+        {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"devices\": [8]}, \"x\": 1}", "/x"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        api_status s7;
+        api_status_init(&s7);
+        json_t *r = J(bad[i][0]);
+        json_t *o2 = api_compare(r, &s7, NULL, NULL, 1, NULL, NULL);
+        CHECK(o2 == NULL);
+        CHECK_EQ_I(s7.status, 422);
+        if (s7.n_errors) CHECK_STR(s7.errors[0].pointer, bad[i][1]);
+        json_decref(o2);
+        json_decref(r);
     }
 }
 
@@ -336,7 +341,9 @@ static const check_case cases[] = {
     CHECK_CASE(t_distinct_layouts),
     CHECK_CASE(t_time_and_cost),
     CHECK_CASE(t_no_fit),
-    CHECK_CASE(t_what_if),
+    CHECK_CASE(t_what_if_refused),
+    CHECK_CASE(t_what_if_rows),
+    CHECK_CASE(t_what_if_bad),
 };
 
 int main(int argc, char **argv)
