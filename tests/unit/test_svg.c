@@ -75,17 +75,64 @@ static size_t entity_len(const char *s)
 
 static int xml_quiet; /* while checking the checker on bad documents */
 
+/* a malformed document: the reason and offset on stderr (unless quiet), -1 */
+#define XFAIL(why)                                                                    \
+    do {                                                                              \
+        if (!xml_quiet) fprintf(stderr, "xml_check: %s at byte %ld\n", why, (long)(s - doc)); \
+        return -1;                                                                    \
+    } while (0)
+
+/* The attributes of a start tag, *at just past its name: each name="value"
+ * (quoted, entities well-formed, no '<'), each name once, no external
+ * reference. 0 with *at at the tag's end ('>' or "/>"), or -1. */
+static int xml_attrs(const char *doc, const char **at)
+{
+    const char *s = *at;
+    char seen[32][64];
+    int n_seen = 0;
+    for (;;) {
+        int sp = 0;
+        while (isspace((unsigned char)*s)) { s++; sp = 1; }
+        if (*s == '>' || !strncmp(s, "/>", 2)) break;
+        if (!sp || !is_name_start((unsigned char)*s)) XFAIL("bad attribute");
+        char an[64];
+        size_t k = 0;
+        while (is_name_char((unsigned char)*s)) {
+            if (k + 1 >= sizeof an) XFAIL("attribute name too long");
+            an[k++] = *s++;
+        }
+        an[k] = 0;
+        for (int i = 0; i < n_seen; i++)
+            if (!strcmp(seen[i], an)) XFAIL("duplicate attribute");
+        if (n_seen < 32) strcpy(seen[n_seen++], an);
+        if (!strcmp(an, "href") || !strcmp(an, "xlink:href") || !strcmp(an, "src"))
+            XFAIL("an external reference");
+        if (*s++ != '=') XFAIL("attribute without '='");
+        char q = *s++;
+        if (q != '"' && q != '\'') XFAIL("unquoted attribute value");
+        while (*s && *s != q) {
+            if (*s == '<') XFAIL("'<' in an attribute value");
+            if (*s == '&') {
+                size_t el = entity_len(s);
+                if (!el) XFAIL("bad entity in an attribute value");
+                s += el;
+            } else {
+                s++;
+            }
+        }
+        if (!*s) XFAIL("unterminated attribute value");
+        s++;
+    }
+    *at = s;
+    return 0;
+}
+
 /* 0 when well-formed; else -1 with the reason and offset on stderr. */
 static int xml_check(const char *doc)
 {
     const char *s = doc;
     char stack[64][64];
     int depth = 0, roots = 0;
-#define XFAIL(why)                                                                    \
-    do {                                                                              \
-        if (!xml_quiet) fprintf(stderr, "xml_check: %s at byte %ld\n", why, (long)(s - doc)); \
-        return -1;                                                                    \
-    } while (0)
     if (!strncmp(s, "<?xml", 5)) {
         const char *e = strstr(s, "?>");
         if (!e) XFAIL("unterminated declaration");
@@ -121,41 +168,7 @@ static int xml_check(const char *doc)
             if (depth == 0 && ++roots > 1) XFAIL("more than one root element");
             if (depth == 0 && strcmp(name, "svg")) XFAIL("the root is not <svg>");
             /* attributes: name="value", each name once */
-            char seen[32][64];
-            int n_seen = 0;
-            for (;;) {
-                int sp = 0;
-                while (isspace((unsigned char)*s)) { s++; sp = 1; }
-                if (*s == '>' || !strncmp(s, "/>", 2)) break;
-                if (!sp || !is_name_start((unsigned char)*s)) XFAIL("bad attribute");
-                char an[64];
-                size_t k = 0;
-                while (is_name_char((unsigned char)*s)) {
-                    if (k + 1 >= sizeof an) XFAIL("attribute name too long");
-                    an[k++] = *s++;
-                }
-                an[k] = 0;
-                for (int i = 0; i < n_seen; i++)
-                    if (!strcmp(seen[i], an)) XFAIL("duplicate attribute");
-                if (n_seen < 32) strcpy(seen[n_seen++], an);
-                if (!strcmp(an, "href") || !strcmp(an, "xlink:href") || !strcmp(an, "src"))
-                    XFAIL("an external reference");
-                if (*s++ != '=') XFAIL("attribute without '='");
-                char q = *s++;
-                if (q != '"' && q != '\'') XFAIL("unquoted attribute value");
-                while (*s && *s != q) {
-                    if (*s == '<') XFAIL("'<' in an attribute value");
-                    if (*s == '&') {
-                        size_t el = entity_len(s);
-                        if (!el) XFAIL("bad entity in an attribute value");
-                        s += el;
-                    } else {
-                        s++;
-                    }
-                }
-                if (!*s) XFAIL("unterminated attribute value");
-                s++;
-            }
+            if (xml_attrs(doc, &s)) return -1;
             if (!strcmp(name, "script") || !strcmp(name, "foreignObject") || !strcmp(name, "image"))
                 XFAIL("script, foreignObject or image element");
             if (*s == '/') {
@@ -550,6 +563,47 @@ static void t_checker_can_fail(void)
     xml_quiet = 0;
 }
 
+/* A search result damaged field by field (a copy of res): the charts that
+ * lose their data are NULL, the others still render. */
+static void check_damaged(json_t *res)
+{
+    json_t *bad = json_deep_copy(res);
+    json_t *bc = json_array_get(json_object_get(bad, "configs"), 0);
+    /* memory_stages absent: the binding stage alone */
+    json_object_del(bc, "memory_stages");
+    char *m1 = api_svg_memory(bad, 1);
+    check_memory(bc, m1, 1);
+    CHECK(m1 && contains(m1, "binding stage only"));
+    free(m1);
+    json_object_del(bc, "memory");
+    CHECK(api_svg_memory(bad, 1) == NULL);
+    json_object_set_new(json_object_get(bc, "expected"), "mfu", json_string("high"));
+    CHECK(api_svg_gap(bad, 1) == NULL);
+    json_object_del(json_object_get(bc, "time_expected"), "compute_s");
+    CHECK(api_svg_timeline(bad, 1) == NULL);
+    json_object_del(json_array_get(json_object_get(bc, "gap_expected"), 2), "mfu_points");
+    /* the other ranks still render */
+    char *ok2 = api_svg_gap(bad, 2);
+    CHECK(ok2 != NULL);
+    free(ok2);
+    json_decref(bad);
+}
+
+/* names are escaped: XML specials and a control character */
+static void check_escaped(json_t *res)
+{
+    json_t *odd = json_deep_copy(res);
+    json_object_set_new(json_object_get(odd, "model"), "name", json_string("a<b & \"c\" 'd'>\x01"));
+    char *s = api_svg_gap(odd, 1);
+    CHECK(s && xml_check(s) == 0);
+    CHECK(contains(s, "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;?"));
+    free(s);
+    s = api_svg_timeline(odd, 1);
+    CHECK(s && xml_check(s) == 0 && contains(s, "a&lt;b &amp;"));
+    free(s);
+    json_decref(odd);
+}
+
 static void t_search_charts(void)
 {
     /* ---- a search result: gap, memory, timeline ---- */
@@ -593,41 +647,8 @@ static void t_search_charts(void)
     CHECK(api_svg_compare(NULL) == NULL);
     CHECK(api_svg_roofline(res) == NULL); /* a search result has no roofline.ops */
     CHECK(api_svg_compare(res) == NULL);
-    {
-        json_t *bad = json_deep_copy(res);
-        json_t *bc = json_array_get(json_object_get(bad, "configs"), 0);
-        /* memory_stages absent: the binding stage alone */
-        json_object_del(bc, "memory_stages");
-        char *m1 = api_svg_memory(bad, 1);
-        check_memory(bc, m1, 1);
-        CHECK(m1 && contains(m1, "binding stage only"));
-        free(m1);
-        json_object_del(bc, "memory");
-        CHECK(api_svg_memory(bad, 1) == NULL);
-        json_object_set_new(json_object_get(bc, "expected"), "mfu", json_string("high"));
-        CHECK(api_svg_gap(bad, 1) == NULL);
-        json_object_del(json_object_get(bc, "time_expected"), "compute_s");
-        CHECK(api_svg_timeline(bad, 1) == NULL);
-        json_object_del(json_array_get(json_object_get(bc, "gap_expected"), 2), "mfu_points");
-        /* the other ranks still render */
-        char *ok2 = api_svg_gap(bad, 2);
-        CHECK(ok2 != NULL);
-        free(ok2);
-        json_decref(bad);
-    }
-    /* names are escaped: XML specials and a control character */
-    {
-        json_t *odd = json_deep_copy(res);
-        json_object_set_new(json_object_get(odd, "model"), "name", json_string("a<b & \"c\" 'd'>\x01"));
-        char *s = api_svg_gap(odd, 1);
-        CHECK(s && xml_check(s) == 0);
-        CHECK(contains(s, "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;?"));
-        free(s);
-        s = api_svg_timeline(odd, 1);
-        CHECK(s && xml_check(s) == 0 && contains(s, "a&lt;b &amp;"));
-        free(s);
-        json_decref(odd);
-    }
+    check_damaged(res);
+    check_escaped(res);
     free(gap);
     free(mem);
     free(tl);
