@@ -147,12 +147,10 @@ static void test_corrupt(void)
     db_close(db);
 }
 
-static void test_round_trip(void)
+/* A new row of rt.db: not there, then queued with what was put; a
+ * second put leaves it alone. */
+static void check_new_row(struct mfu_db *db, const char *id)
 {
-    struct mfu_db *db = open_db("rt.db", 0);
-    if (!db) return;
-    char id[65];
-    make_id(id, 2);
     struct db_row r;
     CHECK_EQ_I(db_get(db, id, 1, &r), DB_ENOTFOUND);
     CHECK_EQ_I(put(db, id, "{\"n\":1}", "{\"in\":1}", "llama3-8b", 1000), DB_OK);
@@ -175,7 +173,37 @@ static void test_round_trip(void)
     CHECK_STR(r.request, "{\"n\":1}");
     CHECK_EQ_I(r.created_ms, 1000);
     db_row_fini(&r);
+}
 
+/* id2's row of rt.db: finished as failed, then queued again (no error,
+ * no result) by a new put. */
+static void check_failed_row(struct mfu_db *db, const char *id2)
+{
+    struct db_row r;
+    CHECK_EQ_I(put(db, id2, "{}", NULL, NULL, 1100), DB_OK);
+    CHECK_EQ_I(db_finish(db, id2, "failed", NULL, "{\"status\":500}", 0, 0, 0, 1200), DB_OK);
+    CHECK_EQ_I(db_get(db, id2, 1, &r), DB_OK);
+    CHECK_STR(r.status, "failed");
+    CHECK_STR(r.error, "{\"status\":500}");
+    CHECK(!r.has_best_mfu);
+    db_row_fini(&r);
+    CHECK_EQ_I(put(db, id2, "{}", "{\"again\":1}", NULL, 1300), DB_OK);
+    CHECK_EQ_I(db_get(db, id2, 1, &r), DB_OK);
+    CHECK_STR(r.status, "queued");
+    CHECK(r.error == NULL && r.result == NULL);
+    CHECK_EQ_I(r.finished_ms, 0);
+    db_row_fini(&r);
+}
+
+static void test_round_trip(void)
+{
+    struct mfu_db *db = open_db("rt.db", 0);
+    if (!db) return;
+    char id[65];
+    make_id(id, 2);
+    check_new_row(db, id);
+
+    struct db_row r;
     CHECK_EQ_I(db_set_running(db, id, 1500), DB_OK);
     CHECK_EQ_I(db_get(db, id, 0, &r), DB_OK);
     CHECK_STR(r.status, "running");
@@ -205,19 +233,7 @@ static void test_round_trip(void)
     /* A failed row is reset to queued by a new put (the job runs again). */
     char id2[65];
     make_id(id2, 3);
-    CHECK_EQ_I(put(db, id2, "{}", NULL, NULL, 1100), DB_OK);
-    CHECK_EQ_I(db_finish(db, id2, "failed", NULL, "{\"status\":500}", 0, 0, 0, 1200), DB_OK);
-    CHECK_EQ_I(db_get(db, id2, 1, &r), DB_OK);
-    CHECK_STR(r.status, "failed");
-    CHECK_STR(r.error, "{\"status\":500}");
-    CHECK(!r.has_best_mfu);
-    db_row_fini(&r);
-    CHECK_EQ_I(put(db, id2, "{}", "{\"again\":1}", NULL, 1300), DB_OK);
-    CHECK_EQ_I(db_get(db, id2, 1, &r), DB_OK);
-    CHECK_STR(r.status, "queued");
-    CHECK(r.error == NULL && r.result == NULL);
-    CHECK_EQ_I(r.finished_ms, 0);
-    db_row_fini(&r);
+    check_failed_row(db, id2);
 
     /* Back to queued (shutdown), only from queued/running. */
     CHECK_EQ_I(db_set_running(db, id2, 1400), DB_OK);
