@@ -221,6 +221,7 @@ int api_hardware_from_json(json_t *hw, const char *ptr, mfu_hardware *out, api_s
     bad |= jv_num(hw, "hbm_bytes", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bytes, st);
     bad |= jv_num(hw, "hbm_bw_bytes_s", ptr, JV_REQUIRED, 0, 1e6, 1e15, &out->hbm_bw_bytes_s, st);
     bad |= jv_num(hw, "tdp_w", ptr, JV_OPTIONAL, 0.0, 0.0, 1e5, &out->tdp_w, st);
+    bad |= jv_num(hw, "matrix_unit_dim", ptr, JV_OPTIONAL, 0.0, 0.0, 4096.0, &out->mxu_dim, st);
     /* the host link offloaded activations cross (0: unknown, no offload) */
     bad |= jv_num(hw, "host_bw_bytes_s", ptr, JV_OPTIONAL, 0.0, 0.0, 1e13, &out->host_bw_bytes_s, st);
     int plat = 0;
@@ -259,6 +260,7 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
                           hw->reserve.fragmentation, "hbm_bw_bytes_s", hw->hbm_bw_bytes_s, "tiers",
                           tiers);
     if (hw->tdp_w > 0) json_object_set_new(o, "tdp_w", json_real(hw->tdp_w));
+    if (hw->mxu_dim > 0) json_object_set_new(o, "matrix_unit_dim", json_real(hw->mxu_dim));
     if (hw->host_bw_bytes_s > 0) json_object_set_new(o, "host_bw_bytes_s", json_real(hw->host_bw_bytes_s));
     if (hw->has_profile) {
         const mfu_efficiency *e = &hw->eff;

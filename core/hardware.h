@@ -102,6 +102,11 @@ typedef struct mfu_hardware {
     mfu_efficiency eff;
     double tdp_w;           /* datasheet board power per device, W (0 = unknown);
                              * the default power of energy estimates only */
+    /* F-TIME-MXU: the side of a systolic matrix unit (TPU MXU: 128 on
+     * v4, v5e, v5p; 256 on v6e), 0 = none modelled (GPU tensor cores'
+     * tiles are inside the GEMM curve). A fused attention kernel's
+     * per-head products use min(1, d / (ceil(d / side) * side)) of it. */
+    double mxu_dim;
 } mfu_hardware;
 
 static inline double mfu_dtype_bytes(mfu_dtype d)

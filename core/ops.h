@@ -83,6 +83,9 @@ typedef struct mfu_op {
     double kv_len;      /* fused softmax attention: the keys one kernel call runs over
                          * (F-TIME-ATTN-LEN); 0 for every other op */
     double out_bytes;   /* fwd only, with mx: the bytes of that output */
+    /* fused softmax attention: the query/key and value head dimensions
+     * of its per-head products (F-TIME-MXU); 0 for every other op */
+    double head_dim_qk, head_dim_v;
 } mfu_op;
 
 typedef enum { MFU_ATTN_FLASH = 0, MFU_ATTN_UNFUSED } mfu_attn_impl;

@@ -101,6 +101,9 @@ static void core_flash(builder *b, const mfu_model *m, const mfu_attention *a, c
     if (a->chunk > 0 && (double)a->chunk < kv) kv = (double)a->chunk;
     if (f) f->kv_len = kv;
     if (g) g->kv_len = kv;
+    /* F-TIME-MXU: the per-head products' dimensions */
+    if (f) f->head_dim_qk = dqk, f->head_dim_v = dv;
+    if (g) g->head_dim_qk = dqk, g->head_dim_v = dv;
 }
 
 /* Unfused attention: the scores materialised (Korthikanti sec. 4.1). */

@@ -55,6 +55,7 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     o->mx = ph == MFU_FWD ? b->mx : 0u;
     o->out_bytes = 0.0;
     o->kv_len = 0.0;
+    o->head_dim_qk = o->head_dim_v = 0.0;
     return o;
 }
 

@@ -24,6 +24,29 @@ static double op_peak(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)
     return v > 0 && v < hw->peak_flops[dt] ? v : hw->peak_flops[dt];
 }
 
+/* F-TIME-MXU: the fraction of a square systolic matrix unit of side D
+ * that a product whose head dimension is d keeps busy: d over d rounded up
+ * to a multiple of D (XLA pads the operand). */
+static double mxu_fill(double d, double D)
+{
+    if (d <= 0 || D <= 0) return 1.0;
+    double padded = ceil(d / D) * D;
+    return d / padded;
+}
+
+/* A fused attention kernel's products on a TPU's MXU: forward QK^T
+ * (contracts d_qk) and PV (yields d_v), backward QK^T again, dQ and dK
+ * (yield d_qk), dP (contracts d_v) and dV (yields d_v). Their FLOPs are
+ * in proportion to those dimensions, so the kernel's time grows by the
+ * FLOP-weighted mean of 1 / fill. */
+static double mxu_attention_factor(const mfu_op *op, const mfu_hardware *hw)
+{
+    if (hw->mxu_dim <= 0 || op->head_dim_qk <= 0) return 1.0;
+    double dq = op->head_dim_qk, dv = op->head_dim_v > 0 ? op->head_dim_v : op->head_dim_qk;
+    double wq = op->phase == MFU_BWD ? 3.0 : 1.0, wv = op->phase == MFU_BWD ? 2.0 : 1.0;
+    return (wq * dq + wv * dv) / (wq * dq / mxu_fill(dq, hw->mxu_dim) + wv * dv / mxu_fill(dv, hw->mxu_dim));
+}
+
 double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
                    const mfu_efficiency *eff)
 {
@@ -39,6 +62,7 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
                 double hl = eff->attn_half_tokens;
                 e *= op->kv_len / (op->kv_len + hl) * (MFU_ATTN_REF_TOKENS + hl) / MFU_ATTN_REF_TOKENS;
             }
+            e *= mxu_attention_factor(op, hw); /* F-TIME-MXU */
             fixed = eff->kernel_overhead_s;
         } else if (op->tags & MFU_TAG_MATMUL) {
             if (dt == MFU_DT_FP8 && hw->peak_flops[MFU_DT_BF16] > 0) {

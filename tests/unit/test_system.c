@@ -238,6 +238,64 @@ static void t_fp8(void)
     }
 }
 
+static void t_mxu(void)
+{
+    fixture();
+    /* ---- F-TIME-MXU: a fused attention kernel on a TPU's 256-wide MXU
+     * (v6e, docs.cloud.google.com/tpu/docs/v6e: two 256x256 MXUs). An ideal
+     * profile (efficiency 1, no fixed costs) leaves only the fill; a kernel
+     * of 1e12 FLOPs at 918 TFLOP/s takes 1.0893 ms at fill 1. By hand:
+     *  - head dims 128/128: every product fills 128/256 = 0.5, forward and
+     *    backward alike: 1e12 / (918e12 x 0.5);
+     *  - MLA's 192/128 (192 pads to 256: 0.75): forward (192 + 128) /
+     *    (192/0.75 + 128/0.5) = 320/512 = 0.625; backward (3 x 192 +
+     *    2 x 128) / (3 x 192/0.75 + 2 x 128/0.5) = 832/1280 = 0.65;
+     *  - head dim 256 fills it (Gemma): 1;
+     *  - on a 128-wide MXU (v5p) 128 fills it, 192 pads to 256: 0.75;
+     *  - the bound (no profile) is untouched. */
+    mfu_hardware tpu;
+    CHECK(load_hw("tpu-v6e", &tpu) == 0);
+    CHECK_NEAR(tpu.mxu_dim, 256, 0);
+    mfu_efficiency e;
+    mfu_efficiency_ideal(&e);
+    mfu_op op;
+    memset(&op, 0, sizeof op);
+    op.name = "attn_core";
+    op.tags = MFU_TAG_FUSED_ATTN;
+    op.flops = 1e12;
+    op.bytes = 1.0;
+    op.count = 1;
+    struct { double dq, dv, side; mfu_phase ph; double fill; } cs[] = {
+        {128, 128, 256, MFU_FWD, 0.5},   {128, 128, 256, MFU_BWD, 0.5},
+        {192, 128, 256, MFU_FWD, 0.625}, {192, 128, 256, MFU_BWD, 0.65},
+        {256, 256, 256, MFU_FWD, 1.0},   {128, 128, 128, MFU_BWD, 1.0},
+        {192, 192, 128, MFU_FWD, 0.75},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        op.head_dim_qk = cs[i].dq;
+        op.head_dim_v = cs[i].dv;
+        op.phase = cs[i].ph;
+        tpu.mxu_dim = cs[i].side;
+        CHECK_NEAR(mfu_op_time(&op, &tpu, MFU_DT_BF16, &e), 1e12 / (918e12 * cs[i].fill), 1e-9);
+        CHECK_NEAR(mfu_op_time(&op, &tpu, MFU_DT_BF16, NULL), 1e12 / 918e12, 1e-9);
+    }
+    /* GPUs have none: the same op on an H100 runs at its peak */
+    mfu_hardware gpu;
+    CHECK(load_hw("h100-sxm", &gpu) == 0);
+    CHECK_NEAR(gpu.mxu_dim, 0, 0);
+    CHECK_NEAR(mfu_op_time(&op, &gpu, MFU_DT_BF16, &e), 1e12 / 989.4e12, 1e-9);
+    /* the flash kernel of the inventory carries its head dims */
+    mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS), seen = 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i].tags & MFU_TAG_FUSED_ATTN) {
+            seen++;
+            CHECK_NEAR(ops[i].head_dim_qk, 128, 0);
+            CHECK_NEAR(ops[i].head_dim_v, 128, 0);
+        }
+    CHECK_EQ_I(seen, 2);
+}
+
 static void t_dp_allreduce(void)
 {
     fixture();
@@ -524,6 +582,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_tp_by_hand),
     CHECK_CASE(t_members_per_node),
     CHECK_CASE(t_fp8),
+    CHECK_CASE(t_mxu),
     CHECK_CASE(t_dp_allreduce),
     CHECK_CASE(t_moe_ep_fold),
     CHECK_CASE(t_ep_across_nodes),
