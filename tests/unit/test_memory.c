@@ -143,9 +143,8 @@ static void t_splits(void)
 
 static void t_frameworks(void)
 {
-    mfu_hardware hw, tpu;
+    mfu_hardware hw;
     CHECK(load_hw("h100-sxm", &hw) == 0);
-    CHECK(load_hw("tpu-v5p", &tpu) == 0);
     mfu_model m;
     mfu_system s;
     CHECK(toy(&s, &m, &hw, 32, 64) == 0);
@@ -177,26 +176,6 @@ static void t_frameworks(void)
     c = cfg(64, 1, 1, 1, 1, 1);
     CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
     CHECK(mfu_config_frameworks(&s, &c, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN));
-    /* a tied model with FSDP: not Megatron's --use-torch-fsdp2 (FW-M8);
-     * GPT-3's embedding is tied */
-    {
-        mfu_model g;
-        mfu_hardware a100;
-        mfu_system sg;
-        CHECK(load_model("gpt3-175b", &g) == 0 && g.tie_embeddings);
-        CHECK(load_hw("a100-80gb", &a100) == 0);
-        mfu_training tg = {2048, 1536.0 * 2048, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
-        CHECK(mfu_system_init(&sg, &g, &a100, &tg, 1024, 0, ops) == MFU_OK);
-        mfu_config cg = cfg(1, 128, 8, 1, 1, 1);
-        cg.sp = 1;
-        cg.grad_accum = 12;
-        CHECK(mfu_config_default_split(&sg, &cg) == MFU_OK);
-        unsigned fg = mfu_config_frameworks(&sg, &cg, why);
-        CHECK(!(fg & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_MEGATRON], "FW-M8"));
-        /* and torchtitan has no GPT-3 family (LayerNorm, learned positions,
-         * biases: FW-T12) */
-        CHECK(!(fg & MFU_FW_MASK(MFU_FW_TORCHTITAN)) && strstr(why[MFU_FW_TORCHTITAN], "FW-T12"));
-    }
     /* interleaved needs m a multiple of pp in Megatron (FW-M5) */
     c = cfg(8, 1, 1, 1, 8, 1);
     c.zero = 0;
@@ -216,14 +195,45 @@ static void t_frameworks(void)
     c.schedule = MFU_SCHED_ZB;
     CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
     CHECK_EQ_I(mfu_config_frameworks(&s, &c, NULL), 0);
-    /* a TPU: only MaxText, whose pipelines are GPipe (FW-X4) */
+}
+
+/* A tied model with FSDP: not Megatron's --use-torch-fsdp2 (FW-M8);
+ * GPT-3's embedding is tied */
+static void t_frameworks_tied(void)
+{
+    const char *why[MFU_FW_COUNT];
+    mfu_model g;
+    mfu_hardware a100;
+    mfu_system sg;
+    CHECK(load_model("gpt3-175b", &g) == 0 && g.tie_embeddings);
+    CHECK(load_hw("a100-80gb", &a100) == 0);
+    mfu_training tg = {2048, 1536.0 * 2048, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    CHECK(mfu_system_init(&sg, &g, &a100, &tg, 1024, 0, ops) == MFU_OK);
+    mfu_config cg = cfg(1, 128, 8, 1, 1, 1);
+    cg.sp = 1;
+    cg.grad_accum = 12;
+    CHECK(mfu_config_default_split(&sg, &cg) == MFU_OK);
+    unsigned fg = mfu_config_frameworks(&sg, &cg, why);
+    CHECK(!(fg & MFU_FW_MASK(MFU_FW_MEGATRON)) && strstr(why[MFU_FW_MEGATRON], "FW-M8"));
+    /* and torchtitan has no GPT-3 family (LayerNorm, learned positions,
+     * biases: FW-T12) */
+    CHECK(!(fg & MFU_FW_MASK(MFU_FW_TORCHTITAN)) && strstr(why[MFU_FW_TORCHTITAN], "FW-T12"));
+}
+
+/* A TPU: only MaxText, whose pipelines are GPipe (FW-X4) */
+static void t_frameworks_tpu(void)
+{
+    mfu_hardware tpu;
+    CHECK(load_hw("tpu-v5p", &tpu) == 0);
+    mfu_model m;
     mfu_system st;
+    const char *why[MFU_FW_COUNT];
     CHECK(toy(&st, &m, &tpu, 32, 64) == 0);
-    c = cfg(8, 1, 1, 1, 8, 1);
+    mfu_config c = cfg(8, 1, 1, 1, 8, 1);
     c.grad_accum = 8;
     c.recompute = MFU_RC_FULL;
     CHECK(mfu_config_default_split(&st, &c) == MFU_OK);
-    fw = mfu_config_frameworks(&st, &c, why);
+    unsigned fw = mfu_config_frameworks(&st, &c, why);
     CHECK_EQ_I(fw, 0);
     CHECK(strstr(why[MFU_FW_MAXTEXT], "FW-X4") != NULL);
     c.recompute = MFU_RC_NONE;
@@ -245,6 +255,17 @@ static void t_frameworks(void)
  * reserve = context 0.5e9 + 0.5e9 per communicator + 5 % of the rest
  * (presets/hardware/h100-sxm.json, a100-80gb.json notes.memory_reserve). */
 static double reserve(int comms, double used) { return 0.5e9 + 0.5e9 * comms + 0.05 * used; }
+
+/* The memory of configuration c's pipeline stage `rank`, with the bound's
+ * per-layer costs */
+static void stage_memory(const mfu_system *s, const mfu_config *c, int64_t rank, mfu_memory *out)
+{
+    mfu_shape sh;
+    mfu_config_shape(s, c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(s, &sh, NULL, ops, &k);
+    mfu_memory_stage(s, c, &k, rank, out);
+}
 
 static void t_llama3_405b(void)
 {
@@ -294,17 +315,69 @@ static void t_llama3_405b(void)
     double buf = 4.0 * 8192 * 16384 / 8 + 2.0 * 8192 * 16384;
     double used = weights + grads + optim + act + buf;
     double total = used + reserve(3, used); /* tp, dp, pp */
-    mfu_shape sh;
-    mfu_config_shape(&s, &c, &sh);
-    mfu_shape_cost k;
-    mfu_shape_costs(&s, &sh, NULL, ops, &k);
     mfu_memory st1;
-    mfu_memory_stage(&s, &c, &k, 1, &st1);
+    stage_memory(&s, &c, 1, &st1);
     CHECK_NEAR(st1.total_bytes, total, 0.05);
     CHECK_NEAR(st1.activations_bytes, act, 0.05);
     CHECK(total < 85029158912.0); /* fits the 81,090 MiB CUDA exposes */
     CHECK_EQ_I(ev.mem.stage, 1);
     CHECK_NEAR(ev.mem.total_bytes, total, 0.05);
+}
+
+/* A run as Narayanan et al. 2021 ran theirs: A100-80GB, TP8, interleaved
+ * (v = 2), mbs 1, seq 2048, full activation recompute, no distributed
+ * optimizer; a GPT of hidden h and a heads (vocab 51200, learned positions
+ * 2048) whose rank 0 holds `layers` layers + the embedding, with
+ * `inflight` stages of micro-batches in flight there. */
+typedef struct narayanan_case {
+    const char *model;
+    int64_t devices;
+    double batch; /* sequences */
+    int64_t dp, pp, grad_accum;
+    double h, a, layers, inflight;
+} narayanan_case;
+
+/* Evaluates run r into *ev, which Megatron launches, and checks its
+ * busiest stage, rank 0, against the hand calculation: the total bytes
+ * (returned), and the 18 B/param of Megatron's mixed precision in *states.
+ * Parameters per layer 12 h^2 + 13 h, embedding 51200 h + positions
+ * 2048 h, all / 8 (tp). Activations: full recompute keeps the layer input
+ * 2 s b h (no sp) for each in-flight stage of L layers, and the
+ * embedding's dropout mask s b h (1 byte) per micro-batch; the recomputed
+ * layer's full activations (Korthikanti eq. 2: s b h (10 + 24/t +
+ * 5 a s / (h t))) once, less its kept input, and one layer's gradients of
+ * the same size. Buffers: p2p send/recv, bf16, no sp, 4 s h. Reserve: tp,
+ * dp, pp communicators. */
+static double narayanan_check(const narayanan_case *r, mfu_eval *ev, double *states)
+{
+    mfu_model m;
+    mfu_hardware hw;
+    CHECK(load_model(r->model, &m) == 0);
+    CHECK(load_hw("a100-80gb", &hw) == 0);
+    mfu_training tr = {2048, r->batch * 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, r->devices, 0, ops) == MFU_OK);
+    mfu_config c = cfg(r->dp, 1, 8, 1, r->pp, 1);
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 2;
+    c.grad_accum = r->grad_accum;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    CHECK(mfu_evaluate(&s, &c, ops, ev) == MFU_OK);
+    CHECK(ev->feasible);
+    CHECK(ev->frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
+
+    double h = r->h, a = r->a, L = r->layers, s_ = 2048, t = 8;
+    double P = (L * (12 * h * h + 13 * h) + 51200 * h + 2048 * h) / t;
+    *states = 18 * P;
+    double sbh = s_ * h;
+    double full = sbh * (10 + 24 / t + 5 * a * s_ / (h * t));
+    double act = r->inflight * (L * 2 * sbh + sbh) + (full - 2 * sbh) + full;
+    double used = *states + act + 4 * sbh;
+    double total = used + reserve(3, used);
+    CHECK_EQ_I(ev->mem.stage, 0);
+    CHECK_NEAR(ev->mem.total_bytes, total, 0.05);
+    return total;
 }
 
 static void t_gpt3_narayanan(void)
@@ -313,44 +386,12 @@ static void t_gpt3_narayanan(void)
      * 145.6B-175B class; the 175B run: 1,024 A100-80GB, TP8 PP8 DP16,
      * interleaved (v = 2), mbs 1, batch 1536, seq 2048, full activation
      * recompute, no distributed optimizer). Memory policy: Megatron's
-     * mixed precision, 18 B/param (bf16 accounting, docs/distrib_optimizer.md). */
-    mfu_model m;
-    mfu_hardware hw;
-    CHECK(load_model("gpt3-175b", &m) == 0);
-    CHECK(load_hw("a100-80gb", &hw) == 0);
-    mfu_training tr = {2048, 1536.0 * 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL, 0, 0, 0};
-    mfu_system s;
-    CHECK(mfu_system_init(&s, &m, &hw, &tr, 1024, 0, ops) == MFU_OK);
-    mfu_config c = cfg(16, 1, 8, 1, 8, 1);
-    c.schedule = MFU_SCHED_INTERLEAVED;
-    c.vpp = 2;
-    c.grad_accum = 96;
-    c.recompute = MFU_RC_FULL;
-    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+     * mixed precision, 18 B/param (bf16 accounting, docs/distrib_optimizer.md).
+     * Rank 0: 12 layers + embedding (h = 12288, 96 heads); in flight on
+     * rank 0: 2*7 + 8 + 1 = 23 chunks = 11.5 stages of 12 layers. */
+    static const narayanan_case gpt3 = {"gpt3-175b", 1024, 1536, 16, 8, 96, 12288, 96, 12, 11.5};
     mfu_eval ev;
-    CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
-    CHECK(ev.feasible);
-    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
-    /* Hand calculation, rank 0 (12 layers + embedding):
-     * parameters per layer 12 h^2 + 13 h (h = 12288), embedding 51200 h +
-     * positions 2048 h, all / 8 (tp) */
-    double h = 12288, s_ = 2048, t = 8, a = 96;
-    double P = (12 * (12 * h * h + 13 * h) + 51200 * h + 2048 * h) / t;
-    double states = 18 * P;
-    /* activations: full recompute keeps the layer input 2 s b h (no sp);
-     * in flight on rank 0: 2*7 + 8 + 1 = 23 chunks = 11.5 stages of 12
-     * layers; the embedding's dropout mask s b h (1 byte) per micro-batch;
-     * the recomputed layer's full activations (Korthikanti eq. 2:
-     * s b h (10 + 24/t + 5 a s / (h t))) once, less its kept input, and one
-     * layer's gradients of the same size */
-    double sbh = s_ * h;
-    double full = sbh * (10 + 24 / t + 5 * a * s_ / (h * t));
-    double act = 11.5 * (12 * 2 * sbh + sbh) + (full - 2 * sbh) + full;
-    double buf = 4 * s_ * h; /* p2p send/recv, bf16, no sp */
-    double used = states + act + buf;
-    double total = used + reserve(3, used); /* tp, dp, pp */
-    CHECK_EQ_I(ev.mem.stage, 0);
-    CHECK_NEAR(ev.mem.total_bytes, total, 0.05);
+    double states, total = narayanan_check(&gpt3, &ev, &states);
     CHECK_NEAR(ev.mem.weights_bytes + ev.mem.grads_bytes + ev.mem.optimizer_bytes, states, 0.01);
     CHECK(total < 85094039552.0);
 }
@@ -359,36 +400,13 @@ static void t_megatron_1t(void)
 {
     /* Megatron 1T (Narayanan et al. 2021 Table 1: 3,072 A100, TP8 PP64,
      * DP6, batch 3072, mbs 1, seq 2048, full recompute; interleaved v = 2
-     * -- one layer per chunk). */
-    mfu_model m;
-    mfu_hardware hw;
-    CHECK(load_model("megatron-1t", &m) == 0);
-    CHECK(load_hw("a100-80gb", &hw) == 0);
-    mfu_training tr = {2048, 3072.0 * 2048, MFU_DT_BF16, MFU_ATTN_UNFUSED, MFU_CONV_FULL, 0, 0, 0};
-    mfu_system s;
-    CHECK(mfu_system_init(&s, &m, &hw, &tr, 3072, 0, ops) == MFU_OK);
-    mfu_config c = cfg(6, 1, 8, 1, 64, 1);
-    c.schedule = MFU_SCHED_INTERLEAVED;
-    c.vpp = 2;
-    c.grad_accum = 512;
-    c.recompute = MFU_RC_FULL;
-    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+     * -- one layer per chunk). Rank 0: 2 layers + embedding (h = 25600,
+     * 160 heads); in flight 2*63 + 64 + 1 = 191 chunks = 95.5 stages of 2
+     * layers. */
+    static const narayanan_case t1 = {"megatron-1t", 3072, 3072, 6, 64, 512, 25600, 160, 2, 95.5};
     mfu_eval ev;
-    CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
-    CHECK(ev.feasible);
-    CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
-    /* rank 0: 2 layers + embedding (h = 25600, 160 heads, vocab 51200,
-     * learned positions 2048); in flight 2*63 + 64 + 1 = 191 chunks = 95.5
-     * stages of 2 layers */
-    double h = 25600, s_ = 2048, t = 8, a = 160;
-    double P = (2 * (12 * h * h + 13 * h) + 51200 * h + 2048 * h) / t;
-    double sbh = s_ * h;
-    double full = sbh * (10 + 24 / t + 5 * a * s_ / (h * t));
-    double act = 95.5 * (2 * 2 * sbh + sbh) + (full - 2 * sbh) + full;
-    double used = 18 * P + act + 4 * sbh;
-    double total = used + reserve(3, used);
-    CHECK_EQ_I(ev.mem.stage, 0);
-    CHECK_NEAR(ev.mem.total_bytes, total, 0.05);
+    double states;
+    narayanan_check(&t1, &ev, &states);
 }
 
 static void t_recompute_modules(void)
@@ -436,6 +454,8 @@ static void t_recompute_modules(void)
 }
 
 
+static double dsv3_rank1(double *act, double *states); /* the hand calculation, below */
+
 static void t_deepseek_v3(void)
 {
     /* DeepSeek-V3 as DeepSeek trained it (DeepSeek-V3 report sec. 3.2 and
@@ -465,14 +485,34 @@ static void t_deepseek_v3(void)
     CHECK(mfu_evaluate(&s, &c, ops, &ev) == MFU_OK);
     CHECK(ev.feasible);
     CHECK(ev.frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
-    /* Hand calculation for rank 1: 4 MoE layers (61 layers, 3, 4 x 14, 2;
-     * layers 3-6 are MoE). h = 7168, 128 heads, q/k 192 (128 + 64 RoPE),
-     * v 128, q latent 1536, kv latent 512, 256 experts of 2048 (8 per
-     * token), one shared expert of 2048.
-     * Parameters of one MoE layer: MLA q_a 7168*1536 + q_b 1536*128*192 +
-     * kv_a 7168*576 + kv_b 512*128*256 + o 16384*7168 + latent norms 2048 =
-     * 187,107,328; layer norms 2*7168; router 7168*256; shared expert
-     * 3*7168*2048; routed 256*3*7168*2048 over ep 64. */
+    double act, states;
+    double total = dsv3_rank1(&act, &states);
+    mfu_memory st1;
+    stage_memory(&s, &c, 1, &st1);
+    CHECK_EQ_I(st1.layers, 4);
+    /* mfud spreads the 3 dense layers' shapes over every stage (its average
+     * layer): within 5 % of the real MoE stage */
+    CHECK_NEAR(st1.activations_bytes, act, 0.05);
+    CHECK_NEAR(st1.weights_bytes + st1.grads_bytes + st1.optimizer_bytes, states, 0.05);
+    CHECK_NEAR(st1.total_bytes, total, 0.05);
+    CHECK(total < 85029158912.0); /* fits the H800's 81,090 MiB */
+    CHECK(ev.mem.total_bytes < 85029158912.0);
+    if (getenv("MFU_TEST_VERBOSE"))
+        fprintf(stderr, "deepseek-v3 rank 1: act %.3f/%.3f GB, total %.3f/%.3f GB (mfud/hand)\n", st1.activations_bytes / 1e9, act / 1e9, st1.total_bytes / 1e9, total / 1e9);
+}
+
+/* DeepSeek-V3's rank 1 by hand, as t_deepseek_v3 runs it: its activation
+ * bytes in *act, weights + gradients + optimizer in *states; returns the
+ * total. Rank 1 holds 4 MoE layers (61 layers, 3, 4 x 14, 2; layers 3-6
+ * are MoE). h = 7168, 128 heads, q/k 192 (128 + 64 RoPE), v 128, q latent
+ * 1536, kv latent 512, 256 experts of 2048 (8 per token), one shared
+ * expert of 2048.
+ * Parameters of one MoE layer: MLA q_a 7168*1536 + q_b 1536*128*192 +
+ * kv_a 7168*576 + kv_b 512*128*256 + o 16384*7168 + latent norms 2048 =
+ * 187,107,328; layer norms 2*7168; router 7168*256; shared expert
+ * 3*7168*2048; routed 256*3*7168*2048 over ep 64. */
+static double dsv3_rank1(double *act, double *states)
+{
     double attn = 7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 + 16384.0 * 7168 + 2048;
     double dense1 = attn + 2 * 7168.0 + 7168.0 * 256 + 3.0 * 7168 * 2048;
     double exp1 = 256.0 * 3 * 7168 * 2048 / 64;
@@ -504,34 +544,19 @@ static void t_deepseek_v3(void)
     /* 1F1B, rank 1 of 16: 15 micro-batches in flight x 4 layers; one
      * layer's gradients during its backward; the recomputed part of one
      * layer rematerialised */
-    double act = 15 * 4 * per_layer + per_layer_full + (per_layer_full - per_layer);
+    *act = 15 * 4 * per_layer + per_layer_full + (per_layer_full - per_layer);
     /* buffers: all-to-all send + receive of the 8 copies (bf16), p2p send +
      * receive of one micro-batch (bf16) */
     double buf = 2 * 2.0 * 4096 * 8 * 7168 + 2 * 2.0 * 4096 * 7168;
-    double used = weights + grads + optim + act + buf;
-    double total = used + reserve(4, used); /* dp, pp, ep, expert dp */
-    mfu_shape sh;
-    mfu_config_shape(&s, &c, &sh);
-    mfu_shape_cost k;
-    mfu_shape_costs(&s, &sh, NULL, ops, &k);
-    mfu_memory st1;
-    mfu_memory_stage(&s, &c, &k, 1, &st1);
-    CHECK_EQ_I(st1.layers, 4);
-    /* mfud spreads the 3 dense layers' shapes over every stage (its average
-     * layer): within 5 % of the real MoE stage */
-    CHECK_NEAR(st1.activations_bytes, act, 0.05);
-    CHECK_NEAR(st1.weights_bytes + st1.grads_bytes + st1.optimizer_bytes, weights + grads + optim, 0.05);
-    CHECK_NEAR(st1.total_bytes, total, 0.05);
-    CHECK(total < 85029158912.0); /* fits the H800's 81,090 MiB */
-    CHECK(ev.mem.total_bytes < 85029158912.0);
-    if (getenv("MFU_TEST_VERBOSE"))
-        fprintf(stderr, "deepseek-v3 rank 1: act %.3f/%.3f GB, total %.3f/%.3f GB (mfud/hand)\n", st1.activations_bytes / 1e9, act / 1e9, st1.total_bytes / 1e9, total / 1e9);
+    *states = weights + grads + optim;
+    double used = *states + *act + buf;
+    return used + reserve(4, used); /* dp, pp, ep, expert dp */
 }
 
 /* DualPipeV (the DeepSeek-AI DualPipe repository's dualpipev.py, "cut-in-
  * half" DualPipe; torchtitan's ScheduleDualPipeV): two virtual stages per
  * rank in a V, rank r holding stages r and 2p-1-r. */
-static void t_dualpipev(void)
+static void t_dualpipev_inflight(void)
 {
     /* in flight, counted from dualpipev.py's steps, p = 4 ranks, m = 8:
      * step 1 runs 2(p-r-1) forwards of chunk 0, step 2 r+1 more of chunk 0
@@ -542,7 +567,11 @@ static void t_dualpipev(void)
      * "PP+1" activations for PP = 2p = 8 stages) */
     for (int r = 0; r < 4; r++) CHECK_NEAR(mfu_inflight(MFU_SCHED_DUALPIPEV, 4, 2, 8, r), 4.5, 1e-12);
     CHECK_NEAR(mfu_inflight(MFU_SCHED_DUALPIPEV, 8, 2, 64, 7), 8.5, 1e-12);
+}
 
+/* DualPipeV's layer split, frameworks, per-rank memory and limits */
+static void t_dualpipev(void)
+{
     mfu_hardware hw;
     CHECK(load_hw("h100-sxm", &hw) == 0);
     mfu_model m;
@@ -618,6 +647,56 @@ static void t_dualpipev(void)
     CHECK(mfu_config_check_sched(&s, &c, &reason, &why1) != MFU_OK);
 }
 
+/* t_remat_names' recompute times: what runs again is every forward op but
+ * the kept names' and the MLP output projection's (its output only feeds
+ * the residual stream) */
+static void remat_rc_times(const mfu_model *m, const mfu_hardware *hw, const mfu_shape *sh,
+                           const mfu_layer_cost *a)
+{
+    int n = mfu_ops_layer(m, 0, sh, ops, MFU_MAX_OPS);
+    double t_fwd = 0, t_qkv = 0, t_ctx = 0, t_down = 0, t_wi = 0, t_out = 0;
+    for (int i = 0; i < n; i++) {
+        if (ops[i].phase != MFU_FWD) continue;
+        double t = mfu_op_time(&ops[i], hw, MFU_DT_BF16, NULL);
+        t_fwd += t;
+        if (!strcmp(ops[i].name, "qkv_proj")) t_qkv += t;
+        if (!strcmp(ops[i].name, "attn_core")) t_ctx += t;
+        if (!strcmp(ops[i].name, "mlp_down")) t_down += t;
+        if (!strcmp(ops[i].name, "mlp_up")) t_wi += t;
+        if (!strcmp(ops[i].name, "out_proj")) t_out += t;
+    }
+    CHECK(t_qkv > 0 && t_ctx > 0 && t_down > 0 && t_wi > 0 && t_out > 0);
+    CHECK_NEAR(a->fwd_s, t_fwd, 1e-12);
+    CHECK_NEAR(a->rc_s[MFU_RC_MAXTEXT], t_fwd - t_ctx - t_down, 1e-12);
+    CHECK_NEAR(a->rc_s[MFU_RC_QKV_OFFLOADED], t_fwd - t_qkv - t_down, 1e-12);
+    CHECK_NEAR(a->rc_s[MFU_RC_MINIMAL_OFFLOADED], t_fwd - t_qkv - t_out - t_wi - t_down, 1e-12);
+}
+
+/* t_remat_names' offloading policy c where it is not a configuration: a
+ * TPU whose host link is unknown, and a GPU */
+static void remat_offload_refused(const mfu_model *m, const mfu_hardware *hw, const mfu_training *tr,
+                                  const mfu_config *c)
+{
+    mfu_hardware nohost = *hw;
+    nohost.host_bw_bytes_s = 0;
+    mfu_system sn;
+    CHECK(mfu_system_init(&sn, m, &nohost, tr, 8, 0, ops) == MFU_OK);
+    int reason;
+    const char *why;
+    CHECK(mfu_config_check_rc(&sn, c, &reason, &why) != MFU_OK);
+    CHECK(strstr(why, "host_bw_bytes_s") != NULL);
+    /* nor on a GPU, though it has a host link (for Megatron's CPU offload):
+     * MaxText is the TPUs' framework */
+    mfu_hardware gpu;
+    CHECK(load_hw("h100-sxm", &gpu) == 0);
+    /* the preset's PCIe Gen5 x16: 32 GT/s x 16 lanes x 128/130 / 8 bits */
+    CHECK_NEAR(gpu.host_bw_bytes_s, 32e9 * 16.0 * 128.0 / 130.0 / 8.0, 0.01);
+    mfu_system sg;
+    CHECK(mfu_system_init(&sg, m, &gpu, tr, 8, 0, ops) == MFU_OK);
+    CHECK(mfu_config_check_rc(&sg, c, &reason, &why) != MFU_OK);
+    CHECK(strstr(why, "TPUs") != NULL);
+}
+
 /* MaxText's name policies (docs/model.md F-RC-MAXTEXT) on a model written
  * out here: d 1024, 8 heads of 128 (8 KV heads), gated SiLU MLP of 4096,
  * seq 2048, mbs 1, bf16, tp 1: per layer and micro-batch the named outputs
@@ -671,25 +750,7 @@ static void t_remat_names(void)
     CHECK_NEAR(a->host_bytes[MFU_RC_MAXTEXT], in, 1e-12);
     CHECK(a->host_bytes[MFU_RC_NONE] == 0 && a->host_bytes[MFU_RC_FULL] == 0);
 
-    /* what runs again: every forward op but the kept names' and the MLP
-     * output projection's (its output only feeds the residual stream) */
-    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
-    double t_fwd = 0, t_qkv = 0, t_ctx = 0, t_down = 0, t_wi = 0, t_out = 0;
-    for (int i = 0; i < n; i++) {
-        if (ops[i].phase != MFU_FWD) continue;
-        double t = mfu_op_time(&ops[i], &hw, MFU_DT_BF16, NULL);
-        t_fwd += t;
-        if (!strcmp(ops[i].name, "qkv_proj")) t_qkv += t;
-        if (!strcmp(ops[i].name, "attn_core")) t_ctx += t;
-        if (!strcmp(ops[i].name, "mlp_down")) t_down += t;
-        if (!strcmp(ops[i].name, "mlp_up")) t_wi += t;
-        if (!strcmp(ops[i].name, "out_proj")) t_out += t;
-    }
-    CHECK(t_qkv > 0 && t_ctx > 0 && t_down > 0 && t_wi > 0 && t_out > 0);
-    CHECK_NEAR(a->fwd_s, t_fwd, 1e-12);
-    CHECK_NEAR(a->rc_s[MFU_RC_MAXTEXT], t_fwd - t_ctx - t_down, 1e-12);
-    CHECK_NEAR(a->rc_s[MFU_RC_QKV_OFFLOADED], t_fwd - t_qkv - t_down, 1e-12);
-    CHECK_NEAR(a->rc_s[MFU_RC_MINIMAL_OFFLOADED], t_fwd - t_qkv - t_out - t_wi - t_down, 1e-12);
+    remat_rc_times(&m, &hw, &sh, a);
 
     /* the host link: does 1.5e10 B/s hide the transfers of this small
      * model? A layer's minimal_offloaded bytes, 54.5 MB, take 3.6 ms each
@@ -713,25 +774,9 @@ static void t_remat_names(void)
     CHECK(ev.expected.step_time_s >= ev.bound.step_time_s);
     /* only MaxText offers them; Megatron and torchtitan are GPU frameworks */
     CHECK_EQ_I(ev.frameworks, MFU_FW_MASK(MFU_FW_MAXTEXT));
-    /* the same policy on a TPU whose host link is unknown: not a configuration */
-    mfu_hardware nohost = hw;
-    nohost.host_bw_bytes_s = 0;
-    mfu_system sn;
-    CHECK(mfu_system_init(&sn, &m, &nohost, &tr, 8, 0, ops) == MFU_OK);
-    int reason;
-    const char *why;
-    CHECK(mfu_config_check_rc(&sn, &c, &reason, &why) != MFU_OK);
-    CHECK(strstr(why, "host_bw_bytes_s") != NULL);
-    /* nor on a GPU, though it has a host link (for Megatron's CPU offload):
-     * MaxText is the TPUs' framework */
-    mfu_hardware gpu;
-    CHECK(load_hw("h100-sxm", &gpu) == 0);
-    /* the preset's PCIe Gen5 x16: 32 GT/s x 16 lanes x 128/130 / 8 bits */
-    CHECK_NEAR(gpu.host_bw_bytes_s, 32e9 * 16.0 * 128.0 / 130.0 / 8.0, 0.01);
-    mfu_system sg;
-    CHECK(mfu_system_init(&sg, &m, &gpu, &tr, 8, 0, ops) == MFU_OK);
-    CHECK(mfu_config_check_rc(&sg, &c, &reason, &why) != MFU_OK);
-    CHECK(strstr(why, "TPUs") != NULL);
+    /* the same policy on a TPU whose host link is unknown, or on a GPU:
+     * not a configuration */
+    remat_offload_refused(&m, &hw, &tr, &c);
 }
 
 /* F-MOE-LOAD: a dropless run's stated imbalance sizes the busiest expert
@@ -903,6 +948,34 @@ static void t_megatron_fsdp(void)
     CHECK(mfu_config_frameworks(&se, &c, why) & MFU_FW_MASK(MFU_FW_MEGATRON));
 }
 
+/* Megatron's checks on CPU offload (transformer_config.py) for
+ * t_cpu_offload's system s (training tr) and configuration c20: fewer
+ * offloaded layers than layers, no pipeline parallelism; a host link to
+ * cross */
+static void cpu_offload_refused(const mfu_system *s, const mfu_model *m, const mfu_hardware *hw,
+                                const mfu_training *tr, const mfu_config *c20)
+{
+    int reason;
+    const char *why;
+    mfu_config c = *c20;
+    c.recompute_layers = 80;
+    CHECK(mfu_config_check_rc(s, &c, &reason, &why) != MFU_OK);
+    c.recompute_layers = 20;
+    mfu_config cp = cfg(1, 8, 1, 1, 8, 1);
+    cp.grad_accum = 16;
+    cp.recompute = MFU_RC_CPU_OFFLOAD;
+    cp.recompute_layers = 5;
+    CHECK(mfu_config_default_split(s, &cp) == MFU_OK);
+    CHECK(mfu_config_check_rc(s, &cp, &reason, &why) != MFU_OK);
+    CHECK(strstr(why, "pipeline") != NULL);
+    mfu_hardware none_hw = *hw;
+    none_hw.host_bw_bytes_s = 0;
+    mfu_system sn;
+    CHECK(mfu_system_init(&sn, m, &none_hw, tr, 64, 0, ops) == MFU_OK);
+    CHECK(mfu_config_check_rc(&sn, &c, &reason, &why) != MFU_OK);
+    CHECK(strstr(why, "host_bw_bytes_s") != NULL);
+}
+
 /* Megatron-LM's CPU activation offload (docs/model.md F-RC-CPU-OFFLOAD) on
  * Megatron Bridge's Llama 3 70B GB200 BF16 recipe
  * (NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/llama/
@@ -981,24 +1054,7 @@ static void t_cpu_offload(void)
     CHECK(mfu_evaluate(&ss, &c, ops, &ev) == MFU_OK);
     CHECK_NEAR(ev.expected.offload_s, 2 * 2 * 79 * xs, 1e-9);
 
-    /* Megatron's checks (transformer_config.py): fewer offloaded layers
-     * than layers, no pipeline parallelism; a host link to cross */
-    c.recompute_layers = 80;
-    CHECK(mfu_config_check_rc(&s, &c, &reason, &why) != MFU_OK);
-    c.recompute_layers = 20;
-    mfu_config cp = cfg(1, 8, 1, 1, 8, 1);
-    cp.grad_accum = 16;
-    cp.recompute = MFU_RC_CPU_OFFLOAD;
-    cp.recompute_layers = 5;
-    CHECK(mfu_config_default_split(&s, &cp) == MFU_OK);
-    CHECK(mfu_config_check_rc(&s, &cp, &reason, &why) != MFU_OK);
-    CHECK(strstr(why, "pipeline") != NULL);
-    mfu_hardware none_hw = hw;
-    none_hw.host_bw_bytes_s = 0;
-    mfu_system sn;
-    CHECK(mfu_system_init(&sn, &m, &none_hw, &tr, 64, 0, ops) == MFU_OK);
-    CHECK(mfu_config_check_rc(&sn, &c, &reason, &why) != MFU_OK);
-    CHECK(strstr(why, "host_bw_bytes_s") != NULL);
+    cpu_offload_refused(&s, &m, &hw, &tr, &c);
 }
 
 static const check_case cases[] = {
@@ -1006,10 +1062,13 @@ static const check_case cases[] = {
     CHECK_CASE(t_inflight),
     CHECK_CASE(t_splits),
     CHECK_CASE(t_frameworks),
+    CHECK_CASE(t_frameworks_tied),
+    CHECK_CASE(t_frameworks_tpu),
     CHECK_CASE(t_llama3_405b),
     CHECK_CASE(t_gpt3_narayanan),
     CHECK_CASE(t_megatron_1t),
     CHECK_CASE(t_deepseek_v3),
+    CHECK_CASE(t_dualpipev_inflight),
     CHECK_CASE(t_dualpipev),
     CHECK_CASE(t_remat_names),
     CHECK_CASE(t_moe_load),
