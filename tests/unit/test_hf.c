@@ -671,9 +671,13 @@ static void test_bad_configs(void)
     BAD("gla-1.3b", "expand_v", json_integer(-1), PTR "/expand_v");
     BAD("gla-1.3b", "num_heads", json_integer(0), PTR "/num_heads");
     BAD("gemma-2-9b", "sliding_window", json_real(0.5), PTR "/sliding_window");
+}
 
+/* Bad array entries, and more distinct runs than the core holds. */
+static void test_bad_configs_arrays(void)
+{
     /* Array entries. */
-    hf = load("qwen3-30b-a3b");
+    json_t *hf = load("qwen3-30b-a3b");
     json_t *mol = json_array();
     json_array_append_new(mol, json_integer(0));
     json_array_append_new(mol, json_integer(48));
@@ -832,14 +836,17 @@ static int abool(json_t *ir, size_t i, const char *key)
 }
 
 /* Published parameter counts. */
-static void test_new_families_published(void)
+static void test_published_phi3(void)
 {
     /* Phi-3-mini: "3.8B parameters" (Microsoft model card,
      * huggingface.co/microsoft/Phi-3-mini-4k-instruct; Abdin et al. 2024,
      * arXiv:2404.14219 sec. 2: "phi-3-mini, a 3.8B parameter language
      * model"). Dense: total = active. */
     roundtrip("phi-3-mini-4k-instruct", 3.8e9, 3.8e9, 0.01);
+}
 
+static void test_published_gpt_oss(void)
+{
     /* gpt-oss model card (OpenAI 2025, arXiv:2508.10925, Table 1):
      * gpt-oss-120b 116.83B total, 5.13B active; gpt-oss-20b 20.91B total,
      * 3.61B active. Its active count takes the unembedding but not the
@@ -868,7 +875,10 @@ static void test_new_families_published(void)
         json_decref(ir);
         json_decref(hf);
     }
+}
 
+static void test_published_llama4(void)
+{
     /* Llama 4 (Meta model cards huggingface.co/meta-llama/Llama-4-Scout-17B-16E
      * and -Maverick-17B-128E, and the Llama 4 announcement): Scout 109B total,
      * Maverick 400B total, both 17B active. The totals are the checkpoint's,
@@ -912,7 +922,10 @@ static void test_new_families_published(void)
         json_decref(ir);
         json_decref(hf);
     }
+}
 
+static void test_published_qwen3_next(void)
+{
     /* Qwen3-Next-80B-A3B (Qwen model card huggingface.co/Qwen/Qwen3-Next-80B-A3B-
      * Instruct: "80B in total and 3B activated"): the total within 1 %. The
      * "3B" has one significant digit; the activated count is checked exactly
@@ -957,7 +970,7 @@ static void test_new_families_published(void)
 }
 
 /* The layer patterns: which layers are windowed, chunked, NoPE, MoE, linear. */
-static void test_new_families_layers(void)
+static void test_layers_phi3(void)
 {
     /* Phi-3-mini-4k: one run of 32; sliding_window 2047 on every layer
      * (Phi3Attention passes it to every layer); fused projections, no
@@ -986,12 +999,15 @@ static void test_new_families_layers(void)
     CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
     json_decref(ir);
     json_decref(hf);
+}
 
+static void test_layers_gpt_oss(void)
+{
     /* gpt-oss-20b: 24 layers alternating sliding (128) / full, from
      * layer_types; sinks, q/k/v/o biases and expert biases everywhere; 32
      * experts top-4 of 2880. */
-    hf = load("gpt-oss-20b");
-    ir = resolve(hf, NULL);
+    json_t *hf = load("gpt-oss-20b");
+    json_t *ir = resolve(hf, NULL);
     CHECK_EQ_I(n_runs(ir), 24);
     for (size_t i = 0; i < 24; i++) {
         CHECK_EQ_I(rget(ir, i, "attention", "window"), i % 2 == 0 ? 128 : 0);
@@ -1021,14 +1037,17 @@ static void test_new_families_layers(void)
     CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 128);
     json_decref(ir);
     json_decref(hf);
+}
 
+static void test_layers_llama4_scout(void)
+{
     /* Llama-4-Scout (text_config in the multimodal wrapper): no
      * no_rope_layers in the file, so NoPE every 4th layer (3, 7, ...);
      * the RoPE layers chunked (8192) with the L2 qk norm, the NoPE layers
      * full attention without it; every layer MoE (step 1): 16 experts top-1
      * of 8192 and a shared expert of 8192. 12 x (3 + 1) = 24 runs. */
-    hf = load("llama4-scout-17b-16e");
-    ir = resolve(hf, NULL);
+    json_t *hf = load("llama4-scout-17b-16e");
+    json_t *ir = resolve(hf, NULL);
     CHECK(ir != NULL);
     CHECK_EQ_I(n_runs(ir), 24);
     for (size_t i = 0; i < 24; i++) {
@@ -1061,12 +1080,15 @@ static void test_new_families_layers(void)
     CHECK_EQ_I(rget(ir, 1, "attention", "chunk"), 0);
     json_decref(ir);
     json_decref(hf);
+}
 
+static void test_layers_llama4_maverick(void)
+{
     /* Llama-4-Maverick: interleave_moe_layer_step 2, so MoE on layers 1, 3,
      * ... (range(step - 1, 48, step)) with 128 experts, dense 16384 on the
      * even layers; NoPE on 3, 7, ...; use_qk_norm false: no qk norm. */
-    hf = load("llama4-maverick-17b-128e");
-    ir = resolve(hf, NULL);
+    json_t *hf = load("llama4-maverick-17b-128e");
+    json_t *ir = resolve(hf, NULL);
     CHECK_EQ_I(n_runs(ir), 48);
     for (size_t i = 0; i < 48; i++) {
         CHECK_STR(rstr(ir, i, "mlp", "type"), i % 2 ? "moe" : "dense");
@@ -1077,14 +1099,17 @@ static void test_new_families_layers(void)
     CHECK_EQ_I(rget(ir, 1, "mlp", "n_experts"), 128);
     json_decref(ir);
     json_decref(hf);
+}
 
+static void test_layers_qwen3_next(void)
+{
     /* Qwen3-Next-80B-A3B: full_attention_interval 4, so (3 Gated DeltaNet +
      * 1 gated attention) x 12 = 24 runs; GDN 32 value heads of 128, 16 q/k
      * heads of 128, conv 4; attention 16/2 heads of 256, output gate, q/k
      * RMSNorm, RoPE on 0.25 x 256 = 64 dims; MoE 512 experts top-10 of 512
      * with a gated shared expert of 512 on every layer. */
-    hf = load("qwen3-next-80b-a3b");
-    ir = resolve(hf, NULL);
+    json_t *hf = load("qwen3-next-80b-a3b");
+    json_t *ir = resolve(hf, NULL);
     CHECK_EQ_I(n_runs(ir), 24);
     for (size_t i = 0; i < 24; i++) {
         CHECK_STR(rstr(ir, i, "attention", "type"), i % 2 ? "mha" : "gdn");
@@ -1230,11 +1255,19 @@ static const check_case cases[] = {
     CHECK_CASE(test_trap_defaults),
     CHECK_CASE(test_text_config),
     CHECK_CASE(test_bad_configs),
+    CHECK_CASE(test_bad_configs_arrays),
     CHECK_CASE(test_junk_never_crashes),
     CHECK_CASE(test_presets),
     CHECK_CASE(test_route_nodes),
-    CHECK_CASE(test_new_families_published),
-    CHECK_CASE(test_new_families_layers),
+    CHECK_CASE(test_published_phi3),
+    CHECK_CASE(test_published_gpt_oss),
+    CHECK_CASE(test_published_llama4),
+    CHECK_CASE(test_published_qwen3_next),
+    CHECK_CASE(test_layers_phi3),
+    CHECK_CASE(test_layers_gpt_oss),
+    CHECK_CASE(test_layers_llama4_scout),
+    CHECK_CASE(test_layers_llama4_maverick),
+    CHECK_CASE(test_layers_qwen3_next),
     CHECK_CASE(test_phi3_flops),
     CHECK_CASE(test_new_families_bad),
     CHECK_CASE(test_new_families_search),
