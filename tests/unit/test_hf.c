@@ -70,6 +70,76 @@ static const char *rstr(json_t *ir, size_t i, const char *part, const char *key)
     return json_string_value(json_object_get(json_object_get(run(ir, i), part), key));
 }
 
+/* One expectation of an IR (one check): "runs=N" (how many runs),
+ * "key=value" (a field of the IR itself), "R:key=value" (of run R) or
+ * "R:part.key=value" (of run R's attention or mlp). An integer value is
+ * compared as an integer, any other as a string. */
+static void expect_field(json_t *ir, const char *field, int line)
+{
+    char buf[128], *end;
+    snprintf(buf, sizeof buf, "%s", field);
+    char *want = strchr(buf, '=');
+    if (!want) {
+        fprintf(stderr, "  line %d: no value in \"%s\"\n", line, field);
+        CHECK(want != NULL);
+        return;
+    }
+    *want++ = '\0';
+    json_t *obj = ir;
+    char *key = buf, *colon = strchr(key, ':'), *dot = NULL;
+    if (colon) {
+        *colon = '\0';
+        obj = run(ir, strtoul(key, NULL, 10));
+        key = colon + 1;
+    }
+    if ((dot = strchr(key, '.')) != NULL) {
+        *dot = '\0';
+        obj = json_object_get(obj, key);
+        key = dot + 1;
+    }
+    long long n = strtoll(want, &end, 10);
+    int ok;
+    if (*want && !*end) {
+        json_t *v = json_object_get(obj, key);
+        long long got = !colon && !dot && strcmp(key, "runs") == 0 ? (long long)n_runs(ir)
+                        : json_is_integer(v) ? (long long)json_integer_value(v)
+                                             : -999;
+        CHECK_EQ_I(got, n);
+        ok = got == n;
+    } else {
+        const char *got = json_string_value(json_object_get(obj, key));
+        CHECK_STR(got, want);
+        ok = got && strcmp(got, want) == 0;
+    }
+    if (!ok) fprintf(stderr, "  line %d: %s\n", line, field);
+}
+
+/* The IR as spec, space-separated expectations (expect_field), says. */
+static void expect_ir(json_t *ir, const char *spec, int line)
+{
+    for (const char *p = spec; *p;) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        size_t n = strcspn(p, " ");
+        char field[128];
+        snprintf(field, sizeof field, "%.*s", (int)n, p);
+        expect_field(ir, field, line);
+        p += n;
+    }
+}
+#define EXPECT_IR(ir, spec) expect_ir((ir), (spec), __LINE__)
+
+/* hf resolved to its IR (no model), as spec says. */
+static void expect_hf(json_t *hf, const char *spec, int line)
+{
+    json_t *ir = resolve(hf, NULL);
+    expect_ir(ir, spec, line);
+    json_decref(ir);
+}
+#define EXPECT_HF(hf, spec) expect_hf((hf), (spec), __LINE__)
+
 /* Expect a 422 whose first error pointer is `want`. */
 static void expect_422(json_t *hf, const char *want, int line)
 {
@@ -99,22 +169,31 @@ static void bad_value(const char *file, const char *key, json_t *value, const ch
 
 /* ---- round trips against published parameter counts --------------------- */
 
-static void roundtrip(const char *file, double total, double active, double tol_active)
+/* A data file's parameter counts into *p: 1, or 0 when it does not
+ * resolve (resolve says why). */
+static int params_of(const char *file, mfu_params *p)
 {
     json_t *hf = load(file);
     mfu_model m;
     json_t *ir = resolve(hf, &m);
-    CHECK(ir != NULL);
-    if (ir) {
-        mfu_params p;
-        mfu_model_params(&m, &p);
+    int ok = ir != NULL;
+    if (ok) mfu_model_params(&m, p);
+    json_decref(ir);
+    json_decref(hf);
+    return ok;
+}
+
+static void roundtrip(const char *file, double total, double active, double tol_active)
+{
+    mfu_params p;
+    int ok = params_of(file, &p);
+    CHECK(ok);
+    if (ok) {
         fprintf(stderr, "  %-20s total %.4g active %.4g (published %.4g / %.4g)\n", file, p.total,
                 p.active, total, active);
         CHECK_NEAR(p.total, total, 0.01);
         CHECK_NEAR(p.active, active, tol_active);
     }
-    json_decref(ir);
-    json_decref(hf);
 }
 
 static void test_roundtrips(void)
@@ -162,32 +241,19 @@ static void test_deepseek_published(void)
         {"deepseek-v3", 671e9, 36.6e9, 0.01},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        json_t *hf = load(cases[i].file);
-        mfu_model m;
-        json_t *ir = resolve(hf, &m);
-        CHECK(ir != NULL);
-        if (ir) {
-            mfu_params p;
-            mfu_model_params(&m, &p);
+        mfu_params p;
+        int ok = params_of(cases[i].file, &p);
+        CHECK(ok);
+        if (ok) {
             fprintf(stderr, "  %-20s total %.4g active %.4g active-embedding %.4g\n",
                     cases[i].file, p.total, p.active, p.active - p.embedding);
             CHECK_NEAR(p.total, cases[i].total, 0.01);
             CHECK_NEAR(p.active - p.embedding, cases[i].active_wo_embedding, cases[i].tol_active);
         }
-        json_decref(ir);
-        json_decref(hf);
     }
     /* With the embedding, V3 is the "37B" of the paper's abstract (to 1.5%). */
-    json_t *hf = load("deepseek-v3");
-    mfu_model m;
-    json_t *ir = resolve(hf, &m);
-    if (ir) {
-        mfu_params p;
-        mfu_model_params(&m, &p);
-        CHECK_NEAR(p.active, 37e9, 0.016);
-    }
-    json_decref(ir);
-    json_decref(hf);
+    mfu_params p;
+    if (params_of("deepseek-v3", &p)) CHECK_NEAR(p.active, 37e9, 0.016);
 }
 
 /* ---- layer runs and the traps -------------------------------------------- */
@@ -197,22 +263,13 @@ static void test_llama_ir(void)
     json_t *hf = load("llama3-8b");
     json_t *ir = resolve(hf, NULL);
     CHECK(ir != NULL);
-    CHECK_EQ_I(n_runs(ir), 1);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 32);
-    CHECK_STR(rstr(ir, 0, "attention", "type"), "mha");
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_heads"), 32);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 8);
-    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 128);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
-    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
-    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 14336);
-    CHECK_STR(rstr(ir, 0, "mlp", "activation"), "silu");
+    EXPECT_IR(ir, "runs=1 0:count=32 0:attention.type=mha 0:attention.n_heads=32 0:attention.n_kv_heads=8 "
+                  "0:attention.head_dim=128 0:attention.window=0 0:mlp.type=dense 0:mlp.ffn_dim=14336 "
+                  "0:mlp.activation=silu");
     CHECK(json_is_true(json_object_get(json_object_get(run(ir, 0), "mlp"), "gated")));
-    CHECK_EQ_I(json_integer_value(json_object_get(ir, "d_model")), 4096);
-    CHECK_EQ_I(json_integer_value(json_object_get(ir, "vocab")), 128256);
+    EXPECT_IR(ir, "d_model=4096 vocab=128256");
     CHECK(json_is_false(json_object_get(ir, "tie_embeddings")));
-    CHECK_STR(json_string_value(json_object_get(ir, "norm")), "rmsnorm");
-    CHECK_STR(json_string_value(json_object_get(ir, "position")), "rope");
+    EXPECT_IR(ir, "norm=rmsnorm position=rope");
     json_decref(ir);
     json_decref(hf);
 }
@@ -225,9 +282,7 @@ static void test_trap_explicit_head_dim(void)
     mfu_model m;
     json_t *ir = resolve(hf, &m);
     CHECK(ir != NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 128);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_heads"), 32);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 4);
+    EXPECT_IR(ir, "0:attention.head_dim=128 0:attention.n_heads=32 0:attention.n_kv_heads=4");
     mfu_params with;
     mfu_model_params(&m, &with);
     json_decref(ir);
@@ -244,23 +299,17 @@ static void test_trap_explicit_head_dim(void)
     json_decref(ir);
     /* Absent: Qwen3MoeConfig's default, 128 (not hidden / heads). */
     json_object_del(hf, "head_dim");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 128);
-    json_decref(ir);
+    EXPECT_HF(hf, "0:attention.head_dim=128");
     json_decref(hf);
     /* Gemma: explicit 256 with hidden 3072 and 16 heads (not 192). */
     hf = load("gemma-7b");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 256);
-    json_decref(ir);
+    EXPECT_HF(hf, "0:attention.head_dim=256");
     json_decref(hf);
     /* Llama without head_dim: hidden / heads. */
     hf = load("llama3-8b");
     json_object_set_new(hf, "head_dim", json_null());
     json_object_set_new(hf, "hidden_size", json_integer(2048));
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 64);
-    json_decref(ir);
+    EXPECT_HF(hf, "0:attention.head_dim=64");
     json_decref(hf);
 }
 
@@ -275,12 +324,8 @@ static void test_trap_deepseek_head_dim(void)
     CHECK(ir1 && ir2 && json_equal(ir1, ir2));
     CHECK_STR(rstr(ir2, 0, "attention", "type"), "mla");
     CHECK(json_object_get(json_object_get(run(ir2, 0), "attention"), "head_dim") == NULL);
-    CHECK_EQ_I(rget(ir2, 0, "attention", "qk_nope_head_dim"), 128);
-    CHECK_EQ_I(rget(ir2, 0, "attention", "qk_rope_head_dim"), 64);
-    CHECK_EQ_I(rget(ir2, 0, "attention", "v_head_dim"), 128);
-    CHECK_EQ_I(rget(ir2, 0, "attention", "q_lora_rank"), 1536);
-    CHECK_EQ_I(rget(ir2, 0, "attention", "kv_lora_rank"), 512);
-    CHECK_EQ_I(rget(ir2, 0, "attention", "n_heads"), 128);
+    EXPECT_IR(ir2, "0:attention.qk_nope_head_dim=128 0:attention.qk_rope_head_dim=64 0:attention.v_head_dim=128 "
+                   "0:attention.q_lora_rank=1536 0:attention.kv_lora_rank=512 0:attention.n_heads=128");
     json_decref(ir1);
     json_decref(ir2);
     json_decref(hf);
@@ -304,56 +349,28 @@ static void test_trap_q_lora_null(void)
 /* Trap: DeepSeek first_k_dense_replace + moe_layer_freq; shared experts. */
 static void test_trap_deepseek_layers(void)
 {
-    json_t *hf = load("deepseek-v3");
-    json_t *ir = resolve(hf, NULL);
     /* 3 dense + 58 MoE = 2 runs; MTP (num_nextn_predict_layers) ignored. */
-    CHECK_EQ_I(n_runs(ir), 2);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 3);
-    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
-    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 18432);
-    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 58);
-    CHECK_STR(rstr(ir, 1, "mlp", "type"), "moe");
-    CHECK_EQ_I(rget(ir, 1, "mlp", "n_experts"), 256);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "top_k"), 8);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "expert_ffn_dim"), 2048);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "n_shared_experts"), 1);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "shared_ffn_dim"), 2048);
-    json_decref(ir);
+    json_t *hf = load("deepseek-v3");
+    EXPECT_HF(hf, "runs=2 0:count=3 0:mlp.type=dense 0:mlp.ffn_dim=18432 1:count=58 1:mlp.type=moe "
+                  "1:mlp.n_experts=256 1:mlp.top_k=8 1:mlp.expert_ffn_dim=2048 1:mlp.n_shared_experts=1 "
+                  "1:mlp.shared_ffn_dim=2048");
 
     /* moe_layer_freq 2, first_k_dense_replace 1: MoE iff i >= 1 and i % 2 == 0:
      * layers 0,1 dense, 2 MoE, 3 dense, 4 MoE ... (61 layers: 2 dense then
      * 29 x (MoE, dense) with the last MoE at 60) = 1 + 59 runs. */
     json_object_set_new(hf, "moe_layer_freq", json_integer(2));
     json_object_set_new(hf, "first_k_dense_replace", json_integer(1));
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 60);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 2);
-    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
-    CHECK_STR(rstr(ir, 1, "mlp", "type"), "moe");
-    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 1);
-    CHECK_STR(rstr(ir, 2, "mlp", "type"), "dense");
-    CHECK_STR(rstr(ir, 59, "mlp", "type"), "moe");
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=60 0:count=2 0:mlp.type=dense 1:mlp.type=moe 1:count=1 2:mlp.type=dense 59:mlp.type=moe");
 
     /* n_routed_experts null: every layer dense. */
     json_object_set_new(hf, "n_routed_experts", json_null());
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 1);
-    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=1 0:mlp.type=dense");
     json_decref(hf);
 
     /* V2-Lite: 1 dense + 26 MoE with 2 shared experts of 1408. */
     hf = load("deepseek-v2-lite");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 2);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 1);
-    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 26);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "n_shared_experts"), 2);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "shared_ffn_dim"), 1408);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "n_experts"), 64);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "top_k"), 6);
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=2 0:count=1 1:count=26 1:mlp.n_shared_experts=2 1:mlp.shared_ffn_dim=1408 "
+                  "1:mlp.n_experts=64 1:mlp.top_k=6");
     json_decref(hf);
 }
 
@@ -362,46 +379,26 @@ static void test_trap_deepseek_layers(void)
 static void test_trap_qwen_moe_layers(void)
 {
     json_t *hf = load("qwen3-30b-a3b");
-    json_t *ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 1);
-    CHECK_STR(rstr(ir, 0, "mlp", "type"), "moe");
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 128);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "expert_ffn_dim"), 768);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_shared_experts"), 0);
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=1 0:mlp.type=moe 0:mlp.n_experts=128 0:mlp.expert_ffn_dim=768 0:mlp.n_shared_experts=0");
 
     /* mlp_only_layers [0, 47]: dense, 46 MoE, dense (dense width 6144). */
     json_t *mol = json_array();
     json_array_append_new(mol, json_integer(0));
     json_array_append_new(mol, json_integer(47));
     json_object_set_new(hf, "mlp_only_layers", mol);
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 3);
-    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
-    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 6144);
-    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 46);
-    CHECK_STR(rstr(ir, 2, "mlp", "type"), "dense");
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=3 0:mlp.type=dense 0:mlp.ffn_dim=6144 1:count=46 2:mlp.type=dense");
 
     /* decoder_sparse_step 2: MoE iff (i + 1) % 2 == 0 -> dense, MoE, ... */
     json_object_set_new(hf, "mlp_only_layers", json_array());
     json_object_set_new(hf, "decoder_sparse_step", json_integer(2));
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 48);
-    CHECK_STR(rstr(ir, 0, "mlp", "type"), "dense");
-    CHECK_STR(rstr(ir, 1, "mlp", "type"), "moe");
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=48 0:mlp.type=dense 1:mlp.type=moe");
     json_decref(hf);
 
     /* Qwen1.5-MoE-A2.7B: one shared expert of 5632 beside 60 x 1408. */
     hf = load("qwen1.5-moe-a2.7b");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 1);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 60);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "top_k"), 4);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "expert_ffn_dim"), 1408);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_shared_experts"), 1);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "shared_ffn_dim"), 5632);
+    json_t *ir = resolve(hf, NULL);
+    EXPECT_IR(ir, "runs=1 0:mlp.n_experts=60 0:mlp.top_k=4 0:mlp.expert_ffn_dim=1408 0:mlp.n_shared_experts=1 "
+                  "0:mlp.shared_ffn_dim=5632");
     /* Qwen2 attention has q/k/v biases (modeling_qwen2_moe.py bias=True). */
     CHECK(json_is_true(json_object_get(json_object_get(run(ir, 0), "attention"), "qkv_bias")));
     json_decref(ir);
@@ -413,58 +410,33 @@ static void test_trap_windows(void)
 {
     /* Mistral-7B-v0.1: a 4096 window on every layer. */
     json_t *hf = load("mistral-7b-v0.1");
-    json_t *ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 1);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 4096);
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=1 0:attention.window=4096");
     json_decref(hf);
     /* Mixtral: sliding_window null = full attention. */
     hf = load("mixtral-8x7b");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
-    json_decref(ir);
+    EXPECT_HF(hf, "0:attention.window=0");
     json_decref(hf);
 
     /* Qwen2.5-7B: sliding_window 131072 but use_sliding_window false. */
     hf = load("qwen2.5-7b");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 1);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=1 0:attention.window=0");
     /* use_sliding_window true: layers >= max_window_layers slide. */
     json_object_set_new(hf, "use_sliding_window", json_true());
     json_object_set_new(hf, "sliding_window", json_integer(4096));
     json_object_set_new(hf, "max_window_layers", json_integer(20));
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 2);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 20);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
-    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 8);
-    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 4096);
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=2 0:count=20 0:attention.window=0 1:count=8 1:attention.window=4096");
     /* layer_types (transformers >= 4.53) wins over max_window_layers. */
     json_t *lt = json_array();
     for (int i = 0; i < 28; i++)
         json_array_append_new(lt, json_string(i % 4 == 3 ? "full_attention" : "sliding_attention"));
     json_object_set_new(hf, "layer_types", lt);
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 14);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 3);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 4096);
-    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 1);
-    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 0);
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=14 0:count=3 0:attention.window=4096 1:count=1 1:attention.window=0");
     json_decref(hf);
 
     /* Gemma-2: sliding (4096) on even layers, global on odd: 42 runs. */
     hf = load("gemma-2-9b");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 42);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 4096);
-    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 0);
-    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 256);
-    CHECK_STR(rstr(ir, 0, "mlp", "activation"), "gelu");
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=42 0:attention.window=4096 1:attention.window=0 0:attention.head_dim=256 "
+                  "0:mlp.activation=gelu");
     json_decref(hf);
 }
 
@@ -474,33 +446,23 @@ static void test_trap_gla(void)
     json_t *hf = load("gla-1.3b");
     json_t *ir = resolve(hf, NULL);
     CHECK(ir != NULL);
-    CHECK_EQ_I(n_runs(ir), 1);
-    CHECK_STR(rstr(ir, 0, "attention", "type"), "gla");
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_heads"), 4);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 4);   /* num_kv_heads null */
-    CHECK_EQ_I(rget(ir, 0, "attention", "key_dim"), 1024);   /* 2048 x expand_k 0.5 */
-    CHECK_EQ_I(rget(ir, 0, "attention", "value_dim"), 2048); /* 2048 x expand_v 1 */
-    CHECK_EQ_I(rget(ir, 0, "attention", "gate_rank"), 16);
-    CHECK_EQ_I(rget(ir, 0, "attention", "chunk_size"), 64);
-    /* int(2048 x 4 x 2/3) = 5461, rounded up to a multiple of 256: 5632. */
-    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 5632);
-    CHECK_STR(rstr(ir, 0, "mlp", "activation"), "silu");
+    /* n_kv_heads: num_kv_heads null; key_dim 2048 x expand_k 0.5; value_dim
+     * 2048 x expand_v 1; ffn_dim int(2048 x 4 x 2/3) = 5461, rounded up to a
+     * multiple of 256: 5632. */
+    EXPECT_IR(ir, "runs=1 0:attention.type=gla 0:attention.n_heads=4 0:attention.n_kv_heads=4 "
+                  "0:attention.key_dim=1024 0:attention.value_dim=2048 0:attention.gate_rank=16 "
+                  "0:attention.chunk_size=64 0:mlp.ffn_dim=5632 0:mlp.activation=silu");
     CHECK(json_is_false(json_object_get(ir, "tie_embeddings")));
     json_decref(ir);
 
-    /* num_kv_heads, expand_k, hidden_ratio, explicit intermediate_size. */
+    /* num_kv_heads, expand_k, hidden_ratio (ffn int(2048*3*2/3) = 4096),
+     * explicit intermediate_size. */
     json_object_set_new(hf, "num_kv_heads", json_integer(2));
     json_object_set_new(hf, "expand_k", json_real(1.0));
     json_object_set_new(hf, "hidden_ratio", json_integer(3));
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 2);
-    CHECK_EQ_I(rget(ir, 0, "attention", "key_dim"), 2048);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 4096); /* int(2048*3*2/3) = 4096 */
-    json_decref(ir);
+    EXPECT_HF(hf, "0:attention.n_kv_heads=2 0:attention.key_dim=2048 0:mlp.ffn_dim=4096");
     json_object_set_new(hf, "intermediate_size", json_integer(5000));
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 5000);
-    json_decref(ir);
+    EXPECT_HF(hf, "0:mlp.ffn_dim=5000");
     json_decref(hf);
 
     /* Hybrid: softmax attention on layers 5, 11, 17, 23. */
@@ -515,17 +477,9 @@ static void test_trap_gla(void)
     mfu_model m;
     ir = resolve(hf, &m);
     CHECK(ir != NULL);
-    CHECK_EQ_I(n_runs(ir), 8);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 5);
-    CHECK_STR(rstr(ir, 0, "attention", "type"), "gla");
-    CHECK_EQ_I(rget(ir, 1, NULL, "count"), 1);
-    CHECK_STR(rstr(ir, 1, "attention", "type"), "mha");
-    CHECK_EQ_I(rget(ir, 1, "attention", "n_heads"), 16);
-    CHECK_EQ_I(rget(ir, 1, "attention", "n_kv_heads"), 4);
-    CHECK_EQ_I(rget(ir, 1, "attention", "head_dim"), 128);
-    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 2048);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "ffn_dim"), 5632);
-    CHECK_STR(rstr(ir, 7, "attention", "type"), "mha");
+    EXPECT_IR(ir, "runs=8 0:count=5 0:attention.type=gla 1:count=1 1:attention.type=mha 1:attention.n_heads=16 "
+                  "1:attention.n_kv_heads=4 1:attention.head_dim=128 1:attention.window=2048 1:mlp.ffn_dim=5632 "
+                  "7:attention.type=mha");
     CHECK_EQ_I(m.n_runs, 8);
     json_decref(ir);
     /* attn without num_heads: fla raises; so do we, at the field. */
@@ -556,13 +510,9 @@ static void test_trap_defaults(void)
     json_decref(ir);
     /* num_key_value_heads absent or null => = num_attention_heads (MHA). */
     json_object_del(hf, "num_key_value_heads");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 32);
-    json_decref(ir);
+    EXPECT_HF(hf, "0:attention.n_kv_heads=32");
     json_object_set_new(hf, "num_key_value_heads", json_null());
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 32);
-    json_decref(ir);
+    EXPECT_HF(hf, "0:attention.n_kv_heads=32");
     /* Integral reals are integers. */
     json_object_set_new(hf, "hidden_size", json_real(4096.0));
     ir = resolve(hf, NULL);
@@ -801,9 +751,7 @@ static void test_presets(void)
     preset_params("gla-1.3b", 1.365e9, 0);
     /* GPT-3's IR: non-gated GeLU 4h MLP, learned positions, LayerNorm. */
     json_t *g = json_object_get(api_preset_model("gpt3-175b"), "model");
-    CHECK_STR(json_string_value(json_object_get(g, "norm")), "layernorm");
-    CHECK_STR(json_string_value(json_object_get(g, "position")), "learned");
-    CHECK_EQ_I(rget(g, 0, "mlp", "ffn_dim"), 49152);
+    EXPECT_IR(g, "norm=layernorm position=learned 0:mlp.ffn_dim=49152");
     CHECK(json_is_false(json_object_get(json_object_get(run(g, 0), "mlp"), "gated")));
 }
 
@@ -857,13 +805,10 @@ static void test_published_gpt_oss(void)
         double total, active_wo_embedding;
     } oss[] = {{"gpt-oss-120b", 116.83e9, 5.13e9}, {"gpt-oss-20b", 20.91e9, 3.61e9}};
     for (size_t i = 0; i < sizeof oss / sizeof oss[0]; i++) {
-        json_t *hf = load(oss[i].file);
-        mfu_model m;
-        json_t *ir = resolve(hf, &m);
-        CHECK(ir != NULL);
-        if (ir) {
-            mfu_params p;
-            mfu_model_params(&m, &p);
+        mfu_params p;
+        int ok = params_of(oss[i].file, &p);
+        CHECK(ok);
+        if (ok) {
             fprintf(stderr, "  %-20s total %.5g active-embedding %.4g\n", oss[i].file, p.total,
                     p.active - p.embedding);
             CHECK_NEAR(p.total, oss[i].total, 0.01);
@@ -872,8 +817,6 @@ static void test_published_gpt_oss(void)
             CHECK_NEAR(p.total, oss[i].total, 0.001);
             CHECK_NEAR(p.active - p.embedding, oss[i].active_wo_embedding, 0.002);
         }
-        json_decref(ir);
-        json_decref(hf);
     }
 }
 
@@ -907,20 +850,15 @@ static void test_published_llama4(void)
         double total, active;
     } l4[] = {{"llama4-scout-17b-16e", 109e9, 17e9}, {"llama4-maverick-17b-128e", 400e9, 17e9}};
     for (size_t i = 0; i < sizeof l4 / sizeof l4[0]; i++) {
-        json_t *hf = load(l4[i].file);
-        mfu_model m;
-        json_t *ir = resolve(hf, &m);
-        CHECK(ir != NULL);
-        if (ir) {
-            mfu_params p;
-            mfu_model_params(&m, &p);
+        mfu_params p;
+        int ok = params_of(l4[i].file, &p);
+        CHECK(ok);
+        if (ok) {
             fprintf(stderr, "  %-24s text %.5g + vision %.4g = %.5g, active %.4g\n", l4[i].file,
                     p.total, vision, p.total + vision, p.active);
             CHECK_NEAR(p.total + vision, l4[i].total, 0.01);
             CHECK_NEAR(p.active, l4[i].active, 0.015);
         }
-        json_decref(ir);
-        json_decref(hf);
     }
 }
 
@@ -939,33 +877,26 @@ static void test_published_qwen3_next(void)
      *   MoE: router h x 512, shared expert 3 h 512 + its gate h, routed
      *     experts 3 h 512 each (10 active of 512);
      *   two RMSNorms h per layer, final norm h, embedding and head V h. */
-    {
-        const double h = 2048, V = 151936;
-        double gdn = h * (2 * 16 * 128 + 2 * 32 * 128) + h * 64 + (2 * 2048 + 4096) * 4.0 + 2 * 32 +
-                     128 + 4096 * h;
-        double att = h * 16 * 256 * 2 + 2 * h * 2 * 256 + 4096 * h + 2 * 256;
-        double moe_common = h * 512 + 3 * h * 512 + h + 2 * h;
-        double expert = 3 * h * 512;
-        double edge = 2 * V * h + h;
-        double total = 36 * gdn + 12 * att + 48 * (moe_common + 512 * expert) + edge;
-        double active = 36 * gdn + 12 * att + 48 * (moe_common + 10 * expert) + edge;
-        json_t *hf = load("qwen3-next-80b-a3b");
-        mfu_model m;
-        json_t *ir = resolve(hf, &m);
-        CHECK(ir != NULL);
-        if (ir) {
-            mfu_params p;
-            mfu_model_params(&m, &p);
-            fprintf(stderr, "  %-20s total %.5g active %.4g (hand %.5g / %.4g)\n", "qwen3-next-80b-a3b",
-                    p.total, p.active, total, active);
-            CHECK_NEAR(p.total, 80e9, 0.01);
-            CHECK_NEAR(p.total, total, 1e-12);
-            CHECK_NEAR(p.active, active, 1e-12);
-            /* without the embedding and the head: 3.25B, the "3B" */
-            CHECK_NEAR(p.active - p.embedding - p.head, 3e9, 0.1);
-        }
-        json_decref(ir);
-        json_decref(hf);
+    const double h = 2048, V = 151936;
+    double gdn = h * (2 * 16 * 128 + 2 * 32 * 128) + h * 64 + (2 * 2048 + 4096) * 4.0 + 2 * 32 +
+                 128 + 4096 * h;
+    double att = h * 16 * 256 * 2 + 2 * h * 2 * 256 + 4096 * h + 2 * 256;
+    double moe_common = h * 512 + 3 * h * 512 + h + 2 * h;
+    double expert = 3 * h * 512;
+    double edge = 2 * V * h + h;
+    double total = 36 * gdn + 12 * att + 48 * (moe_common + 512 * expert) + edge;
+    double active = 36 * gdn + 12 * att + 48 * (moe_common + 10 * expert) + edge;
+    mfu_params p;
+    int ok = params_of("qwen3-next-80b-a3b", &p);
+    CHECK(ok);
+    if (ok) {
+        fprintf(stderr, "  %-20s total %.5g active %.4g (hand %.5g / %.4g)\n", "qwen3-next-80b-a3b",
+                p.total, p.active, total, active);
+        CHECK_NEAR(p.total, 80e9, 0.01);
+        CHECK_NEAR(p.total, total, 1e-12);
+        CHECK_NEAR(p.active, active, 1e-12);
+        /* without the embedding and the head: 3.25B, the "3B" */
+        CHECK_NEAR(p.active - p.embedding - p.head, 3e9, 0.1);
     }
 }
 
@@ -974,15 +905,11 @@ static void test_layers_phi3(void)
 {
     /* Phi-3-mini-4k: one run of 32; sliding_window 2047 on every layer
      * (Phi3Attention passes it to every layer); fused projections, no
-     * biases; the display name from _name_or_path. */
+     * biases; head_dim 3072 / 32; the display name from _name_or_path. */
     json_t *hf = load("phi-3-mini-4k-instruct");
     json_t *ir = resolve(hf, NULL);
     CHECK(ir != NULL);
-    CHECK_STR(json_string_value(json_object_get(ir, "name")), "Phi-3-mini-4k-instruct");
-    CHECK_EQ_I(n_runs(ir), 1);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 32);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 2047);
-    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 96); /* 3072 / 32 */
+    EXPECT_IR(ir, "name=Phi-3-mini-4k-instruct runs=1 0:count=32 0:attention.window=2047 0:attention.head_dim=96");
     CHECK(!abool(ir, 0, "qkv_bias") && !abool(ir, 0, "out_bias"));
     CHECK(json_object_get(attn_of(ir, 0), "rotary_dim") == NULL); /* all of head_dim */
     CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 8192);
@@ -995,9 +922,7 @@ static void test_layers_phi3(void)
     CHECK_EQ_I(m.runs[0].attn.rotary_dim, 72);
     json_decref(ir);
     json_object_set_new(hf, "sliding_window", json_null());
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 0);
-    json_decref(ir);
+    EXPECT_HF(hf, "0:attention.window=0");
     json_decref(hf);
 }
 
@@ -1014,28 +939,16 @@ static void test_layers_gpt_oss(void)
         CHECK(abool(ir, i, "sinks") && abool(ir, i, "qkv_bias") && abool(ir, i, "out_bias"));
         CHECK(json_is_true(json_object_get(mlp_of(ir, i), "bias")));
     }
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 32);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "top_k"), 4);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "expert_ffn_dim"), 2880);
-    CHECK_EQ_I(rget(ir, 0, "attention", "head_dim"), 64);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 8);
+    EXPECT_IR(ir, "0:mlp.n_experts=32 0:mlp.top_k=4 0:mlp.expert_ffn_dim=2880 0:attention.head_dim=64 "
+                  "0:attention.n_kv_heads=8");
     CHECK(json_array_size(json_object_get(ir, "approximations")) == 1);
     json_decref(ir);
     /* without layer_types: GptOssConfig's default, even layers slide */
     json_object_del(hf, "layer_types");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 24);
-    CHECK_EQ_I(rget(ir, 0, "attention", "window"), 128);
-    CHECK_EQ_I(rget(ir, 1, "attention", "window"), 0);
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=24 0:attention.window=128 1:attention.window=0");
     json_decref(hf);
     hf = load("gpt-oss-120b");
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 36);
-    CHECK_EQ_I(rget(ir, 35, "attention", "window"), 0);
-    CHECK_EQ_I(rget(ir, 34, "attention", "window"), 128);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 128);
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=36 35:attention.window=0 34:attention.window=128 0:mlp.n_experts=128");
     json_decref(hf);
 }
 
@@ -1055,13 +968,10 @@ static void test_layers_llama4_scout(void)
         CHECK_EQ_I(rget(ir, i, NULL, "count"), nope ? 1 : 3);
         CHECK(abool(ir, i, "nope") == nope);
         CHECK_EQ_I(rget(ir, i, "attention", "chunk"), nope ? 0 : 8192);
-        CHECK_STR(json_string_value(json_object_get(attn_of(ir, i), "qk_norm")), nope ? "none" : "l2");
+        CHECK_STR(rstr(ir, i, "attention", "qk_norm"), nope ? "none" : "l2");
         CHECK_STR(rstr(ir, i, "mlp", "type"), "moe");
     }
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 16);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "top_k"), 1);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_shared_experts"), 1);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "shared_ffn_dim"), 8192);
+    EXPECT_IR(ir, "0:mlp.n_experts=16 0:mlp.top_k=1 0:mlp.n_shared_experts=1 0:mlp.shared_ffn_dim=8192");
     CHECK(json_is_false(json_object_get(mlp_of(ir, 0), "shared_gate")));
     json_decref(ir);
     /* no_rope_layers given: 0 = NoPE (here layer 0 only); layer_types given
@@ -1076,9 +986,7 @@ static void test_layers_llama4_scout(void)
     CHECK_EQ_I(rget(ir, 1, NULL, "count"), 47);
     json_decref(ir);
     json_object_set_new(tc, "attention_chunk_size", json_null());
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(rget(ir, 1, "attention", "chunk"), 0);
-    json_decref(ir);
+    EXPECT_HF(hf, "1:attention.chunk=0");
     json_decref(hf);
 }
 
@@ -1093,10 +1001,9 @@ static void test_layers_llama4_maverick(void)
     for (size_t i = 0; i < 48; i++) {
         CHECK_STR(rstr(ir, i, "mlp", "type"), i % 2 ? "moe" : "dense");
         CHECK(abool(ir, i, "nope") == ((i + 1) % 4 == 0));
-        CHECK_STR(json_string_value(json_object_get(attn_of(ir, i), "qk_norm")), "none");
+        CHECK_STR(rstr(ir, i, "attention", "qk_norm"), "none");
     }
-    CHECK_EQ_I(rget(ir, 0, "mlp", "ffn_dim"), 16384);
-    CHECK_EQ_I(rget(ir, 1, "mlp", "n_experts"), 128);
+    EXPECT_IR(ir, "0:mlp.ffn_dim=16384 1:mlp.n_experts=128");
     json_decref(ir);
     json_decref(hf);
 }
@@ -1116,30 +1023,19 @@ static void test_layers_qwen3_next(void)
         CHECK_EQ_I(rget(ir, i, NULL, "count"), i % 2 ? 1 : 3);
         CHECK(json_is_true(json_object_get(mlp_of(ir, i), "shared_gate")));
     }
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_heads"), 32);
-    CHECK_EQ_I(rget(ir, 0, "attention", "n_kv_heads"), 16);
-    CHECK_EQ_I(rget(ir, 0, "attention", "key_dim"), 2048);
-    CHECK_EQ_I(rget(ir, 0, "attention", "value_dim"), 4096);
-    CHECK_EQ_I(rget(ir, 0, "attention", "conv_size"), 4);
+    EXPECT_IR(ir, "0:attention.n_heads=32 0:attention.n_kv_heads=16 0:attention.key_dim=2048 "
+                  "0:attention.value_dim=4096 0:attention.conv_size=4");
     CHECK(abool(ir, 0, "output_gate"));
-    CHECK_EQ_I(rget(ir, 1, "attention", "head_dim"), 256);
-    CHECK_EQ_I(rget(ir, 1, "attention", "rotary_dim"), 64);
+    EXPECT_IR(ir, "1:attention.head_dim=256 1:attention.rotary_dim=64");
     CHECK(abool(ir, 1, "output_gate"));
-    CHECK_STR(json_string_value(json_object_get(attn_of(ir, 1), "qk_norm")), "rmsnorm");
-    CHECK_EQ_I(rget(ir, 0, "mlp", "n_experts"), 512);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "top_k"), 10);
-    CHECK_EQ_I(rget(ir, 0, "mlp", "shared_ffn_dim"), 512);
+    EXPECT_IR(ir, "1:attention.qk_norm=rmsnorm 0:mlp.n_experts=512 0:mlp.top_k=10 0:mlp.shared_ffn_dim=512");
     json_decref(ir);
     /* layer_types, when given, is what counts */
     json_t *lt = json_array();
     for (int i = 0; i < 48; i++)
         json_array_append_new(lt, json_string(i < 46 ? "linear_attention" : "full_attention"));
     json_object_set_new(hf, "layer_types", lt);
-    ir = resolve(hf, NULL);
-    CHECK_EQ_I(n_runs(ir), 2);
-    CHECK_EQ_I(rget(ir, 0, NULL, "count"), 46);
-    CHECK_STR(rstr(ir, 1, "attention", "type"), "mha");
-    json_decref(ir);
+    EXPECT_HF(hf, "runs=2 0:count=46 1:attention.type=mha");
     json_decref(hf);
 }
 
