@@ -61,6 +61,21 @@
 
 static const char *const QKN_NAMES[] = {"none", "rmsnorm", "l2"};
 
+/* A linear attention's fields (Gated DeltaNet, GLA), in the IR's order:
+ * type, n_heads, n_kv_heads, key_dim, value_dim, the kind's own integer
+ * (conv_size, gate_rank), chunk_size, output_gate. */
+static void linear_attn_json(json_t *a, const char *type, const layer_spec *l, const char *own, int64_t own_v)
+{
+    json_object_set_new(a, "type", json_string(type));
+    json_object_set_new(a, "n_heads", json_integer(l->n_heads));
+    json_object_set_new(a, "n_kv_heads", json_integer(l->n_kv_heads));
+    json_object_set_new(a, "key_dim", json_integer(l->key_dim));
+    json_object_set_new(a, "value_dim", json_integer(l->value_dim));
+    json_object_set_new(a, own, json_integer(own_v));
+    json_object_set_new(a, "chunk_size", json_integer(l->chunk_size));
+    json_object_set_new(a, "output_gate", json_boolean(l->output_gate));
+}
+
 static json_t *attn_json(const layer_spec *l)
 {
     json_t *a = json_object();
@@ -81,14 +96,7 @@ static json_t *attn_json(const layer_spec *l)
         json_object_set_new(a, "qk_norm", json_string(QKN_NAMES[l->qk_norm]));
         break;
     case L_GDN:
-        json_object_set_new(a, "type", json_string("gdn"));
-        json_object_set_new(a, "n_heads", json_integer(l->n_heads));
-        json_object_set_new(a, "n_kv_heads", json_integer(l->n_kv_heads));
-        json_object_set_new(a, "key_dim", json_integer(l->key_dim));
-        json_object_set_new(a, "value_dim", json_integer(l->value_dim));
-        json_object_set_new(a, "conv_size", json_integer(l->conv_size));
-        json_object_set_new(a, "chunk_size", json_integer(l->chunk_size));
-        json_object_set_new(a, "output_gate", json_boolean(l->output_gate));
+        linear_attn_json(a, "gdn", l, "conv_size", l->conv_size);
         break;
     case L_MLA:
         json_object_set_new(a, "type", json_string("mla"));
@@ -100,14 +108,7 @@ static json_t *attn_json(const layer_spec *l)
         json_object_set_new(a, "v_head_dim", json_integer(l->v_head_dim));
         break;
     default:
-        json_object_set_new(a, "type", json_string("gla"));
-        json_object_set_new(a, "n_heads", json_integer(l->n_heads));
-        json_object_set_new(a, "n_kv_heads", json_integer(l->n_kv_heads));
-        json_object_set_new(a, "key_dim", json_integer(l->key_dim));
-        json_object_set_new(a, "value_dim", json_integer(l->value_dim));
-        json_object_set_new(a, "gate_rank", json_integer(l->gate_rank));
-        json_object_set_new(a, "chunk_size", json_integer(l->chunk_size));
-        json_object_set_new(a, "output_gate", json_boolean(l->output_gate));
+        linear_attn_json(a, "gla", l, "gate_rank", l->gate_rank);
         break;
     }
     return a;
