@@ -102,10 +102,7 @@ void hf_llama4_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls)
         l->chunk = chunked[i] ? chunk : 0;
         l->qk_norm = (qkn && rope[i]) ? QKN_L2 : QKN_NONE;
         if (moe[i]) {
-            l->mlp_kind = L_MOE;
-            l->n_experts = e;
-            l->top_k = k;
-            l->expert_ffn_dim = moe_ffn;
+            hf_moe_layer(l, e, k, moe_ffn);
             l->n_shared_experts = 1;
             l->shared_ffn_dim = moe_ffn;
         } else {
@@ -268,9 +265,7 @@ void hf_deepseek_layers(hf_ctx *c, hf_family fam, const hf_common *cm, layer_spe
         if (ls[i].mlp_kind == L_DENSE) {
             ls[i].ffn_dim = dense_ffn;
         } else {
-            ls[i].n_experts = e;
-            ls[i].top_k = k;
-            ls[i].expert_ffn_dim = moe_ffn;
+            hf_moe_layer(&ls[i], e, k, moe_ffn);
             ls[i].n_shared_experts = n_shared;
             ls[i].shared_ffn_dim = moe_ffn;
             ls[i].route_nodes = route_nodes;

@@ -75,6 +75,7 @@ void hf_dense_mlp(hf_ctx *c, long long n_layers, layer_spec *ls);
 void hf_gpt_oss_mlp(hf_ctx *c, long long n_layers, layer_spec *ls);
 void hf_mixtral_mlp(hf_ctx *c, long long n_layers, layer_spec *ls);
 int hf_moe_counts(hf_ctx *c, const char *experts_key, long long *e, long long *k);
+void hf_moe_layer(layer_spec *l, long long e, long long k, long long ffn);
 void hf_qwen_moe_mlp(hf_ctx *c, hf_family fam, long long n_layers, layer_spec *ls);
 void hf_softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, layer_spec *ls);
 void hf_deepseek_layers(hf_ctx *c, hf_family fam, const hf_common *cm, layer_spec *ls);

@@ -212,19 +212,36 @@ int hf_moe_counts(hf_ctx *c, const char *experts_key, long long *e, long long *k
     return 0;
 }
 
+/* Layer l's MLP an MoE of e routed experts of width ffn, top k (shared
+ * experts, biases and gates are the family's). */
+void hf_moe_layer(layer_spec *l, long long e, long long k, long long ffn)
+{
+    l->mlp_kind = L_MOE;
+    l->n_experts = e;
+    l->top_k = k;
+    l->expert_ffn_dim = ffn;
+}
+
+/* Every layer MoE: num_local_experts experts of intermediate_size, top
+ * num_experts_per_tok; `bias`: the experts and the router have biases. -1
+ * on error. */
+static int moe_every_layer(hf_ctx *c, long long n_layers, layer_spec *ls, int bias)
+{
+    long long e, k, ffn;
+    if (hf_moe_counts(c, "num_local_experts", &e, &k) < 0) return -1;
+    if (hf_int(c, "intermediate_size", 1, 0, 1, API_MAX_DIM, &ffn) < 0) return -1;
+    for (long long i = 0; i < n_layers; i++) {
+        hf_moe_layer(&ls[i], e, k, ffn);
+        ls[i].moe_bias = bias;
+    }
+    return 0;
+}
+
 /* Mixtral (modeling_mixtral.py MixtralSparseMoeBlock): every layer is MoE,
  * num_local_experts experts of intermediate_size each. */
 void hf_mixtral_mlp(hf_ctx *c, long long n_layers, layer_spec *ls)
 {
-    long long e, k, ffn;
-    if (hf_moe_counts(c, "num_local_experts", &e, &k) < 0) return;
-    if (hf_int(c, "intermediate_size", 1, 0, 1, API_MAX_DIM, &ffn) < 0) return;
-    for (long long i = 0; i < n_layers; i++) {
-        ls[i].mlp_kind = L_MOE;
-        ls[i].n_experts = e;
-        ls[i].top_k = k;
-        ls[i].expert_ffn_dim = ffn;
-    }
+    moe_every_layer(c, n_layers, ls, 0);
 }
 
 /* Qwen2-MoE / Qwen3-MoE / Qwen3-Next (modeling_qwen2_moe.py
@@ -281,10 +298,7 @@ void hf_qwen_moe_mlp(hf_ctx *c, hf_family fam, long long n_layers, layer_spec *l
             ls[i].mlp_kind = L_DENSE;
             ls[i].ffn_dim = dense_ffn;
         } else {
-            ls[i].mlp_kind = L_MOE;
-            ls[i].n_experts = e;
-            ls[i].top_k = k;
-            ls[i].expert_ffn_dim = moe_ffn;
+            hf_moe_layer(&ls[i], e, k, moe_ffn);
             ls[i].n_shared_experts = shared > 0 ? 1 : 0;
             ls[i].shared_ffn_dim = shared > 0 ? shared : moe_ffn;
             ls[i].shared_gate = shared > 0;
@@ -299,16 +313,7 @@ out:
  * down_proj_bias), a router with a bias, top num_experts_per_tok. */
 void hf_gpt_oss_mlp(hf_ctx *c, long long n_layers, layer_spec *ls)
 {
-    long long e, k, ffn;
-    if (hf_moe_counts(c, "num_local_experts", &e, &k) < 0) return;
-    if (hf_int(c, "intermediate_size", 1, 0, 1, API_MAX_DIM, &ffn) < 0) return;
-    for (long long i = 0; i < n_layers; i++) {
-        ls[i].mlp_kind = L_MOE;
-        ls[i].n_experts = e;
-        ls[i].top_k = k;
-        ls[i].expert_ffn_dim = ffn;
-        ls[i].moe_bias = 1;
-    }
+    if (moe_every_layer(c, n_layers, ls, 1) < 0) return;
     /* GptOssExperts._apply_gate: gate.clamp(max=7), up.clamp(-7, 7),
      * (up + 1) * gate * sigmoid(1.702 gate) */
     hf_approx(c, "gpt_oss: the experts' clamped SwiGLU ((up + 1) * gate * sigmoid(1.702 gate), "
