@@ -1,5 +1,9 @@
 /* api/: SHA-256 (FIPS 180-4 examples), the cache key's normal form, JSON
- * pointers in errors, overrides, presets, rendering contracts. */
+ * pointers in errors, overrides, presets, rendering contracts.
+ *
+ * Over 600 lines: one binary per module (tests/check.h), and the api's
+ * limits (t_document_limits_*) are one table of cases each a few lines
+ * long; every case runs alone by name (`build/tests/test_api --list`). */
 #include "check.h"
 #include "sha256.h"
 #include "testutil.h"
