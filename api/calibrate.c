@@ -2,6 +2,7 @@
  * efficiency parameters of one hardware description to measured runs
  * (docs/calibration.md), with leave-one-out cross-validation. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,7 @@ typedef struct cal_param {
 } cal_param;
 
 enum { CP_GEMM, CP_GEMM_T, CP_ATTN, CP_HBM, CP_KERNEL, CP_NET_IN, CP_NET_OUT, CP_STEP, CP_MB, CP_OVERLAP,
-       CP_HOST, CP_COUNT };
+       CP_HOST, CP_FP8, CP_COUNT };
 
 static const cal_param PARAMS[CP_COUNT] = {
     {"gemm_scale", "GEMM efficiency relative to the component-benchmark curve", 0.15, 0.5, 1.3, 1},
@@ -38,6 +39,8 @@ static const cal_param PARAMS[CP_COUNT] = {
     /* F-TIME-DISPATCH: only runs whose host falls behind the GPU (small
      * micro-batches of many-expert MoE models) can determine it */
     {"host_op_s", "host time to issue one kernel (eager framework)", 5e-6, 0.0, 1e-4, 0},
+    /* F-TIME-FP8: only FP8 runs can determine it */
+    {"fp8_gemm_scale", "FP8 GEMM efficiency relative to the GEMM curve at the FP8 peak", 0.15, 0.3, 1.0, 1},
 };
 
 static double *param_ref(mfu_hardware *hw, int id)
@@ -54,6 +57,7 @@ static double *param_ref(mfu_hardware *hw, int id)
     case CP_STEP: return &e->step_overhead_s;
     case CP_MB: return &e->microbatch_overhead_s;
     case CP_HOST: return &e->host_op_s;
+    case CP_FP8: return &e->fp8_gemm_scale;
     default: return &e->overlap_slowdown;
     }
 }
@@ -175,8 +179,14 @@ static int cal_param_names(json_t *doc, cal_ctx *x, api_status *st)
             for (int k = 0; id >= 0 && k < x->np; k++)
                 if (x->ids[k] == id) id = -2;
             if (id < 0) {
-                api_fail(st, 422, jv_ptr_i(p, sizeof p, "/parameters", i),
-                         id == -2 ? "named twice" : "unknown parameter; parameters: gemm_scale, gemm_overhead_s, attention, hbm, kernel_overhead_s, net_inner, net_outer, step_overhead_s, microbatch_overhead_s, overlap_slowdown, host_op_s");
+                char known[512];
+                size_t n = 0;
+                known[0] = '\0';
+                for (int k = 0; k < CP_COUNT && n < sizeof known; k++)
+                    n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", k ? ", " : "", PARAMS[k].name);
+                if (id == -2) api_fail(st, 422, jv_ptr_i(p, sizeof p, "/parameters", i), "named twice");
+                else api_fail(st, 422, jv_ptr_i(p, sizeof p, "/parameters", i), "unknown parameter; parameters: %s",
+                              known);
                 return -1;
             }
             x->ids[x->np++] = id;

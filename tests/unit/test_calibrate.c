@@ -166,6 +166,77 @@ static void t_recover(void)
     json_decref(preset);
 }
 
+/* FP8 runs determine fp8_gemm_scale (F-TIME-FP8): the "true" cluster runs
+ * BF16 GEMMs at 0.8 of the H100 curve and FP8 ones at 0.75 of that again.
+ * From BF16 and FP8 runs of several layouts, timed under the truth, both
+ * come back; from BF16 runs alone fp8_gemm_scale is not determined and
+ * keeps the preset's value (its prior). */
+static void t_recover_fp8(void)
+{
+    api_status st;
+    json_t *truth = h100_description();
+    json_t *eff = json_object_get(truth, "efficiency");
+    double g0 = json_number_value(json_object_get(eff, "gemm_scale"));
+    double f0 = json_number_value(json_object_get(eff, "fp8_gemm_scale"));
+    json_object_set_new(eff, "gemm_scale", json_real(0.8 * g0));
+    json_object_set_new(eff, "fp8_gemm_scale", json_real(0.75));
+    json_t *preset = json_pack("{s:s}", "preset", "h100-sxm");
+    const int lay[][5] = {{8, 1, 1, 1, 64}, {8, 8, 1, 1, 64}, {16, 2, 1, 2, 128}, {32, 4, 2, 1, 256},
+                          {64, 8, 1, 2, 512}, {32, 1, 1, 1, 128}};
+    json_t *runs = json_array(), *bf16 = json_array();
+    for (size_t i = 0; i < 2 * sizeof lay / sizeof lay[0]; i++) {
+        const int *l = lay[i % (sizeof lay / sizeof lay[0])];
+        const char *dt = i < sizeof lay / sizeof lay[0] ? "bf16" : "fp8";
+        json_t *q = run_req(truth, l[0], l[1], l[2], l[3], l[4], 1.0);
+        json_object_set_new(json_object_get(q, "training"), "dtype", json_string(dt));
+        json_object_set_new(q, "search", json_pack("{s:i,s:i}", "top_k", 1, "max_evaluations", 1));
+        api_status_init(&st);
+        json_t *res = api_search(q, &st, NULL, NULL);
+        CHECK(res != NULL);
+        double t = json_number_value(json_object_get(json_object_get(res, "measured"), "expected_step_time_s"));
+        json_decref(res);
+        json_decref(q);
+        json_t *r = run_req(preset, l[0], l[1], l[2], l[3], l[4], t);
+        json_object_set_new(json_object_get(r, "training"), "dtype", json_string(dt));
+        if (!strcmp(dt, "bf16")) json_array_append_new(bf16, json_pack("{s:O}", "request", r));
+        json_array_append_new(runs, json_pack("{s:o}", "request", r));
+    }
+    json_t *doc = json_pack("{s:o,s:[s,s]}", "runs", runs, "parameters", "gemm_scale", "fp8_gemm_scale");
+    api_status_init(&st);
+    json_t *cal = api_calibrate(doc, &st);
+    CHECK(cal != NULL);
+    double want[2] = {0.8 * g0, 0.75};
+    for (int j = 0; cal && j < 2; j++) {
+        json_t *p = json_array_get(json_object_get(cal, "parameters"), (size_t)j);
+        CHECK_NEAR(json_number_value(json_object_get(p, "value")), want[j], 0.02);
+        CHECK(json_is_true(json_object_get(p, "determined")));
+    }
+    json_decref(cal);
+    json_decref(doc);
+    doc = json_pack("{s:o,s:[s,s]}", "runs", bf16, "parameters", "gemm_scale", "fp8_gemm_scale");
+    api_status_init(&st);
+    cal = api_calibrate(doc, &st);
+    CHECK(cal != NULL);
+    if (cal) {
+        json_t *p = json_array_get(json_object_get(cal, "parameters"), 1);
+        CHECK_STR(json_string_value(json_object_get(p, "name")), "fp8_gemm_scale");
+        CHECK(json_is_false(json_object_get(p, "determined")));
+        CHECK_NEAR(json_number_value(json_object_get(p, "value")), f0, 1e-6);
+    }
+    json_decref(cal);
+    json_decref(doc);
+    /* an unknown name lists the parameters, the new one among them */
+    doc = json_pack("{s:[{s:o}],s:[s]}", "runs", "request", run_req(preset, 8, 1, 1, 1, 64, 1.0), "parameters",
+                    "fp9_scale");
+    api_status_init(&st);
+    CHECK(api_calibrate(doc, &st) == NULL);
+    CHECK_EQ_I(st.status, 422);
+    CHECK(st.n_errors > 0 && strstr(st.errors[0].detail, "fp8_gemm_scale") != NULL);
+    json_decref(doc);
+    json_decref(truth);
+    json_decref(preset);
+}
+
 /* Calibration from one trace (issue 12 item 5): the "true" cluster runs
  * GEMMs at 0.8 and attention at 0.9 of the H100 preset's; its predicted
  * step, drawn as a trace and read back, is the one profiled step a user
@@ -254,6 +325,7 @@ static void t_trace(void)
 static const check_case cases[] = {
     CHECK_CASE(t_toy),
     CHECK_CASE(t_recover),
+    CHECK_CASE(t_recover_fp8),
     CHECK_CASE(t_trace),
 };
 
