@@ -176,6 +176,20 @@ static enum MHD_Result bad_query(struct srv_req *r, const char *name, const char
     return http_queue_answer(r);
 }
 
+/* Query parameter `name`, when given, an integer in lo..hi into *out: 0.
+ * Else -1 with a 400 queued ("must be an integer in lo..hi", then `more`
+ * where not NULL) and its result in *res. */
+static int query_int(struct srv_req *r, const char *name, long lo, long hi, const char *more, int *out,
+                     enum MHD_Result *res)
+{
+    const char *s = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    if (!s || parse_int(s, lo, hi, out) == 0) return 0;
+    char d[200];
+    snprintf(d, sizeof d, "must be an integer in %ld..%ld%s%s", lo, hi, more ? " " : "", more ? more : "");
+    *res = bad_query(r, name, d);
+    return -1;
+}
+
 int http_auth_ok(struct MHD_Connection *c)
 {
     if (!http_cfg->auth_token[0]) return 1;
@@ -305,15 +319,13 @@ static enum MHD_Result handle_results_list(struct srv_req *r)
 {
     struct MHD_Connection *c = r->conn;
     const char *s;
+    enum MHD_Result res;
     r->limit = 20;
-    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit")) &&
-        parse_int(s, 1, 100, &r->limit) != 0)
-        return bad_query(r, "limit", "must be an integer in 1..100");
-    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset")) &&
-        parse_int(s, 0, 1000, &r->offset) != 0)
+    if (query_int(r, "limit", 1, 100, NULL, &r->limit, &res) ||
         /* each skipped row costs the loop thread (issue 14 item 8): deep
          * pages go by cursor */
-        return bad_query(r, "offset", "must be an integer in 0..1000 (page further with cursor, as next_cursor gives)");
+        query_int(r, "offset", 0, 1000, "(page further with cursor, as next_cursor gives)", &r->offset, &res))
+        return res;
     if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "cursor"))) {
         /* cursor = <created_ms>.<id>, as returned in next_cursor */
         char *dot = strchr(s, '.');
@@ -333,23 +345,19 @@ static enum MHD_Result handle_result(struct srv_req *r)
 {
     struct MHD_Connection *c = r->conn;
     const char *s;
+    enum MHD_Result res;
     r->top_k = -1;
     r->res_offset = 0;
-    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "top_k")) &&
-        parse_int(s, 0, 100000, &r->top_k) != 0)
-        return bad_query(r, "top_k", "must be an integer in 0..100000");
-    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset")) &&
-        parse_int(s, 0, 100000, &r->res_offset) != 0)
-        return bad_query(r, "offset", "must be an integer in 0..100000");
+    if (query_int(r, "top_k", 0, 100000, NULL, &r->top_k, &res) ||
+        query_int(r, "offset", 0, 100000, NULL, &r->res_offset, &res))
+        return res;
     s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
     if (s && strcmp(s, "csv") != 0 && strcmp(s, "json") != 0)
         return bad_query(r, "format", "must be json or csv");
     r->want_csv = (s && strcmp(s, "csv") == 0) ||
                   (!s && accepts_csv(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept")));
     r->rank = 1;
-    if ((s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank")) &&
-        parse_int(s, 0, 1000, &r->rank) != 0)
-        return bad_query(r, "rank", "must be an integer in 0..1000 (0: the measured configuration)");
+    if (query_int(r, "rank", 0, 1000, "(0: the measured configuration)", &r->rank, &res)) return res;
     if (r->artifact) {
         r->want_csv = 0;
         r->top_k = -1;
