@@ -50,19 +50,28 @@ const char *jv_ptr_i(char *buf, size_t n, const char *ptr, size_t index)
     return buf;
 }
 
+/* obj[key] (obj an object, the value not null) into *v: 1. Else 0 when
+ * the field may be absent (the reader takes its default), -1 with a 422
+ * ("required <kind>field is missing") when it may not. */
+static int jv_field(json_t *obj, const char *key, const char *ptr, int required, const char *kind,
+                    json_t **v, api_status *st)
+{
+    *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    if (*v && !json_is_null(*v)) return 1;
+    if (!required) return 0;
+    char p[256];
+    api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required %sfield is missing", kind);
+    return -1;
+}
+
 int jv_int(json_t *obj, const char *key, const char *ptr, int required, int64_t def,
            int64_t min, int64_t max, int64_t *out, api_status *st)
 {
     char p[256];
-    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-    if (!v || json_is_null(v)) {
-        if (required) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required integer field is missing");
-            return -1;
-        }
-        *out = def;
-        return 0;
-    }
+    json_t *v;
+    int has = jv_field(obj, key, ptr, required, "integer ", &v, st);
+    if (has == 0) *out = def;
+    if (has <= 0) return has;
     double d;
     if (json_is_integer(v)) d = (double)json_integer_value(v);
     else if (json_is_real(v)) d = json_real_value(v);
@@ -87,15 +96,10 @@ int jv_num(json_t *obj, const char *key, const char *ptr, int required, double d
            double max, double *out, api_status *st)
 {
     char p[256];
-    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-    if (!v || json_is_null(v)) {
-        if (required) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required number field is missing");
-            return -1;
-        }
-        *out = def;
-        return 0;
-    }
+    json_t *v;
+    int has = jv_field(obj, key, ptr, required, "number ", &v, st);
+    if (has == 0) *out = def;
+    if (has <= 0) return has;
     if (!json_is_number(v)) {
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be a number");
         return -1;
@@ -114,15 +118,10 @@ int jv_bool(json_t *obj, const char *key, const char *ptr, int required, int def
             api_status *st)
 {
     char p[256];
-    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-    if (!v || json_is_null(v)) {
-        if (required) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required boolean field is missing");
-            return -1;
-        }
-        *out = def;
-        return 0;
-    }
+    json_t *v;
+    int has = jv_field(obj, key, ptr, required, "boolean ", &v, st);
+    if (has == 0) *out = def;
+    if (has <= 0) return has;
     if (!json_is_boolean(v)) {
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "must be true or false");
         return -1;
@@ -135,15 +134,10 @@ int jv_enum(json_t *obj, const char *key, const char *ptr, int required, int def
             const char *const *choices, int *out, api_status *st)
 {
     char p[256];
-    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-    if (!v || json_is_null(v)) {
-        if (required) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, key), "required field is missing");
-            return -1;
-        }
-        *out = def;
-        return 0;
-    }
+    json_t *v;
+    int has = jv_field(obj, key, ptr, required, "", &v, st);
+    if (has == 0) *out = def;
+    if (has <= 0) return has;
     if (json_is_string(v)) {
         for (int i = 0; choices[i]; i++)
             if (strcmp(json_string_value(v), choices[i]) == 0) {
