@@ -143,6 +143,10 @@ static void number_pointer(const char *text, size_t len, size_t pos, char *out, 
 static int walk(json_t *v, const char *ptr, int depth, api_status *st)
 {
     char p[256];
+    if ((json_is_object(v) || json_is_array(v)) && depth > API_MAX_DEPTH) {
+        api_fail(st, 422, ptr, "nested deeper than %d levels of objects and arrays (limit)", API_MAX_DEPTH);
+        return -1;
+    }
     switch (json_typeof(v)) {
     case JSON_STRING:
         if (json_string_length(v) > API_MAX_STRING) {
@@ -152,11 +156,6 @@ static int walk(json_t *v, const char *ptr, int depth, api_status *st)
         }
         return 0;
     case JSON_OBJECT: {
-        if (depth > API_MAX_DEPTH) {
-            api_fail(st, 422, ptr, "nested deeper than %d levels of objects and arrays (limit)",
-                     API_MAX_DEPTH);
-            return -1;
-        }
         if (json_object_size(v) > API_MAX_MEMBERS) {
             api_fail(st, 422, ptr, "object of %zu members is larger than the limit of %d",
                      json_object_size(v), API_MAX_MEMBERS);
@@ -177,11 +176,6 @@ static int walk(json_t *v, const char *ptr, int depth, api_status *st)
         return 0;
     }
     case JSON_ARRAY: {
-        if (depth > API_MAX_DEPTH) {
-            api_fail(st, 422, ptr, "nested deeper than %d levels of objects and arrays (limit)",
-                     API_MAX_DEPTH);
-            return -1;
-        }
         if (json_array_size(v) > API_MAX_ARRAY) {
             api_fail(st, 422, ptr, "array of %zu elements is larger than the limit of %d",
                      json_array_size(v), API_MAX_ARRAY);
