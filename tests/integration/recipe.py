@@ -27,18 +27,9 @@ import subprocess
 import sys
 import tomllib
 
+from tally import check, finish
+
 MFU, ROOT = sys.argv[1], sys.argv[2]
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-    return ok
 
 
 def data(name):
@@ -391,5 +382,4 @@ for label, preset, hw, n, seq, batch in [
                       "%s %s #%d: names %s but its recipe says %r" % (label, distinct, c["rank"], f,
                                                                     c["recipes"][f].get("unavailable")))
 
-print("%d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+sys.exit(finish())

@@ -12,20 +12,12 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
+from tally import check, finish
+
 NS = "{http://www.w3.org/2000/svg}"
 # Okabe & Ito 2008 (https://jfly.uni-koeln.de/color/), plus the neutrals
 PALETTE = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
            "#FFFFFF", "#DDDDDD", "#999999", "#555555", "#222222"}
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAILED: " + what)
 
 
 def classes(el):
@@ -128,8 +120,7 @@ def main():
     check(len(files) >= 5, "golden SVGs present in %s (%d)" % (d, len(files)))
     for f in files:
         check_file(f)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -21,17 +21,7 @@ import json
 import subprocess
 import sys
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-    return ok
+from tally import check, finish
 
 
 def near(a, b, rel=1e-9, abs_=1e-12):
@@ -165,5 +155,4 @@ for path in sys.argv[2:]:
         check(near(g["communication"]["time_s"], w["comm_s"]), "%s: communication %r != %r" % (tag, g["communication"]["time_s"], w["comm_s"]))
         check(near(g["communication"]["exposed_s"], w["exposed_s"], 1e-7, 1e-9),
               "%s: exposed %r != %r" % (tag, g["communication"]["exposed_s"], w["exposed_s"]))
-print("%d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+sys.exit(finish())
