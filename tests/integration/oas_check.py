@@ -265,6 +265,16 @@ def _type_ok(t, v):
     raise ValueError("unknown type " + t)
 
 
+def matching(doc, branches, v, where):
+    """How many of the schemas in branches (oneOf's, anyOf's) v validates against."""
+    fits = 0
+    for branch in branches:
+        e = []
+        validate(doc, branch, v, where, e)
+        fits += not e
+    return fits
+
+
 def validate(doc, schema, v, where, errs):
     if "$ref" in schema:
         schema = resolve(doc, schema["$ref"])
@@ -273,21 +283,11 @@ def validate(doc, schema, v, where, errs):
         errs.append("%s: schema uses unsupported keywords %s" % (where, sorted(unknown)))
     if "oneOf" in schema:
         # exactly one branch must hold
-        fits = 0
-        for branch in schema["oneOf"]:
-            e = []
-            validate(doc, branch, v, where, e)
-            fits += not e
+        fits = matching(doc, schema["oneOf"], v, where)
         if fits != 1:
             errs.append("%s: matches %d of the oneOf branches, not exactly one" % (where, fits))
-    if "anyOf" in schema:
-        fits = 0
-        for branch in schema["anyOf"]:
-            e = []
-            validate(doc, branch, v, where, e)
-            fits += not e
-        if not fits:
-            errs.append("%s: matches none of the anyOf branches" % where)
+    if "anyOf" in schema and not matching(doc, schema["anyOf"], v, where):
+        errs.append("%s: matches none of the anyOf branches" % where)
     for branch in schema.get("allOf", []):
         validate(doc, branch, v, where, errs)
     t = schema.get("type")
