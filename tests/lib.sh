@@ -39,3 +39,15 @@ wait_port() {
     done
     BASE=http://127.0.0.1:$PORT
 }
+# stop_term [SECONDS]: SIGTERM to the daemon $PID, then wait (10 s unless
+# said) for it to exit; sets RC to its exit status, 124 if it is still
+# running (then PID stays set, for cleanup's kill -9; else it is emptied).
+stop_term() {
+    kill -TERM "$PID"
+    RC=124
+    for _ in $(seq 1 $((${1:-10} * 10))); do
+        if ! kill -0 "$PID" 2>/dev/null; then wait "$PID"; RC=$?; break; fi
+        sleep 0.1
+    done
+    [ "$RC" = 124 ] || PID=""
+}

@@ -126,19 +126,14 @@ code 404 GET /no/such/route
 code 405 DELETE /search
 code 200 GET /metrics
 
-kill -TERM "$PID"
-rc=124
-for _ in $(seq 1 600); do
-    if ! kill -0 "$PID" 2>/dev/null; then wait "$PID"; rc=$?; break; fi
-    sleep 0.1
-done
-[ "$rc" = 124 ] && kill -9 "$PID" 2>/dev/null
+stop_term 60
+[ "$RC" = 124 ] && kill -9 "$PID" 2>/dev/null
 PID=""
 s=$(summary "$VGLOG")
-if [ "$rc" -eq 0 ] && clean "$VGLOG"; then
+if [ "$RC" -eq 0 ] && clean "$VGLOG"; then
     ok "mfud session under memcheck: exit 0; $s ($(($(date +%s) - t0)) s)"
 else
-    bad "mfud session under memcheck: exit $rc; $s"
+    bad "mfud session under memcheck: exit $RC; $s"
     tail -n 20 "$DLOG"
     show "$VGLOG"
 fi

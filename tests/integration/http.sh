@@ -402,14 +402,8 @@ req GET "/results/$RID/charts/compare.svg"
 check "comparison chart of a search: 404" [ "$CODE" = 404 ]
 
 # ---- SIGTERM: clean shutdown -------------------------------------------------
-kill -TERM "$PID"
-rc=124
-for _ in $(seq 1 100); do
-    if ! kill -0 "$PID" 2>/dev/null; then wait "$PID"; rc=$?; break; fi
-    sleep 0.1
-done
-PID=""
-check "SIGTERM exits 0 (rc=$rc)" [ "$rc" = 0 ]
+stop_term
+check "SIGTERM exits 0 (rc=$RC)" [ "$RC" = 0 ]
 if command -v sqlite3 >/dev/null 2>&1; then
     check "database passes integrity_check" [ "$(sqlite3 "$T/var/mfud.db" 'PRAGMA integrity_check')" = ok ]
     check "schema version recorded" [ "$(sqlite3 "$T/var/mfud.db" 'PRAGMA user_version')" -ge 1 ]

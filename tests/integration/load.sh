@@ -145,14 +145,8 @@ check "daemon alive after the load" kill -0 "$PID"
 check "healthz 200 after the load" [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$BASE/healthz")" = 200 ]
 check "cached GET 200 after the load" [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$BASE/results/${IDS[0]}")" = 200 ]
 # SIGTERM with the queue still full: a clean, prompt exit.
-kill -TERM "$PID"
-rc=124
-for _ in $(seq 1 100); do
-    if ! kill -0 "$PID" 2>/dev/null; then wait "$PID"; rc=$?; break; fi
-    sleep 0.1
-done
-[ "$rc" = 124 ] || PID=""
-check "SIGTERM after the load exits 0 within 10 s (rc $rc)" [ "$rc" = 0 ]
+stop_term
+check "SIGTERM after the load exits 0 within 10 s (rc $RC)" [ "$RC" = 0 ]
 if grep -q 'level=error' "$T/log"; then bad "errors in the daemon log"; grep 'level=error' "$T/log" | head -n 5; fi
 if [ "$fail" -ne 0 ]; then echo "--- wrk"; tail -n 20 "$T/wrk.out"; echo "--- daemon log (tail)"; tail -n 10 "$T/log"; fi
 finish
