@@ -38,6 +38,20 @@ clean() { # clean LOGFILE: 0 errors and 0 bytes definitely/indirectly lost
         ! grep -Eq '(definitely|indirectly) lost: [1-9]' "$1"
 }
 show() { echo "--- memcheck log $1 (first 120 lines)"; head -n 120 "$1"; }
+# verdict WHAT RC LOGFILE OUTFILE LINES: one check, passed when the run (begun
+# at $t0) exited 0 with a clean memcheck log; else the last LINES lines of
+# its output and the log are shown
+verdict() {
+    local s
+    s=$(summary "$3")
+    if [ "$2" -eq 0 ] && clean "$3"; then
+        ok "$1 (exit 0); $s ($(($(date +%s) - t0)) s)"
+    else
+        bad "$1 (exit $2); $s"
+        tail -n "$5" "$4"
+        show "$3"
+    fi
+}
 
 # ---- 1. unit tests ----------------------------------------------------------
 # test_search's full workload is ~40x slower under memcheck; MFU_TEST_QUICK asks
@@ -49,14 +63,7 @@ for t in "$@"; do
     MFU_TEST_QUICK=1 "${VG[@]}" --log-file="$log" "$t" >"$T/$name.out" 2>&1
     rc=$?
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/$name.out" | tail -n 1)
-    s=$(summary "$log")
-    if [ "$rc" -eq 0 ] && clean "$log"; then
-        ok "$name under memcheck: ${line:-no result line}; $s ($(($(date +%s) - t0)) s)"
-    else
-        bad "$name under memcheck (exit $rc): ${line:-no result line}; $s"
-        tail -n 30 "$T/$name.out"
-        show "$log"
-    fi
+    verdict "$name under memcheck: ${line:-no result line}" "$rc" "$log" "$T/$name.out" 30
 done
 
 # ---- 2. a short daemon session ----------------------------------------------
@@ -129,13 +136,6 @@ code 200 GET /metrics
 stop_term 60
 [ "$RC" = 124 ] && kill -9 "$PID" 2>/dev/null
 PID=""
-s=$(summary "$VGLOG")
-if [ "$RC" -eq 0 ] && clean "$VGLOG"; then
-    ok "mfud session under memcheck: exit 0; $s ($(($(date +%s) - t0)) s)"
-else
-    bad "mfud session under memcheck: exit $RC; $s"
-    tail -n 20 "$DLOG"
-    show "$VGLOG"
-fi
+verdict "mfud session under memcheck" "$RC" "$VGLOG" "$DLOG" 20
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
