@@ -1,6 +1,7 @@
 # tests/lib.sh -- shared by the bash test scripts (sourced, never run):
 # the scratch folder, the daemon's pid, the pass/fail tally and its closing
-# "N passed, N failed" line. Call after `cd` to the repository root.
+# "N passed, N failed" line; the daemon's port and its stop; HTTP requests
+# recorded for the contract check. Call after `cd` to the repository root.
 set -u
 BUILD=${BUILD:-build}
 MFUD=$BUILD/mfud
@@ -51,3 +52,23 @@ stop_term() {
     done
     [ "$RC" = 124 ] || PID=""
 }
+# req METHOD PATH [curl args...]: one request to the daemon at $BASE; sets
+# CODE, BODY and HDR (files numbered by N: the body, the headers) and adds
+# the response to $REC (METHOD PATH CODE CONTENT-TYPE HDR BODY, a line, tab
+# separated), which tests/integration/oas_check.py and
+# tools/lint/schema_check.cjs check against openapi.yaml.
+N=0
+REC=$T/responses.tsv
+req() {
+    local method=$1 path=$2; shift 2
+    N=$((N + 1))
+    BODY=$T/b.$N
+    HDR=$T/h.$N
+    : >"$BODY"
+    CODE=$(curl -s -X "$method" -o "$BODY" -D "$HDR" -w '%{http_code}' --max-time 60 "$@" "$BASE$path")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$method" "$path" "$CODE" "$(hdr Content-Type)" "$HDR" "$BODY" >>"$REC"
+}
+# hdr NAME: the value of header NAME in $HDR (the last response's headers)
+hdr() { grep -i "^$1:" "$HDR" | head -n 1 | sed 's/^[^:]*: *//' | tr -d '\r'; }
+# json FILE EXPR: jq-like, prints the Python expression EXPR of d, the JSON in FILE
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }

@@ -38,24 +38,7 @@ start() { # start [extra args...]; sets PID and PORT
 stop_kill() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""; }
 
 # ---- requests: every response is recorded for the contract check ----------
-N=0
-REC=$T/responses.tsv
-: >"$REC"
-# req METHOD PATH [curl args...]; sets CODE, BODY (file), HDR (file)
-req() {
-    local method=$1 path=$2; shift 2
-    N=$((N + 1))
-    BODY=$T/b.$N
-    HDR=$T/h.$N
-    : >"$BODY"
-    CODE=$(curl -s -X "$method" -o "$BODY" -D "$HDR" -w '%{http_code}' --max-time 60 "$@" "$BASE$path")
-    local ct
-    ct=$(hdr Content-Type)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$method" "$path" "$CODE" "$ct" "$HDR" "$BODY" >>"$REC"
-}
-hdr() { grep -i "^$1:" "$HDR" | head -n 1 | sed 's/^[^:]*: *//' | tr -d '\r'; }
-# jq-like: json FILE python-expression-on-d
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+# (req, hdr and json: tests/lib.sh)
 metric() { # metric NAME-with-labels -> value (0 if absent)
     curl -s "$BASE/metrics" | awk -v m="$1" '$1 == m { print $2; f = 1 } END { if (!f) print 0 }'
 }

@@ -41,17 +41,7 @@ if [ -z "$PORT" ]; then
 fi
 
 # ---- over HTTP ---------------------------------------------------------------------------
-N=0
-REC=$T/responses.tsv
-: >"$REC"
-req() { # req METHOD PATH [curl args...]; sets CODE, BODY (file), HDR (file); recorded for oas_check
-    local method=$1 path=$2; shift 2
-    N=$((N + 1)); BODY=$T/b.$N; HDR=$T/h.$N
-    : >"$BODY"
-    CODE=$(curl -s -X "$method" -o "$BODY" -D "$HDR" -w '%{http_code}' --max-time 60 "$@" "$BASE$path")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$method" "$path" "$CODE" "$(hdr Content-Type)" "$HDR" "$BODY" >>"$REC"
-}
-hdr() { grep -i "^$1:" "$HDR" | head -n 1 | sed 's/^[^:]*: *//' | tr -d '\r'; }
+# req (every response recorded in $REC for oas_check) and hdr: tests/lib.sh
 # ev "name" 'shell condition': one check, passed when the condition holds
 ev() { if eval "$2"; then ok; else bad "$1"; fi; }
 

@@ -21,20 +21,7 @@ start() {
     wait_port "$LOG"
     [ -n "$PORT" ] || { bad "the daemon did not start"; cat "$LOG"; finish; }
 }
-N=0
-REC=$T/responses.tsv
-: >"$REC"
-req() { # req METHOD PATH [curl args...]; sets CODE, BODY, HDR
-    local method=$1 path=$2; shift 2
-    N=$((N + 1))
-    BODY=$T/b.$N
-    HDR=$T/h.$N
-    : >"$BODY"
-    CODE=$(curl -s -X "$method" -o "$BODY" -D "$HDR" -w '%{http_code}' --max-time 60 "$@" "$BASE$path")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$method" "${path%%\?*}" "$CODE" "$(hdr Content-Type)" "$HDR" "$BODY" >>"$REC"
-}
-hdr() { grep -i "^$1:" "$HDR" | head -n 1 | sed 's/^[^:]*: *//' | tr -d '\r'; }
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+# every response recorded in $REC for the contract (req, hdr, json: tests/lib.sh)
 GZ=tests/data/traces/kineto-rocm-mi250-toy.json.gz
 
 start
