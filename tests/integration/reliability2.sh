@@ -46,6 +46,25 @@ start() { # start LOG args...; sets PID, PORT, BASE
     PID=$!
     wait_port "$log"
 }
+# refused NAME HINT LOG args...: a second daemon, started with args, must give
+# up by itself within 5 s with a non-zero exit (one check); its stderr in LOG.
+# 0 when it exited (its message can be checked), else 1: still running after
+# 5 s, a failure (NAME is still running, then HINT), and it is killed.
+refused() {
+    local name=$1 hint=$2 log=$3 pid rc
+    shift 3
+    "$MFUD" "$@" 2>"$log" &
+    pid=$!
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    if kill -0 "$pid" 2>/dev/null; then
+        bad "$name is still running$hint"
+        kill -9 "$pid"
+        return 1
+    fi
+    wait "$pid"; rc=$?
+    check "$name exits non-zero" [ "$rc" -ne 0 ]
+    return 0
+}
 
 # ---- 4: one daemon per database file ----------------------------------------------
 start "$T/a.log" --port 0 --db "$T/one.db" --workers 1
@@ -53,29 +72,13 @@ APID=$PID
 ABASE=$BASE
 check "daemon A starts" [ -n "$PORT" ]
 APORT=$PORT
-"$MFUD" --port 0 --db "$T/one.db" 2>"$T/b.log" &
-BPID=$!
-for _ in $(seq 1 100); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.05; done
-if kill -0 "$BPID" 2>/dev/null; then
-    bad "daemon B on A's database is still running"
-    kill -9 "$BPID"
-else
-    wait "$BPID"; rc=$?
-    check "daemon B on A's database exits non-zero" [ "$rc" -ne 0 ]
+if refused "daemon B on A's database" "" "$T/b.log" --port 0 --db "$T/one.db"; then
     check "... saying the database is in use, with A's pid" grep -q "in use by another process pid $APID" "$T/b.log"
 fi
 check "A still serves" [ "$(curl -s -o /dev/null -w '%{http_code}' "$ABASE/healthz")" = 200 ]
 
 # ---- 7: a port in use is an error --------------------------------------------------
-"$MFUD" --port "$APORT" --db "$T/two.db" 2>"$T/c.log" &
-CPID=$!
-for _ in $(seq 1 100); do kill -0 "$CPID" 2>/dev/null || break; sleep 0.05; done
-if kill -0 "$CPID" 2>/dev/null; then
-    bad "daemon C on A's port is still running (SO_REUSEPORT?)"
-    kill -9 "$CPID"
-else
-    wait "$CPID"; rc=$?
-    check "daemon C on A's port exits non-zero" [ "$rc" -ne 0 ]
+if refused "daemon C on A's port" " (SO_REUSEPORT?)" "$T/c.log" --port "$APORT" --db "$T/two.db"; then
     check "... saying the address is in use" grep -qi "address already in use" "$T/c.log"
 fi
 check "A still answers every GET (no second listener takes some)" bash -c "
