@@ -15,8 +15,9 @@
 
 #include "fuzz_util.h"
 
-/* A deep copy with every object's keys inserted in reverse order. */
-static json_t *reversed(json_t *j)
+/* A deep copy of j with every scalar replaced by leaf(scalar) (a new
+ * reference), every object's keys inserted in reverse order when `rev`. */
+static json_t *deep_map(json_t *j, int rev, json_t *(*leaf)(const json_t *))
 {
     if (json_is_object(j)) {
         size_t n = json_object_size(j), i = 0;
@@ -25,7 +26,10 @@ static json_t *reversed(json_t *j)
         json_t *v;
         json_object_foreach(j, k, v) keys[i++] = k;
         json_t *o = json_object();
-        while (i--) json_object_set_new(o, keys[i], reversed(json_object_get(j, keys[i])));
+        for (i = 0; i < n; i++) {
+            const char *key = keys[rev ? n - 1 - i : i];
+            json_object_set_new(o, key, deep_map(json_object_get(j, key), rev, leaf));
+        }
         free(keys);
         return o;
     }
@@ -33,35 +37,31 @@ static json_t *reversed(json_t *j)
         json_t *a = json_array();
         size_t i;
         json_t *v;
-        json_array_foreach(j, i, v) json_array_append_new(a, reversed(v));
+        json_array_foreach(j, i, v) json_array_append_new(a, deep_map(v, rev, leaf));
         return a;
     }
+    return leaf(j);
+}
+
+/* An integer as a real where the real is exact (|v| <= 2^53); any other
+ * scalar as it is. */
+static json_t *exact_real(const json_t *j)
+{
+    json_int_t v = json_integer_value(j);
+    if (json_is_integer(j) && v >= -(1LL << 53) && v <= (1LL << 53)) return json_real((double)v);
     return json_deep_copy(j);
 }
 
-/* A deep copy with integers as reals where the real is exact (|v| <= 2^53). */
+/* A deep copy with every object's keys inserted in reverse order. */
+static json_t *reversed(json_t *j)
+{
+    return deep_map(j, 1, json_deep_copy);
+}
+
+/* A deep copy with integers as reals where the real is exact. */
 static json_t *as_reals(json_t *j)
 {
-    if (json_is_integer(j)) {
-        json_int_t v = json_integer_value(j);
-        if (v >= -(1LL << 53) && v <= (1LL << 53)) return json_real((double)v);
-        return json_integer(v);
-    }
-    if (json_is_object(j)) {
-        json_t *o = json_object();
-        const char *k;
-        json_t *v;
-        json_object_foreach(j, k, v) json_object_set_new(o, k, as_reals(v));
-        return o;
-    }
-    if (json_is_array(j)) {
-        json_t *a = json_array();
-        size_t i;
-        json_t *v;
-        json_array_foreach(j, i, v) json_array_append_new(a, as_reals(v));
-        return a;
-    }
-    return json_deep_copy(j);
+    return deep_map(j, 0, exact_real);
 }
 
 /* Documented defaults (docs/model-ir.md, openapi.yaml) added where absent. */
