@@ -30,6 +30,26 @@ static double num(json_t *o, const char *a, const char *b)
     return json_number_value(v);
 }
 
+/* The API entry a refused request goes through. */
+enum via { VIA_NORMALIZE, VIA_SEARCH, VIA_COMPARE };
+
+/* The request `text` refused through `via` (a comparison on `threads`
+ * threads) with 422, its first error at `pointer`. */
+static void refused_at(enum via via, int threads, const char *text, const char *pointer)
+{
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J(text);
+    json_t *out = via == VIA_NORMALIZE ? api_normalize(r, &st)
+                  : via == VIA_SEARCH  ? api_search(r, &st, NULL, NULL)
+                                       : api_compare(r, &st, NULL, NULL, threads, NULL, NULL);
+    CHECK(out == NULL);
+    CHECK_EQ_I(st.status, 422);
+    CHECK_STR(st.n_errors ? st.errors[0].pointer : NULL, pointer);
+    json_decref(out);
+    json_decref(r);
+}
+
 static const char *const AX[] = {"dp", "fsdp", "tp", "ep", "pp", "cp"};
 
 #define L70 "\"model\": {\"preset\": \"llama3-70b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, " \
@@ -100,15 +120,8 @@ static void t_distinct_layouts(void)
     CHECK(res != NULL);
     CHECK_STR(json_string_value(json_object_get(json_object_get(res, "search"), "distinct")), "none");
     json_decref(res);
-    {
-        api_status s3;
-        api_status_init(&s3);
-        json_t *r = J("{" L70 "}, \"devices\": 1024, \"search\": {\"distinct\": \"family\"}}");
-        CHECK(api_search(r, &s3, NULL, NULL) == NULL);
-        CHECK_EQ_I(s3.status, 422);
-        CHECK_STR(s3.errors[0].pointer, "/search/distinct");
-        json_decref(r);
-    }
+    refused_at(VIA_SEARCH, 1, "{" L70 "}, \"devices\": 1024, \"search\": {\"distinct\": \"family\"}}",
+               "/search/distinct");
 }
 
 static void t_time_and_cost(void)
@@ -161,17 +174,7 @@ static void t_time_and_cost(void)
             {"{" L70 "}, \"devices\": 8, \"cost\": {\"prize\": 1}}", "/cost/prize"},
             {"{" L70 "}, \"devices\": 8, \"cost\": 5}", "/cost"},
         };
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-            api_status s4;
-            api_status_init(&s4);
-            json_t *r = J(bad[i][0]);
-            json_t *n = api_normalize(r, &s4);
-            CHECK(n == NULL);
-            CHECK_EQ_I(s4.status, 422);
-            if (s4.n_errors) CHECK_STR(s4.errors[0].pointer, bad[i][1]);
-            json_decref(n);
-            json_decref(r);
-        }
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused_at(VIA_NORMALIZE, 1, bad[i][0], bad[i][1]);
     }
 }
 
@@ -220,20 +223,14 @@ static void t_no_fit(void)
 
 static void t_what_if_refused(void)
 {
-    api_status st;
-    json_t *cmp = J("{\"base\": {" L70 ", \"tokens\": 1e12}, \"devices\": 512, \"search\": {\"top_k\": 1},"
-                    " \"cost\": {\"price_per_device_hour\": 2}},"
-                    " \"vary\": {\"hardware\": [{\"preset\": \"h100-sxm\"}, {\"preset\": \"b200\"}, {\"preset\": \"a100-80gb\"}],"
-                    " \"devices\": [256, 512], \"fp8\": [false, true]}}");
-    api_status_init(&st);
     /* A100 has no FP8 peak: that variant is refused, pointing at the fp8
      * value that made it */
-    json_t *out = api_compare(cmp, &st, NULL, NULL, 2, NULL, NULL);
-    CHECK(out == NULL);
-    json_decref(out);
-    CHECK_EQ_I(st.status, 422);
-    if (st.n_errors) CHECK_STR(st.errors[0].pointer, "/vary/fp8/1");
-    json_decref(cmp);
+    refused_at(VIA_COMPARE, 2,
+               "{\"base\": {" L70 ", \"tokens\": 1e12}, \"devices\": 512, \"search\": {\"top_k\": 1},"
+               " \"cost\": {\"price_per_device_hour\": 2}},"
+               " \"vary\": {\"hardware\": [{\"preset\": \"h100-sxm\"}, {\"preset\": \"b200\"}, {\"preset\": \"a100-80gb\"}],"
+               " \"devices\": [256, 512], \"fp8\": [false, true]}}",
+               "/vary/fp8/1");
 }
 
 static void t_what_if_rows(void)
@@ -324,17 +321,7 @@ static void t_what_if_bad(void)
         {"{\"vary\": {\"devices\": [8]}}", "/base"},
         {"{\"base\": {" L70 "}, \"devices\": 8}, \"vary\": {\"devices\": [8]}, \"x\": 1}", "/x"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        api_status s7;
-        api_status_init(&s7);
-        json_t *r = J(bad[i][0]);
-        json_t *o2 = api_compare(r, &s7, NULL, NULL, 1, NULL, NULL);
-        CHECK(o2 == NULL);
-        CHECK_EQ_I(s7.status, 422);
-        if (s7.n_errors) CHECK_STR(s7.errors[0].pointer, bad[i][1]);
-        json_decref(o2);
-        json_decref(r);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused_at(VIA_COMPARE, 1, bad[i][0], bad[i][1]);
 }
 
 static const check_case cases[] = {
