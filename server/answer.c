@@ -25,27 +25,29 @@ void srv_answer_reset(struct srv_req *r)
     r->answer = ANS_NONE;
 }
 
-void srv_answer_json(struct srv_req *r, int code, json_t *body)
+void srv_answer_raw(struct srv_req *r, int code, const char *ctype, char *body, size_t len)
 {
     srv_answer_reset(r);
+    r->answer = ANS_RAW;
+    r->out_code = code;
+    r->out_ctype = ctype;
+    r->out_body = body;
+    r->out_len = len;
+}
+
+void srv_answer_json(struct srv_req *r, int code, json_t *body)
+{
     char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s) {
-        r->answer = ANS_RAW;
-        r->out_code = 500;
-        r->out_ctype = "application/problem+json";
         /* API_P_INTERNAL's row spelled out: nothing can be built here */
-        r->out_body = strdup("{\"type\":\"/problems/internal\",\"title\":\"Internal Server Error\","
-                             "\"status\":500,\"detail\":\"the answer could not be rendered\","
-                             "\"errors\":[]}");
-        r->out_len = r->out_body ? strlen(r->out_body) : 0;
+        s = strdup("{\"type\":\"/problems/internal\",\"title\":\"Internal Server Error\","
+                   "\"status\":500,\"detail\":\"the answer could not be rendered\","
+                   "\"errors\":[]}");
+        srv_answer_raw(r, 500, "application/problem+json", s, s ? strlen(s) : 0);
         return;
     }
-    r->answer = ANS_RAW;
-    r->out_code = code;
-    r->out_ctype = code >= 400 ? "application/problem+json" : "application/json";
-    r->out_body = s;
-    r->out_len = strlen(s);
+    srv_answer_raw(r, code, code >= 400 ? "application/problem+json" : "application/json", s, strlen(s));
 }
 
 void srv_answer_status(struct srv_req *r, const struct api_status *st)

@@ -169,11 +169,6 @@ int srv_roofline_svg_answer(struct srv_req *r, json_t *result)
         srv_answer_problem(r, 500, "Internal Server Error", "the roofline chart could not be drawn");
         return 1;
     }
-    free(r->out_body); /* nothing answered yet: NULL */
-    r->answer = ANS_RAW;
-    r->out_code = 200;
-    r->out_body = svg;
-    r->out_len = strlen(svg);
-    r->out_ctype = "image/svg+xml";
+    srv_answer_raw(r, 200, "image/svg+xml", svg, strlen(svg));
     return 1;
 }

@@ -415,12 +415,7 @@ static enum MHD_Result handle_problem(struct srv_req *r)
         size_t n = 0;
         char *html = srv_problem_html(r->id, md, len, &n);
         if (!html) return http_queue_problem(r, 503, "Service Unavailable", "out of memory");
-        srv_answer_reset(r);
-        r->answer = ANS_RAW;
-        r->out_code = 200;
-        r->out_body = html;
-        r->out_len = n;
-        r->out_ctype = "text/html; charset=utf-8";
+        srv_answer_raw(r, 200, "text/html; charset=utf-8", html, n);
         return http_queue_answer(r);
     }
     return http_queue_static(r, 200, "text/markdown; charset=utf-8", md, len);
@@ -469,12 +464,7 @@ enum MHD_Result http_dispatch(struct srv_req *r)
         size_t n = 0;
         char *text = srv_metrics_render(&n);
         if (!text) return http_queue_problem(r, 500, "Internal Server Error", "metrics");
-        srv_answer_reset(r);
-        r->answer = ANS_RAW;
-        r->out_code = 200;
-        r->out_body = text;
-        r->out_len = n;
-        r->out_ctype = "text/plain; version=0.0.4; charset=utf-8";
+        srv_answer_raw(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, n);
         return http_queue_answer(r);
     }
     case ROUTE_OPENAPI:

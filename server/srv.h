@@ -183,6 +183,9 @@ void srv_http_resume(struct srv_req *r);
 
 /* Fill a problem+json answer in r (does not resume). */
 void srv_answer_problem(struct srv_req *r, int code, const char *title, const char *detail);
+/* Take over a body (malloc'd, len bytes, NULL: none) as the answer: code
+ * with Content-Type ctype (a string that outlives the answer). */
+void srv_answer_raw(struct srv_req *r, int code, const char *ctype, char *body, size_t len);
 /* Take over a JSON body (new reference stolen) as the answer. */
 void srv_answer_json(struct srv_req *r, int code, json_t *body);
 /* The answer of an api_status (its problem document). */
