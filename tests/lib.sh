@@ -52,6 +52,20 @@ stop_term() {
     done
     [ "$RC" = 124 ] || PID=""
 }
+# add_checker NAME LINES command...: run a checker that ends with the line
+# "N passed, N failed" and add its counts to this script's, showing the
+# first LINES of its other lines; sets LINE to its last line. No such line:
+# one failure ("NAME did not run") and the tail of its output shown.
+add_checker() {
+    local name=$1 lines=$2 out p f
+    shift 2
+    out=$("$@" 2>&1)
+    echo "$out" | grep -v '^[0-9]* passed' | head -n "$lines"
+    LINE=$(echo "$out" | tail -n 1)
+    p=$(echo "$LINE" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$LINE" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    if [ -z "$p" ]; then bad "$name did not run"; echo "$out" | tail -n 5; else pass=$((pass + p)); fail=$((fail + f)); fi
+}
 # req METHOD PATH [curl args...]: one request to the daemon at $BASE; sets
 # CODE, BODY and HDR (files numbered by N: the body, the headers) and adds
 # the response to $REC (METHOD PATH CODE CONTENT-TYPE HDR BODY, a line, tab

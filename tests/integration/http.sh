@@ -395,13 +395,8 @@ else
 fi
 
 # ---- every response against openapi.yaml -----------------------------------
-out=$(python3 tests/integration/oas_check.py openapi.yaml "$REC")
-echo "$out" | grep -v '^[0-9]* passed' | head -n 40
-line=$(echo "$out" | tail -n 1)
-p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-if [ -z "$p" ]; then bad "oas_check did not run"; else pass=$((pass + p)); fail=$((fail + f)); fi
-echo "note: oas_check.py over $(wc -l <"$REC") responses: $line"
+add_checker oas_check 40 python3 tests/integration/oas_check.py openapi.yaml "$REC"
+echo "note: oas_check.py over $(wc -l <"$REC") responses: $LINE"
 
 # ---- the same responses as a strictly typed client reads them ---------------
 # ajv (JSON Schema 2020-12) with integers told from reals, as Go's
@@ -411,13 +406,8 @@ if ! command -v node >/dev/null 2>&1; then
 elif [ ! -d tools/lint/node_modules/ajv ]; then
     skip "http.sh strict-typed schema check (tools/lint/node_modules missing: sh docker/deps.sh installs it)"
 else
-    out=$(node tools/lint/schema_check.cjs openapi.yaml "$REC" 2>&1)
-    echo "$out" | grep -v '^[0-9]* passed' | head -n 40
-    line=$(echo "$out" | tail -n 1)
-    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-    if [ -z "$p" ]; then bad "schema_check.cjs did not run"; echo "$out" | tail -n 5; else pass=$((pass + p)); fail=$((fail + f)); fi
-    echo "note: schema_check.cjs (ajv, strict integers): $line"
+    add_checker schema_check.cjs 40 node tools/lint/schema_check.cjs openapi.yaml "$REC"
+    echo "note: schema_check.cjs (ajv, strict integers): $LINE"
 fi
 
 if [ "$fail" -ne 0 ]; then echo "--- daemon log (tail)"; tail -n 30 "$LOG.cur"; fi

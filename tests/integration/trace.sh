@@ -15,12 +15,7 @@ if ! command -v python3 >/dev/null 2>&1; then skip "trace.sh (python3 not instal
 TRACES="tests/data/traces/kineto-rocm-mi250-toy.json.gz $(ls ../shared/traces/kineto-16rank-rank0.json.gz ../shared/traces/kineto-ddp-2rank-rank1.json.gz 2>/dev/null)"
 [ -n "$(ls ../shared/traces/*.json.gz 2>/dev/null)" ] || skip "trace.sh large traces (../shared/traces not present beside the clone)"
 if [ -n "$TRACES" ]; then
-    out=$(python3 tests/integration/trace_check.py "$MFU" $TRACES)
-    echo "$out" | grep -v '^[0-9]* passed' | head -n 20
-    line=$(echo "$out" | tail -n 1)
-    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-    if [ -z "$p" ]; then bad "trace_check.py did not run"; else pass=$((pass + p)); fail=$((fail + f)); fi
+    add_checker trace_check.py 20 python3 tests/integration/trace_check.py "$MFU" $TRACES
 fi
 
 # malformed: truncated, not JSON

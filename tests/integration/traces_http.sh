@@ -165,19 +165,9 @@ check "after kill -9 and a restart: GET /traces/{id} 200" [ "$CODE" = 200 ]
 kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""
 
 # ---- the contract ---------------------------------------------------------------------
-out=$(python3 tests/integration/oas_check.py openapi.yaml "$REC")
-echo "$out" | grep -v '^[0-9]* passed' | head -n 20
-line=$(echo "$out" | tail -n 1)
-p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-if [ -z "$p" ]; then bad "oas_check did not run"; else pass=$((pass + p)); fail=$((fail + f)); fi
+add_checker oas_check 20 python3 tests/integration/oas_check.py openapi.yaml "$REC"
 if command -v node >/dev/null 2>&1 && [ -d tools/lint/node_modules/ajv ]; then
-    out=$(node tools/lint/schema_check.cjs openapi.yaml "$REC" 2>&1)
-    echo "$out" | grep -v '^[0-9]* passed' | head -n 20
-    line=$(echo "$out" | tail -n 1)
-    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-    if [ -z "$p" ]; then bad "schema_check.cjs did not run"; else pass=$((pass + p)); fail=$((fail + f)); fi
+    add_checker schema_check.cjs 20 node tools/lint/schema_check.cjs openapi.yaml "$REC"
 else
     skip "traces_http.sh strict-typed schema check (node or tools/lint/node_modules missing)"
 fi
