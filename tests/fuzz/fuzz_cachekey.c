@@ -119,6 +119,13 @@ static void same_key(json_t *variant, const char *k0, const char *where)
     json_decref(n);
 }
 
+/* same_key of a spelling made for it (the reference is taken). */
+static void same_key_new(json_t *variant, const char *k0, const char *where)
+{
+    same_key(variant, k0, where);
+    json_decref(variant);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_error_t err;
@@ -142,25 +149,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(again);
     }
     /* 2. keys reversed */
-    json_t *v = reversed(req);
-    same_key(v, k0, "keys reversed");
-    json_decref(v);
+    same_key_new(reversed(req), k0, "keys reversed");
     /* 3. integers as reals */
-    v = as_reals(req);
-    same_key(v, k0, "integers as reals");
-    json_decref(v);
+    same_key_new(as_reals(req), k0, "integers as reals");
     /* 4. explicit defaults */
-    v = with_defaults(req);
-    same_key(v, k0, "explicit defaults");
-    json_decref(v);
+    same_key_new(with_defaults(req), k0, "explicit defaults");
     /* 5. idempotence: the normalized form normalizes to itself, in any spelling */
     same_key(n0, k0, "normalized again");
-    v = reversed(n0);
-    same_key(v, k0, "normalized, keys reversed");
-    json_decref(v);
-    v = as_reals(n0);
-    same_key(v, k0, "normalized, integers as reals");
-    json_decref(v);
+    same_key_new(reversed(n0), k0, "normalized, keys reversed");
+    same_key_new(as_reals(n0), k0, "normalized, integers as reals");
     {
         char k1[65];
         json_t *n1 = normalize(n0, k1, "normalized (form)", 1);
