@@ -28,6 +28,18 @@ def groups(root, cls):
     return [e for e in root.iter(NS + "g") if cls in classes(e)]
 
 
+def announced(desc, pattern, items, what):
+    """One check: the number pattern finds in desc is how many items there are."""
+    m = re.search(pattern, desc)
+    check(m and len(items) == int(m.group(1)), what)
+
+
+def marked(root, desc, cls, attr, said, what):
+    """One check: a single group of class cls, whose attr desc states (as said % attr)."""
+    g = groups(root, cls)
+    check(len(g) == 1 and said % g[0].get(attr) in desc, what)
+
+
 def check_file(path):
     name = os.path.basename(path)
     try:
@@ -75,38 +87,30 @@ def check_file(path):
               name + ": the waterfall ends at the expected MFU (%.2f - %.2f vs %.2f)"
               % (tot["roofline"], pts, tot["expected"]))
         check("Expected MFU %.2f%%" % tot["expected"] in desc, name + ": desc states the expected MFU")
-        b = groups(root, "gap-bound")
-        check(len(b) == 1 and ("%s%%" % b[0].get("data-mfu")) in desc, name + ": the bound is marked")
+        marked(root, desc, "gap-bound", "data-mfu", "%s%%", name + ": the bound is marked")
         if kind == "gap-measured":
             check("measured" in tot and "Measured MFU %.2f%%" % tot["measured"] in desc,
                   name + ": the measured MFU closes the waterfall")
     elif kind == "memory":
-        m = re.search(r"for each of (\d+) pipeline stage", desc)
         st = groups(root, "stage")
-        check(m and len(st) == int(m.group(1)), name + ": one group per pipeline stage")
+        announced(desc, r"for each of (\d+) pipeline stage", st, name + ": one group per pipeline stage")
         check(all(len([r for r in g.iter(NS + "rect") if "seg" in classes(r)]) == 6 for g in st),
               name + ": six segments per stage")
-        cap = groups(root, "capacity")
-        check(len(cap) == 1 and "%s GB the device exposes" % cap[0].get("data-gb") in desc,
-              name + ": the capacity line")
+        marked(root, desc, "capacity", "data-gb", "%s GB the device exposes", name + ": the capacity line")
     elif kind == "timeline":
-        m = re.search(r"One lane per pipeline stage \((\d+)\)", desc)
         lanes = groups(root, "lane")
-        check(m and len(lanes) == int(m.group(1)), name + ": one lane per pipeline stage")
+        announced(desc, r"One lane per pipeline stage \((\d+)\)", lanes, name + ": one lane per pipeline stage")
         ends = []
         for g in lanes:
             rs = [r for r in g.iter(NS + "rect") if "blk" in classes(r)]
             ends.append(float(rs[-1].get("x")) + float(rs[-1].get("width")) if rs else 0)
         check(ends and max(ends) - min(ends) <= 0.5, name + ": every lane spans the same step")
     elif kind == "roofline":
-        m = re.search(r"(\d+) operators plotted", desc)
         ops = [e for e in root.iter() if "op" in classes(e)]
-        check(m and len(ops) == int(m.group(1)), name + ": one point per operator")
+        announced(desc, r"(\d+) operators plotted", ops, name + ": one point per operator")
         check(all(("fwd" in classes(e)) == (e.tag == NS + "circle") for e in ops),
               name + ": forward as circles, backward as triangles")
-        r = groups(root, "ridge")
-        check(len(r) == 1 and "ridge point at %s FLOP/byte" % r[0].get("data-flops-per-byte") in desc,
-              name + ": the ridge point")
+        marked(root, desc, "ridge", "data-flops-per-byte", "ridge point at %s FLOP/byte", name + ": the ridge point")
     elif kind == "compare":
         m = re.search(r"(\d+) variants?", title)
         panels = groups(root, "panel")
