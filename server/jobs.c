@@ -53,25 +53,22 @@ int srv_jobs_submit(struct srv_req *r)
 
 int srv_jobs_ready(char *why, size_t whylen)
 {
-    if (!atomic_load(&jobs_app.db_ok)) {
-        snprintf(why, whylen, "database not open");
-        return 0;
-    }
-    if (!atomic_load(&jobs_app.pool_ok)) {
-        snprintf(why, whylen, "worker pool not running");
-        return 0;
-    }
-    if (!atomic_load(&jobs_app.file_ok)) {
-        snprintf(why, whylen, "the database file was deleted or replaced while open: restart mfud");
-        return 0;
-    }
-    if (!atomic_load(&jobs_app.reachable)) {
-        snprintf(why, whylen, "the database cannot be reached; reconnecting");
-        return 0;
-    }
-    if (!atomic_load(&jobs_app.store_ok)) {
-        snprintf(why, whylen, "database writes failing; finished results held in memory until they are written");
-        return 0;
+    /* the flags that make it not ready, in the order they are reported */
+    static const struct {
+        atomic_int *ok;
+        const char *why;
+    } gates[] = {
+        {&jobs_app.db_ok, "database not open"},
+        {&jobs_app.pool_ok, "worker pool not running"},
+        {&jobs_app.file_ok, "the database file was deleted or replaced while open: restart mfud"},
+        {&jobs_app.reachable, "the database cannot be reached; reconnecting"},
+        {&jobs_app.store_ok, "database writes failing; finished results held in memory until they are written"},
+    };
+    for (size_t i = 0; i < sizeof gates / sizeof gates[0]; i++) {
+        if (!atomic_load(gates[i].ok)) {
+            snprintf(why, whylen, "%s", gates[i].why);
+            return 0;
+        }
     }
     int n = atomic_load(&jobs_app.n_active_pub);
     if (n >= jobs_app.cfg->queue_limit) {
