@@ -73,6 +73,19 @@ static size_t entity_len(const char *s)
     return i > d0 && s[i] == ';' ? i + 1 : 0;
 }
 
+/* The XML name at *at (its first character checked) into out, *at moved
+ * past it: 0, or -1 when it does not fit (out holds 64 bytes). */
+static int xml_name(const char **at, char out[64])
+{
+    size_t k = 0;
+    while (is_name_char((unsigned char)**at)) {
+        if (k + 1 >= 64) return -1;
+        out[k++] = *(*at)++;
+    }
+    out[k] = 0;
+    return 0;
+}
+
 static int xml_quiet; /* while checking the checker on bad documents */
 
 /* a malformed document: the reason and offset on stderr (unless quiet), -1 */
@@ -96,12 +109,7 @@ static int xml_attrs(const char *doc, const char **at)
         if (*s == '>' || !strncmp(s, "/>", 2)) break;
         if (!sp || !is_name_start((unsigned char)*s)) XFAIL("bad attribute");
         char an[64];
-        size_t k = 0;
-        while (is_name_char((unsigned char)*s)) {
-            if (k + 1 >= sizeof an) XFAIL("attribute name too long");
-            an[k++] = *s++;
-        }
-        an[k] = 0;
+        if (xml_name(&s, an)) XFAIL("attribute name too long");
         for (int i = 0; i < n_seen; i++)
             if (!strcmp(seen[i], an)) XFAIL("duplicate attribute");
         if (n_seen < 32) strcpy(seen[n_seen++], an);
@@ -151,12 +159,7 @@ static int xml_check(const char *doc)
             s += closing ? 2 : 1;
             if (!is_name_start((unsigned char)*s)) XFAIL("bad tag name");
             char name[64];
-            size_t n = 0;
-            while (is_name_char((unsigned char)*s)) {
-                if (n + 1 >= sizeof name) XFAIL("tag name too long");
-                name[n++] = *s++;
-            }
-            name[n] = 0;
+            if (xml_name(&s, name)) XFAIL("tag name too long");
             if (closing) {
                 while (isspace((unsigned char)*s)) s++;
                 if (*s != '>') XFAIL("bad closing tag");
