@@ -326,6 +326,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     else
         srv_log(SRV_LOG_DEBUG, "msg=request_end route=%s code=%d ms=%.3f",
                 srv_route_names[r->route], r->code, dt * 1e3);
+    srv_req_free(r);
+    *con_cls = NULL;
+}
+
+void srv_req_free(struct srv_req *r)
+{
+    if (!r) return;
     free(r->body);
     free(r->normalized);
     free(r->input);
@@ -336,7 +343,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     api_prepared_free(r->prep);
     srv_answer_reset(r);
     free(r);
-    *con_cls = NULL;
 }
 
 

@@ -193,6 +193,8 @@ struct api_status;
 void srv_answer_status(struct srv_req *r, const struct api_status *st);
 /* Drop whatever answer r holds. */
 void srv_answer_reset(struct srv_req *r);
+/* Free r and all it owns, its answer too (NULL: nothing; server/http.c). */
+void srv_req_free(struct srv_req *r);
 
 #define SRV_EXPOSE_HEADERS "ETag, Location, Retry-After, Preference-Applied, Content-Location"
 /* A done result never changes (its id is its input's hash): its 200 and

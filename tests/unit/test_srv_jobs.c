@@ -63,18 +63,6 @@ static int submit_wait(struct srv_req *r)
     return ok;
 }
 
-static void req_free(struct srv_req *r)
-{
-    if (!r) return;
-    free(r->normalized);
-    free(r->input);
-    free(r->model);
-    free(r->hardware);
-    api_prepared_free(r->prep);
-    srv_answer_reset(r);
-    free(r);
-}
-
 /* A POST /search as handle_search (server/routes.c) makes it: parsed once,
  * keyed by its normal form. */
 static struct srv_req *search_req(int devices, int async, double wait_s)
@@ -185,7 +173,7 @@ static int poll_done(const char *id)
         CHECK_EQ_I(g->out_code, 200);
         done = !strcmp(status_of(g), "done");
         if (!done) CHECK(!strcmp(status_of(g), "queued") || !strcmp(status_of(g), "running"));
-        req_free(g);
+        srv_req_free(g);
         if (!done) usleep(50000);
     }
     return done;
@@ -247,7 +235,7 @@ static void t_job_machine(void)
     row_status(c->id, st, sizeof st);
     CHECK_STR(st, "(none)");
     struct srv_req *all[] = {a, a2, b, c, aw, u, d};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) req_free(all[i]);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) srv_req_free(all[i]);
     srv_rcache_clear();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
