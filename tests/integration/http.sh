@@ -344,12 +344,9 @@ check "GET /compare is 405" [ "$CODE" = 405 ]
 # (recorded: the answers are validated against the contract below)
 for f in examples/*.json; do
     [ -f "$f" ] || continue
-    route=$(python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-print("/calibrate" if "runs" in d else "/compare" if "base" in d else
-      ("/search" if "devices" in d else "/roofline") if "model" in d else "")' "$f")
+    route=$(python3 tests/integration/example_kind.py "$f")
     [ -n "$route" ] || continue # not a request (e.g. a HuggingFace config.json)
+    route=/$route
     req POST "$route" "${JSONH[@]}" -H 'Prefer: wait=60' --data-binary @"$f"
     check "example $f: POST $route 200 ($CODE)" [ "$CODE" = 200 ]
 done

@@ -71,12 +71,13 @@ run "dockerfilelint Dockerfile" "$BIN/dockerfilelint" Dockerfile
 run "openapi.yaml examples validate" node tools/lint/schema_check.cjs --examples openapi.yaml
 for f in examples/*.json; do
     [ -f "$f" ] || continue
-    schema=$(python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-print("CalibrateRequest" if "runs" in d else "CompareRequest" if "base" in d else
-      ("SearchRequest" if "devices" in d else "RooflineRequest") if "model" in d else "")' "$f")
-    [ -n "$schema" ] || continue # not a request (a HuggingFace config.json)
+    case $(python3 tests/integration/example_kind.py "$f") in
+    calibrate) schema=CalibrateRequest ;;
+    compare) schema=CompareRequest ;;
+    search) schema=SearchRequest ;;
+    roofline) schema=RooflineRequest ;;
+    *) continue ;; # not a request (a HuggingFace config.json)
+    esac
     run "$f is a $schema" node tools/lint/schema_check.cjs --schema "$schema" openapi.yaml "$f"
 done
 
