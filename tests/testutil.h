@@ -34,6 +34,20 @@ static inline int load_model(const char *preset, mfu_model *m)
     return rc;
 }
 
+/* A model from its IR, written out in a test: 0, or -1 (said on stderr). */
+static inline int load_model_ir(const char *ir, mfu_model *m)
+{
+    api_status st;
+    api_status_init(&st);
+    json_error_t je;
+    json_t *j = json_loads(ir, 0, &je);
+    int rc = j ? api_model_from_ir(j, "/model", m, &st) : -1;
+    if (rc) fprintf(stderr, "load_model_ir: %s %s\n", j ? (st.n_errors ? st.errors[0].pointer : "") : je.text,
+                    j && st.n_errors ? st.errors[0].detail : "");
+    json_decref(j);
+    return rc;
+}
+
 static inline int load_hw(const char *preset, mfu_hardware *hw)
 {
     api_status st;

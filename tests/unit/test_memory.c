@@ -61,12 +61,7 @@ static int toy(mfu_system *s, mfu_model *m, mfu_hardware *hw, int64_t L, int64_t
     snprintf(buf, sizeof buf,
              "{\"d_model\": 1024, \"vocab\": 32000, \"tie_embeddings\": false, \"layers\": [{\"count\": %lld, "
              "\"attention\": {\"n_heads\": 8}, \"mlp\": {\"ffn_dim\": 4096}}]}", (long long)L);
-    json_error_t je;
-    json_t *j = json_loads(buf, 0, &je);
-    api_status st;
-    api_status_init(&st);
-    int rc = api_model_from_ir(j, "/model", m, &st);
-    json_decref(j);
+    int rc = load_model_ir(buf, m);
     if (rc) return rc;
     mfu_training tr = {2048, 2048.0 * devices, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     return mfu_system_init(s, m, hw, &tr, devices, 0, ops);
@@ -717,13 +712,8 @@ static void t_remat_names(void)
                      "\"position\": \"rope\", \"layers\": [{\"count\": 4, \"attention\": {\"type\": \"mha\", "
                      "\"n_heads\": 8, \"n_kv_heads\": 8, \"head_dim\": 128}, \"mlp\": {\"type\": \"dense\", "
                      "\"ffn_dim\": 4096, \"gated\": true, \"activation\": \"silu\"}}]}";
-    json_error_t je;
-    json_t *j = json_loads(ir, 0, &je);
-    api_status ast;
-    api_status_init(&ast);
     mfu_model m;
-    CHECK(api_model_from_ir(j, "/model", &m, &ast) == 0);
-    json_decref(j);
+    CHECK(load_model_ir(ir, &m) == 0);
     mfu_training tr = {2048, 2048.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     mfu_system s;
     CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, 0, ops) == MFU_OK);

@@ -80,23 +80,6 @@ static int mla_moe(mfu_model *m, int n, int as_runs, const char *attn_impl_unuse
 }
 
 
-/* A model from an IR text (one run), or -1. */
-static int ir_model(const char *text, mfu_model *m)
-{
-    json_error_t err;
-    json_t *ir = json_loads(text, 0, &err);
-    if (!ir) {
-        fprintf(stderr, "bad test IR: %s\n", err.text);
-        return -1;
-    }
-    api_status st;
-    api_status_init(&st);
-    int rc = api_model_from_ir(ir, "/model", m, &st);
-    if (rc) fprintf(stderr, "ir_model: %s %s\n", st.n_errors ? st.errors[0].pointer : "",
-                    st.n_errors ? st.errors[0].detail : "");
-    json_decref(ir);
-    return rc;
-}
 
 static const mfu_op *op_named(const mfu_op *o, int n, const char *name)
 {
@@ -114,7 +97,7 @@ static void t_gdn_ops(void)
     static mfu_model m;
     /* Gated DeltaNet: d 256, 4 value heads of 32 (value_dim 128), 2 q/k heads
      * of 32 (key_dim 64), conv 4, chunk 16; 64 tokens, bf16, no parallelism. */
-    CHECK(ir_model("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
+    CHECK(load_model_ir("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
                    "{\"type\": \"gdn\", \"n_heads\": 4, \"n_kv_heads\": 2, \"key_dim\": 64, "
                    "\"value_dim\": 128, \"conv_size\": 4, \"chunk_size\": 16}, \"mlp\": {\"ffn_dim\": 512}}]}",
                    &m) == 0);
@@ -167,9 +150,9 @@ static void t_attention_switches(void)
     const char *tail = "}, \"mlp\": {\"ffn_dim\": 512}}]}";
     char text[1024];
     snprintf(text, sizeof text, "%s%s%s", head, "", tail);
-    CHECK(ir_model(text, &m) == 0);
+    CHECK(load_model_ir(text, &m) == 0);
     snprintf(text, sizeof text, "%s%s%s", head, ", \"sinks\": true, \"output_gate\": true, \"qk_norm\": \"rmsnorm\", \"chunk\": 16", tail);
-    CHECK(ir_model(text, &m2) == 0);
+    CHECK(load_model_ir(text, &m2) == 0);
     n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
     int n2 = mfu_ops_layer(&m2, 0, &sh, o2, MFU_MAX_OPS);
     /* qkv_proj: 256 -> (8 + 2 x 2) x 32 = 384; with the gate (16 + 4) x 32 = 640 */
@@ -193,18 +176,18 @@ static void t_attention_switches(void)
      * none on a NoPE layer */
     CHECK_NEAR(flops_of(ops, n, "rope"), 3 * T * 10 * 32, 1e-12);
     snprintf(text, sizeof text, "%s%s%s", head, ", \"rotary_dim\": 16", tail);
-    CHECK(ir_model(text, &m2) == 0);
+    CHECK(load_model_ir(text, &m2) == 0);
     n2 = mfu_ops_layer(&m2, 0, &sh, o2, MFU_MAX_OPS);
     CHECK_NEAR(flops_of(o2, n2, "rope"), 3 * T * 10 * 16, 1e-12);
     snprintf(text, sizeof text, "%s%s%s", head, ", \"nope\": true", tail);
-    CHECK(ir_model(text, &m2) == 0);
+    CHECK(load_model_ir(text, &m2) == 0);
     n2 = mfu_ops_layer(&m2, 0, &sh, o2, MFU_MAX_OPS);
     CHECK(op_named(o2, n2, "rope") == NULL && op_named(o2, n2, "attn_core") != NULL);
     /* unfused: sinks widen the softmax by one column per row */
     mfu_shape su = sh;
     su.attn_impl = MFU_ATTN_UNFUSED;
     snprintf(text, sizeof text, "%s%s%s", head, ", \"sinks\": true", tail);
-    CHECK(ir_model(text, &m2) == 0);
+    CHECK(load_model_ir(text, &m2) == 0);
     n = mfu_ops_layer(&m, 0, &su, ops, MFU_MAX_OPS);
     n2 = mfu_ops_layer(&m2, 0, &su, o2, MFU_MAX_OPS);
     CHECK_NEAR(flops_of(o2, n2, "attn_softmax") - flops_of(ops, n, "attn_softmax"), 5 * T * 8, 1e-12);
@@ -217,7 +200,7 @@ static void t_shared_gate(void)
     const double T = 64;
     int n2;
     /* a gated shared expert: Linear(h, 1) and sigmoid(g) x shared output */
-    CHECK(ir_model("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
+    CHECK(load_model_ir("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
                    "{\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 8, \"top_k\": 2, "
                    "\"expert_ffn_dim\": 128, \"n_shared_experts\": 1, \"shared_gate\": true, "
                    "\"bias\": true}}]}", &m2) == 0);
@@ -241,7 +224,7 @@ static void t_new_switches_fit(void)
     /* the worst layer of the new switches fits the op budget: unfused
      * attention with dropout, every attention switch, MoE with a gated
      * shared expert, FP8 casts */
-    CHECK(ir_model("{\"d_model\": 256, \"vocab\": 1000, \"dropout\": true, \"layers\": [{\"count\": 1, "
+    CHECK(load_model_ir("{\"d_model\": 256, \"vocab\": 1000, \"dropout\": true, \"layers\": [{\"count\": 1, "
                    "\"attention\": {\"n_heads\": 8, \"sinks\": true, \"output_gate\": true, \"qk_norm\": "
                    "\"l2\", \"chunk\": 16, \"out_bias\": true}, \"mlp\": {\"type\": \"moe\", \"n_experts\": "
                    "8, \"top_k\": 2, \"expert_ffn_dim\": 128, \"n_shared_experts\": 1, \"shared_gate\": "

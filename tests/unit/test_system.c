@@ -296,16 +296,23 @@ static void t_mxu(void)
     CHECK_EQ_I(seen, 2);
 }
 
+/* The fixture's model on 8 devices, one sequence each: the system and its
+ * plain data-parallel configuration (dp 8, nothing else). */
+static mfu_config dp8(mfu_system *s8)
+{
+    tr.global_batch_tokens = 4096.0 * 8;
+    CHECK(mfu_system_init(s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    return cfg(8, 1, 1, 1, 1, 1);
+}
+
 static void t_dp_allreduce(void)
 {
     fixture();
     /* ---- DP all-reduce by hand: dp = 8, fp32 gradients of every parameter,
      * 2 (d-1)/d * 4P / W on NVLink; ZeRO-1: RS (4P) + AG (2P). */
     {
-        tr.global_batch_tokens = 4096.0 * 8;
         mfu_system s8;
-        CHECK(mfu_system_init(&s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
-        mfu_config c = cfg(8, 1, 1, 1, 1, 1);
+        mfu_config c = dp8(&s8);
         mfu_eval ev;
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_DP], 2 * (7.0 / 8) * 4 * p.total / 450e9, 1e-9);
@@ -392,13 +399,8 @@ static void t_ep_across_nodes(void)
                      "{\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"count\": 4, "
                      "\"attention\": {\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 32, "
                      "\"top_k\": 4, \"expert_ffn_dim\": 512, \"route_nodes\": %d}}]}", lim);
-            json_error_t je;
-            json_t *j = json_loads(buf, 0, &je);
-            api_status st;
-            api_status_init(&st);
             mfu_model toy;
-            CHECK(api_model_from_ir(j, "/model", &toy, &st) == 0);
-            json_decref(j);
+            CHECK(load_model_ir(buf, &toy) == 0);
             mfu_training t16 = {4096, 4096.0 * 16, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
             mfu_system s16;
             CHECK(mfu_system_init(&s16, &toy, &hw, &t16, 16, 0, ops) == MFU_OK);
@@ -428,13 +430,8 @@ static void t_dispatch(void)
         const char *ir = "{\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"count\": 4, "
                          "\"attention\": {\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 32, "
                          "\"top_k\": 4, \"expert_ffn_dim\": 512}}]}";
-        json_error_t je;
-        json_t *j = json_loads(ir, 0, &je);
-        api_status st;
-        api_status_init(&st);
         mfu_model toy;
-        CHECK(api_model_from_ir(j, "/model", &toy, &st) == 0);
-        json_decref(j);
+        CHECK(load_model_ir(ir, &toy) == 0);
         for (int fp8 = 0; fp8 <= 1; fp8++) {
             mfu_dtype dt = fp8 ? MFU_DT_FP8 : MFU_DT_BF16;
             mfu_hardware hh = hw;
@@ -554,10 +551,8 @@ static void t_recompute_hfu(void)
     fixture();
     /* ---- recompute: HFU counts it, MFU does not (Korthikanti et al. 2022 sec. 6) */
     {
-        tr.global_batch_tokens = 4096.0 * 8;
         mfu_system s8;
-        CHECK(mfu_system_init(&s8, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
-        mfu_config c = cfg(8, 1, 1, 1, 1, 1);
+        mfu_config c = dp8(&s8);
         mfu_eval a, b;
         CHECK(mfu_evaluate(&s8, &c, ops, &a) == MFU_OK);
         c.recompute = MFU_RC_FULL;
