@@ -85,6 +85,21 @@ static json_t *h100_description(void)
     return d;
 }
 
+/* The step time a run request (taken) has under its own hardware: what
+ * the "true" cluster would have measured for its config. */
+static double measured_under(json_t *q)
+{
+    api_status st;
+    api_status_init(&st);
+    json_object_set_new(q, "search", json_pack("{s:i,s:i}", "top_k", 1, "max_evaluations", 1));
+    json_t *res = api_search(q, &st, NULL, NULL);
+    CHECK(res != NULL);
+    double t = json_number_value(json_object_get(json_object_get(res, "measured"), "expected_step_time_s"));
+    json_decref(res);
+    json_decref(q);
+    return t;
+}
+
 static void t_recover(void)
 {
     /* the "true" cluster: the H100 preset with GEMMs at 0.7 of its curve
@@ -101,14 +116,7 @@ static void t_recover(void)
                           {64, 8, 1, 2, 512}, {32, 1, 1, 1, 128}, {64, 2, 2, 1, 256}, {16, 8, 1, 1, 32}};
     json_t *runs = json_array();
     for (size_t i = 0; i < sizeof lay / sizeof lay[0]; i++) {
-        json_t *q = run_req(truth, lay[i][0], lay[i][1], lay[i][2], lay[i][3], lay[i][4], 1.0);
-        json_object_set_new(q, "search", json_pack("{s:i,s:i}", "top_k", 1, "max_evaluations", 1));
-        api_status_init(&st);
-        json_t *res = api_search(q, &st, NULL, NULL);
-        CHECK(res != NULL);
-        double t = json_number_value(json_object_get(json_object_get(res, "measured"), "expected_step_time_s"));
-        json_decref(res);
-        json_decref(q);
+        double t = measured_under(run_req(truth, lay[i][0], lay[i][1], lay[i][2], lay[i][3], lay[i][4], 1.0));
         json_array_append_new(runs, json_pack("{s:o}", "request",
                                               run_req(preset, lay[i][0], lay[i][1], lay[i][2], lay[i][3], lay[i][4], t)));
     }
@@ -189,13 +197,7 @@ static void t_recover_fp8(void)
         const char *dt = i < sizeof lay / sizeof lay[0] ? "bf16" : "fp8";
         json_t *q = run_req(truth, l[0], l[1], l[2], l[3], l[4], 1.0);
         json_object_set_new(json_object_get(q, "training"), "dtype", json_string(dt));
-        json_object_set_new(q, "search", json_pack("{s:i,s:i}", "top_k", 1, "max_evaluations", 1));
-        api_status_init(&st);
-        json_t *res = api_search(q, &st, NULL, NULL);
-        CHECK(res != NULL);
-        double t = json_number_value(json_object_get(json_object_get(res, "measured"), "expected_step_time_s"));
-        json_decref(res);
-        json_decref(q);
+        double t = measured_under(q);
         json_t *r = run_req(preset, l[0], l[1], l[2], l[3], l[4], t);
         json_object_set_new(json_object_get(r, "training"), "dtype", json_string(dt));
         if (!strcmp(dt, "bf16")) json_array_append_new(bf16, json_pack("{s:O}", "request", r));
