@@ -608,6 +608,45 @@ static void t_cpu_offload_switches(void)
     json_decref(r);
 }
 
+/* The hardware fields of F-TIME-MXU and F-TIME-FP8-ACC: out-of-range values
+ * are 422s at their pointers; the presets' values are echoed in the
+ * normal form (tpu-v6e's 256-wide MXU, the H100's 0.87), an override
+ * replaces the preset's. */
+static void t_hardware_mxu_fp8_fields(void)
+{
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": "
+                 "\"tpu-v6e\", \"matrix_unit_dim\": -1}, \"devices\": 8, \"training\": {\"seq_len\": 4096, "
+                 "\"global_batch_tokens\": 1048576}}", 422, "/hardware/matrix_unit_dim");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": "
+                 "\"h100-sxm\", \"efficiency\": {\"fp8_bwd_gemm_scale\": 2}}, \"devices\": 8, \"training\": "
+                 "{\"seq_len\": 4096, \"global_batch_tokens\": 1048576}}", 422,
+                 "/hardware/efficiency/fp8_bwd_gemm_scale");
+    const char *req[3] = {
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, \"devices\": 8, "
+        "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}}",
+        "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, \"search\": {\"top_k\": 1}}",
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\", \"efficiency\": "
+        "{\"fp8_bwd_gemm_scale\": 0.5}}, \"devices\": 8, \"training\": {\"seq_len\": 4096, "
+        "\"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}}"};
+    double want[3] = {256, 0.87, 0.5};
+    for (int i = 0; i < 3; i++) {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(req[i]);
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *hw = json_object_get(res, "hardware");
+        double got = i == 0 ? json_number_value(json_object_get(hw, "matrix_unit_dim"))
+                            : json_number_value(json_object_get(json_object_get(hw, "efficiency"),
+                                                                "fp8_bwd_gemm_scale"));
+        CHECK_NEAR(got, want[i], 1e-12);
+        /* GPUs have no matrix unit side: it is not echoed */
+        if (i) CHECK(json_object_get(hw, "matrix_unit_dim") == NULL);
+        json_decref(res);
+        json_decref(r);
+    }
+}
+
 static const check_case cases[] = {
     CHECK_CASE(t_sha256_vectors),
     CHECK_CASE(t_cache_key),
@@ -624,6 +663,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
     CHECK_CASE(t_cpu_offload_switches),
+    CHECK_CASE(t_hardware_mxu_fp8_fields),
 };
 
 int main(int argc, char **argv)
