@@ -107,7 +107,11 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
     /* MaxText: routing and dispatch are rerun when the expert inputs
      * (moe_mlpwi_*) are not kept; their outputs are not named */
     mx(b, MFU_MX_WI);
-    matmul3(b, "router", "router.dgrad", "router.wgrad", t, Te, h, E, 1.0, Te * h);
+    /* 16-bit under FP8 training (F-TIME-FP8): Megatron's TopKRouter.gating
+     * is a plain torch linear (megatron/core/transformer/moe/router.py),
+     * torchtitan's float8 recipe filters "router.gate"
+     * (torchtitan/components/quantization/float8.md) */
+    matmul3(b, "router", "router.dgrad", "router.wgrad", t | MFU_TAG_HIGH_PREC, Te, h, E, 1.0, Te * h);
     for (int i = (b->n < b->max ? b->n : b->max) - 1; i >= 0; i--)
         if (b->out[i].phase == MFU_FWD) {
             b->out[i].out_bytes = 0.0;
@@ -245,7 +249,12 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
     double V = (double)m->vocab;
     elementwise(&b, "final_norm", "final_norm.bwd", MFU_TAG_TP_REPL, Te * h, Te * h,
                 norm_flops_per_elem(m), ab * Te * h);
-    matmul3(&b, "lm_head", "lm_head.dgrad", "lm_head.wgrad", 0, T, h, V / tp, 1.0, Te * h);
+    /* 16-bit under FP8 training (F-TIME-FP8): Megatron's output layer is a
+     * tensor_parallel.ColumnParallelLinear, not a Transformer Engine module,
+     * unless MXFP8 for it is asked for (megatron/core/models/gpt/
+     * gpt_model.py); torchtitan's float8 recipe filters "output"
+     * (torchtitan/components/quantization/float8.md) */
+    matmul3(&b, "lm_head", "lm_head.dgrad", "lm_head.wgrad", MFU_TAG_HIGH_PREC, T, h, V / tp, 1.0, Te * h);
     /* Cross-entropy over the (vocab-parallel) logits in fp32 (Megatron
      * vocab_parallel_cross_entropy): reads the bf16 logits, keeps the fp32
      * softmax for the backward (Korthikanti sec. 4.3: 4sbv/t bytes). */

@@ -23,7 +23,11 @@ enum {
     MFU_TAG_TP_REPL = 1u << 6,   /* saved tensor replicated over tp without sp */
     MFU_TAG_FUSED_ATTN = 1u << 7, /* fused attention kernel (attention efficiency) */
     MFU_TAG_SCORES = 1u << 8,     /* s x s score tensors (unfused softmax, dropout) */
-    MFU_TAG_SHARED = 1u << 9      /* shared-expert MLP of an MoE block */
+    MFU_TAG_SHARED = 1u << 9,     /* shared-expert MLP of an MoE block */
+    /* a GEMM that stays in 16-bit under FP8 training (F-TIME-FP8: the LM
+     * head and the MoE router): 16-bit operands, no quantization, the
+     * 16-bit peak */
+    MFU_TAG_HIGH_PREC = 1u << 10
 };
 
 /* Recompute modules (Megatron-LM --recompute-modules names, TransformerConfig

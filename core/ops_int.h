@@ -67,7 +67,7 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
 static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const char *wgrad,
                     unsigned tags, double M, double K, double N, double groups, double saved_elems)
 {
-    double eb = b->eb, ab = b->ab;
+    double eb = (tags & MFU_TAG_HIGH_PREC) ? b->ab : b->eb, ab = b->ab;
     double saved = (eb < ab ? eb : ab) * saved_elems;
     double flops = 2.0 * M * K * N;
     double wbytes = K * N * groups;

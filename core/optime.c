@@ -16,8 +16,9 @@
 static double op_peak(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt)
 {
     /* attention kernels stay in 16-bit with FP8 GEMMs (Transformer Engine
-     * runs DotProductAttention in bf16 unless fp8_dpa; F-TIME-FP8) */
-    if ((op->tags & MFU_TAG_FUSED_ATTN) && dt == MFU_DT_FP8 && hw->peak_flops[MFU_DT_BF16] > 0)
+     * runs DotProductAttention in bf16 unless fp8_dpa; F-TIME-FP8), and so
+     * do the GEMMs no framework quantizes by default (MFU_TAG_HIGH_PREC) */
+    if ((op->tags & (MFU_TAG_FUSED_ATTN | MFU_TAG_HIGH_PREC)) && dt == MFU_DT_FP8 && hw->peak_flops[MFU_DT_BF16] > 0)
         return hw->peak_flops[MFU_DT_BF16];
     if (op->tags & (MFU_TAG_MATMUL | MFU_TAG_FUSED_ATTN)) return hw->peak_flops[dt];
     double v = hw->peak_flops[MFU_DT_FP32];
@@ -65,7 +66,7 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
             e *= mxu_attention_factor(op, hw); /* F-TIME-MXU */
             fixed = eff->kernel_overhead_s;
         } else if (op->tags & MFU_TAG_MATMUL) {
-            if (dt == MFU_DT_FP8 && hw->peak_flops[MFU_DT_BF16] > 0) {
+            if (dt == MFU_DT_FP8 && !(op->tags & MFU_TAG_HIGH_PREC) && hw->peak_flops[MFU_DT_BF16] > 0) {
                 /* the curve's fixed cost per GEMM weighs twice as much at
                  * twice the peak: FP8 at F FLOPs runs as BF16 at F * P16/P8
                  * (F-TIME-FP8) */
@@ -151,7 +152,7 @@ double mfu_op_host_kernels(const mfu_op *op, mfu_dtype dt)
     if (!(op->tags & MFU_TAG_MATMUL)) return 1.0;
     double calls = op->gemm_flops > 0 ? op->flops / op->gemm_flops : 1.0;
     if (calls < 1.0) calls = 1.0;
-    double q = dt == MFU_DT_FP8 && !(op->tags & MFU_TAG_WGRAD) ? MFU_HOST_FP8_QUANT : 0.0;
+    double q = dt == MFU_DT_FP8 && !(op->tags & (MFU_TAG_WGRAD | MFU_TAG_HIGH_PREC)) ? MFU_HOST_FP8_QUANT : 0.0;
     return calls * (MFU_HOST_GEMM_CALL + q);
 }
 
