@@ -264,14 +264,35 @@ static void comm_tp(step_ctx *x)
         if (rp->kind == MFU_RCK_FULL) rc_coll = per_layer_dir;
         else if (rp->modules & (MFU_RCM_MLP | MFU_RCM_MOE)) rc_coll = mlp_coll;
         double fwd = mb * one * (L * per_layer_dir + nrc * rc_coll), bwd = mb * one * L * per_layer_dir;
-        tot[MFU_COMM_TP] = fwd + bwd;
-        /* F-COMM-TP-OVERLAP: the backward's collectives run under the
-         * weight-gradient GEMMs (Megatron's async tensor-parallel
+        /* F-COMM-TP-SP-BWD: with sp the backward of each block moves one
+         * and a half all-reduces' bytes, not one (Megatron-LM
+         * tensor_parallel/mappings.py and layers.py,
+         * LinearWithGradAccumulationAndAsyncCommunication.backward):
+         * the row-parallel output's reduce-scatter turns into an
+         * all-gather of its gradient, synchronous (bwd_sync); the
+         * column-parallel input was saved sequence-split, so it is
+         * all-gathered again for the weight gradient, asynchronously
+         * under the data-gradient GEMM (bwd_ag); the data gradient is
+         * reduce-scattered under the weight-gradient GEMM (the half of
+         * bwd that stays). Transformer Engine's tp_overlap runs the same
+         * re-gather under the dgrad GEMM (ub_bulk_dgrad). */
+        double bwd_sync = 0.0, bwd_ag = 0.0;
+        if (c->sp) {
+            bwd_sync = 0.5 * bwd;
+            bwd_ag = 0.5 * bwd;
+            bwd *= 0.5;
+        }
+        tot[MFU_COMM_TP] = fwd + bwd_sync + bwd + bwd_ag;
+        /* F-COMM-TP-OVERLAP: the backward's asynchronous collectives run
+         * under the weight-gradient GEMMs (Megatron's async tensor-parallel
          * all-reduce / reduce-scatter, on by default; Korthikanti et al.
-         * 2022 Table 4 note); with tp_overlap everything hides under the
-         * GEMMs */
+         * 2022 Table 4 note) and the re-gather under the data-gradient
+         * GEMMs (as many FLOPs as the forward's: (gemm - wgrad) / 2); with
+         * tp_overlap everything hides under the GEMMs */
+        double dgrad_s = 0.5 * mfu_dmax(0.0, a->gemm_s - a->wgrad_s);
         exp_[MFU_COMM_TP] = c->tp_overlap ? mfu_dmax(0.0, tot[MFU_COMM_TP] - mb * L * a->gemm_s)
-                                          : fwd + mfu_dmax(0.0, bwd - mb * L * a->wgrad_s);
+                                          : fwd + bwd_sync + mfu_dmax(0.0, bwd - mb * L * a->wgrad_s) +
+                                                mfu_dmax(0.0, bwd_ag - mb * L * dgrad_s);
     }
 }
 

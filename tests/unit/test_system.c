@@ -142,11 +142,24 @@ static void t_tp_by_hand(void)
         c.recompute = MFU_RC_FULL;
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], want * 6 / 4, 1e-12);
-        /* sequence parallel moves the same bytes (Korthikanti sec. 4.2.2) */
+        /* sequence parallel: the forward moves the same bytes (an
+         * all-gather and a reduce-scatter for each all-reduce, Korthikanti
+         * sec. 4.2.2); the backward half as much again (F-COMM-TP-SP-BWD,
+         * Megatron-LM layers.py LinearWithGradAccumulationAndAsyncCommunication
+         * .backward re-gathers each column-parallel input): per block the
+         * output gradient's all-gather (synchronous, exposed), the data
+         * gradient's reduce-scatter (under the wgrad GEMMs) and the input's
+         * re-gather (under the dgrad GEMMs): 2/4 + 3/4 of want = 5/4 */
         c.recompute = MFU_RC_NONE;
         c.sp = 1;
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
-        CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], want, 1e-12);
+        CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], want * 5 / 4, 1e-12);
+        /* exposed: the forward's want/2 and the synchronous want/4; the
+         * reduce-scatters' want/4 = 4.2 ms hide under 32 x wgrad = 7.2 ms,
+         * the re-gathers' want/4 under as long a dgrad (its FLOPs are the
+         * wgrad's) */
+        CHECK(want / 4 < 32 * wgrad);
+        CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_TP], want * 3 / 4, 1e-9);
     }
 }
 
