@@ -6,7 +6,8 @@
  *     sequences of 2,048 tokens (Calculon's GPT-3 space, SC'23).
  *  2. Llama-3 405B on 16,384 H100, seq 8,192, 16M tokens per batch.
  *  3. DeepSeek-V3 on 2,048 H800, seq 4,096, 15.7M tokens per batch.
- * Each is run `reps` times; the best wall time is reported. */
+ * Each is run `reps` times; the best wall time is reported.
+ * usage: search [reps] [threads] [label substring: run only those cases] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,11 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static const char *only; /* argv[3]: run only the cases whose label has it */
+
 static void run(const char *label, const char *req_text, int reps, int threads)
 {
+    if (only && !strstr(label, only)) return;
     json_error_t e;
     json_t *req = json_loads(req_text, 0, &e);
     if (!req) { fprintf(stderr, "bad request JSON: %s\n", e.text); exit(1); }
@@ -79,6 +83,7 @@ int main(int argc, char **argv)
      * on that many (the answers are identical, core/search.h) */
     long nt = argc > 2 ? atol(argv[2]) : sysconf(_SC_NPROCESSORS_ONLN);
     int threads = nt < 1 ? 1 : nt > 64 ? 64 : (int)nt;
+    only = argc > 3 ? argv[3] : NULL;
     for (int pass = 0; pass < (threads > 1 ? 2 : 1); pass++) {
     int th = pass ? threads : 1;
     run("GPT-3 175B, 1024 x A100-80GB, batch 1..1536 x 2048 tokens",
