@@ -80,7 +80,7 @@ check "the System Bound is faster than every training-set run (slower: $(cut -d'
 # ---- the fit carried to presets no run calibrates (docs/calibration.md) --------
 # bench/calibrate --write is the rule: the same silicon takes its calibrated
 # sibling's compute and framework terms, other GPUs the mean fitted GEMM
-# ratio, TPUs nothing. A preset edited by hand without re-running it fails.
+# ratio and H100's host time per step and micro-batch, TPUs nothing. A preset edited by hand without re-running it fails.
 "$PY" - <<'PY' >"$T/carry.txt"
 import json
 def load(n):
@@ -103,6 +103,13 @@ mean = (eff("h100-sxm")["gemm_scale"] + eff("a100-80gb")["gemm_scale"]) / 2
 for gpu in ["b200", "gb200-nvl72", "mi300x", "mi325x"]:
     if abs(eff(gpu)["gemm_scale"] - mean) > 1e-12 or eff(gpu).get("uncertainty", 0) != 0:
         bad.append(gpu + ".gemm_scale")
+    # the framework's host time per step and micro-batch: H100's (Megatron-Core)
+    for k in ["step_overhead_s", "microbatch_overhead_s"]:
+        if eff(gpu).get(k) != eff("h100-sxm").get(k):
+            bad.append("%s.%s" % (gpu, k))
+    for k in ["gemm", "hbm", "net", "overlap_slowdown", "kernel_overhead_s"]:
+        if eff(gpu).get(k) != load(gpu)["efficiency_components"].get(k):
+            bad.append("%s.%s (own)" % (gpu, k))
 for tpu in ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]:
     if eff(tpu).get("gemm_scale", 1.0) != 1.0:
         bad.append(tpu + ".gemm_scale")
