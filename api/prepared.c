@@ -251,6 +251,10 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
     /* only when stated: keys of requests without it stay as they were */
     if (out && r->train.moe_imbalance > 1.0)
         json_object_set_new(json_object_get(out, "training"), "moe_imbalance", json_real(r->train.moe_imbalance));
+    if (out && r->train.pp_no_overlap_p2p)
+        json_object_set_new(json_object_get(out, "training"), "pp_overlap_p2p", json_false());
+    if (out && r->train.pp_scatter_gather)
+        json_object_set_new(json_object_get(out, "training"), "pp_scatter_gather", json_true());
     if (out && r->train.vocab_tiles > 1)
         json_object_set_new(json_object_get(out, "training"), "vocab_tiles", json_integer(r->train.vocab_tiles));
     if (out && r->train.optimizer_offload)

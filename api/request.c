@@ -386,7 +386,8 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
     static const char *const TRAINING[] = {"seq_len", "global_batch_tokens", "dtype", "attention_impl",
                                            "tp_overlap", "ep_overlap", "overlap_grad_reduce", "grad_dtype",
                                            "adam_moments_dtype", "tokens", "moe_imbalance", "vocab_tiles",
-                                           "optimizer_offload", NULL};
+                                           "optimizer_offload", "pp_scatter_gather", "pp_overlap_p2p",
+                                           NULL};
     if (jv_known(tj, "/training", "training", TRAINING, st)) return -1;
     int64_t seq;
     bad |= jv_int(tj, "seq_len", "/training", JV_REQUIRED, 0, 1, API_MAX_SEQ, &seq, st);
@@ -433,6 +434,12 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
     int gd = 0, md = 0, ogr = 1;
     bad |= jv_bool(tj, "overlap_grad_reduce", "/training", JV_OPTIONAL, 1, &ogr, st);
     r->train.no_grad_overlap = !ogr;
+    int psg = 0; /* F-COMM-PP-1F1B: legacy Megatron-LM's split pipeline sends */
+    bad |= jv_bool(tj, "pp_scatter_gather", "/training", JV_OPTIONAL, 0, &psg, st);
+    r->train.pp_scatter_gather = psg;
+    int pop = 1;
+    bad |= jv_bool(tj, "pp_overlap_p2p", "/training", JV_OPTIONAL, 1, &pop, st);
+    r->train.pp_no_overlap_p2p = !pop;
     bad |= jv_enum(tj, "grad_dtype", "/training", JV_OPTIONAL, 0, rq_grad_dtypes, &gd, st);
     /* F-MOE-LOAD: a dropless run's busiest expert rank, tokens over the mean */
     bad |= jv_num(tj, "moe_imbalance", "/training", JV_OPTIONAL, 1.0, 1.0, 64.0, &r->train.moe_imbalance, st);

@@ -26,6 +26,9 @@ typedef struct mfu_training {
     int grad_bf16;              /* gradients kept and reduced in bf16 */
     int moments_bf16;           /* Adam moments in bf16 (DeepSeek-V3 sec. 3.3.3) */
     int no_grad_overlap;        /* gradient reduction not overlapped with the backward */
+    int pp_scatter_gather;      /* pipeline sends split over tp, all-gathered on arrival
+                                 * (Megatron-LM before Megatron-Core) */
+    int pp_no_overlap_p2p;      /* interleaved pipeline sends waited for, not overlapped */
     double moe_imbalance;       /* dropless MoE: busiest EP rank's tokens / the mean (0, 1: balanced) */
     /* MaxText memory savers (docs/model.md F-MEM-VOCAB-TILES, F-MEM-OPT-OFFLOAD) */
     int64_t vocab_tiles;        /* num_vocab_tiling: the loss in this many token chunks (0, 1: off) */

@@ -536,18 +536,47 @@ static void comm_pp(step_ctx *x)
     double tp = x->tp, pp = x->pp, mb = x->mb, ab = x->ab, h = x->h, T = x->T;
     double t_f = x->t_f, t_b = x->t_b, t_rc = x->t_rc;
     /* PP (Narayanan sec. 4.1): per micro-batch b*s*h forward and backward
-     * between stages (scatter/gather over tp: /t), x vpp with interleaving;
-     * on the critical path during fill and drain, hidden in steady state. */
+     * between stages (/t with sp), x vpp with interleaving; on the
+     * critical path during fill and drain. F-COMM-PP-1F1B: the 1F1B
+     * schedule exchanges them blocking in steady state too -- Megatron's
+     * send_forward_recv_backward / send_backward_recv_forward wait on both
+     * transfers (core_r0.8 arguments.py: "non-interleaved schedule does not
+     * support overlapping p2p communication"; torch.distributed.pipelining's
+     * Schedule1F1B waits on its batched isend/irecv before the backward),
+     * so every micro-batch waits for two transfers. The interleaved
+     * schedule overlaps them with the next chunk's compute
+     * (--overlap-p2p-communication, on by default): only what is longer
+     * than a chunk shows; without it (training.pp_overlap_p2p false, and
+     * Megatron-LM before Megatron-Core, whose p2p_communication.py waited
+     * on every batch_isend_irecv) each chunk waits as 1F1B does. */
     double t_mb = t_f + t_b + t_rc;
     if (pp > 1) {
         link l = link_for(sys, sys->devices, eff);
         double bytes = ab * T * h / (c->sp ? tp : 1.0);
         double one = bytes / bw_at(l, bytes) + l.lat;
+        if (!c->sp && tp > 1 && sys->train.pp_scatter_gather) {
+            /* Megatron-LM before Megatron-Core (v2.5 p2p_communication.py,
+             * --scatter-gather-tensors-in-pipeline, on by default): each
+             * tensor-parallel rank sends 1/t of the replicated tensor and
+             * the receivers all-gather it over their own group (Narayanan
+             * et al. 2021 sec. 4.1); Megatron-Core sends it whole from
+             * every rank */
+            double part = bytes / tp;
+            one = part / bw_at(l, part) + l.lat + t_ag(bytes, tp, link_group(sys, tp, 1.0, eff));
+        }
         double v = (double)c->vpp;
         tot[MFU_COMM_PP] = 2.0 * mb * v * one;
-        double chunk = t_mb / v;
-        exp_[MFU_COMM_PP] = 2.0 * (pp - 1.0) * one + 2.0 * mb * v * mfu_dmax(0.0, one - chunk);
-        exp_[MFU_COMM_PP] = fmin(exp_[MFU_COMM_PP], tot[MFU_COMM_PP]);
+        if (c->schedule == MFU_SCHED_1F1B ||
+            (c->schedule == MFU_SCHED_INTERLEAVED && sys->train.pp_no_overlap_p2p)) {
+            /* the stage's own transfers (per chunk with interleaving) and
+             * the fill's and drain's chain through the other stages */
+            exp_[MFU_COMM_PP] = 2.0 * (mb * v + pp - 1.0) * one;
+            tot[MFU_COMM_PP] = exp_[MFU_COMM_PP];
+        } else {
+            double chunk = t_mb / v;
+            exp_[MFU_COMM_PP] = 2.0 * (pp - 1.0) * one + 2.0 * mb * v * mfu_dmax(0.0, one - chunk);
+            exp_[MFU_COMM_PP] = fmin(exp_[MFU_COMM_PP], tot[MFU_COMM_PP]);
+        }
     }
 }
 

@@ -553,6 +553,54 @@ static void t_maxtext_remat_names(void)
 #undef TPU
 }
 
+static void t_pipeline_send_switches(void)
+{
+    /* training.pp_overlap_p2p and pp_scatter_gather (F-COMM-PP-1F1B):
+     * booleans; part of the key when they differ from the default, the key
+     * of a request without them unchanged by the default value */
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
+                 "\"pp_overlap_p2p\": 1}}", 422, "/training/pp_overlap_p2p");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
+                 "\"pp_scatter_gather\": \"yes\"}}", 422, "/training/pp_scatter_gather");
+    char k0[65], k1[65], k2[65], k3[65];
+#define TR(x) "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, " \
+              "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576" x "}}"
+    key_of(TR(""), k0);
+    key_of(TR(", \"pp_overlap_p2p\": true, \"pp_scatter_gather\": false"), k1);
+    key_of(TR(", \"pp_overlap_p2p\": false"), k2);
+    key_of(TR(", \"pp_scatter_gather\": true"), k3);
+    CHECK_STR(k0, k1);
+    CHECK(strcmp(k0, k2) != 0 && strcmp(k2, "error") != 0);
+    CHECK(strcmp(k0, k3) != 0 && strcmp(k3, "error") != 0 && strcmp(k2, k3) != 0);
+#undef TR
+    /* they reach the engine: an interleaved layout waits for its sends */
+    double exposed[2];
+    for (int i = 0; i < 2; i++) {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(i ? "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                          "\"devices\": 16, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 65536, "
+                          "\"pp_overlap_p2p\": false}, \"search\": {\"top_k\": 1, \"fix\": {\"dp\": 1, \"tp\": 8, "
+                          "\"pp\": 2, \"sp\": true, \"schedule\": \"interleaved\", \"vpp\": 2, \"mbs\": 1, \"recompute\": \"none\"}}}"
+                        : "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                          "\"devices\": 16, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 65536}, "
+                          "\"search\": {\"top_k\": 1, \"fix\": {\"dp\": 1, \"tp\": 8, \"pp\": 2, \"sp\": true, "
+                          "\"schedule\": \"interleaved\", \"vpp\": 2, \"mbs\": 1, \"recompute\": \"none\"}}}");
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
+        if (!c0) c0 = json_object_get(res, "pinned");
+        exposed[i] = json_real_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(c0, "time"), "comm"), "pp"), "exposed_s"));
+        json_decref(res);
+        json_decref(r);
+    }
+    /* 16 micro-batches x 2 chunks waited for, against the fill and drain */
+    CHECK(exposed[0] > 0 && exposed[1] > 8 * exposed[0]);
+}
+
 static void t_moe_imbalance(void)
 {
     /* training.moe_imbalance (F-MOE-LOAD): at least 1; part of the key
@@ -662,6 +710,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_dualpipev_by_name),
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
+    CHECK_CASE(t_pipeline_send_switches),
     CHECK_CASE(t_cpu_offload_switches),
     CHECK_CASE(t_hardware_mxu_fp8_fields),
 };

@@ -163,6 +163,61 @@ static void t_tp_by_hand(void)
     }
 }
 
+/* Pipeline sends by hand (F-COMM-PP-1F1B): Llama-3-8B on 16 ideal devices,
+ * tp 8 x pp 2, eight micro-batches of one 4096-token sequence; every
+ * send crosses the 50 GB/s network tier (no latency in the ideal part). */
+static void t_pp_by_hand(void)
+{
+    fixture();
+    mfu_system s16;
+    tr.global_batch_tokens = 4096.0 * 8;
+    CHECK(mfu_system_init(&s16, &m, &hw, &tr, 16, 0, ops) == MFU_OK);
+    mfu_config c = cfg(1, 1, 8, 1, 2, 1);
+    c.grad_accum = 8;
+    c.sp = 1;
+    mfu_eval ev;
+    /* with sp a rank sends its 1/8 of the 4096 x 4096 bf16 activations */
+    double one = 2.0 * 4096 * 4096 / 8 / 50e9;
+    /* 1F1B: every micro-batch waits for its two transfers (Megatron's
+     * send_forward_recv_backward / send_backward_recv_forward block), and
+     * the fill and drain chain through the other stage: 2 (m + p - 1) */
+    c.schedule = MFU_SCHED_1F1B;
+    CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
+    CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_PP], 2 * (8 + 2 - 1) * one, 1e-12);
+    /* interleaved, 2 chunks per rank: overlapped with the next chunk's
+     * compute (--overlap-p2p-communication): only the fill and drain */
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 2;
+    CHECK(mfu_config_default_split(&s16, &c) == MFU_OK);
+    CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
+    CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_PP], 2 * 8 * 2 * one, 1e-12);
+    CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_PP], 2 * (2 - 1) * one, 1e-12);
+    /* ... and waited for, as Megatron-LM before Megatron-Core did: each of
+     * the 8 x 2 chunks waits as 1F1B does */
+    mfu_system sw;
+    mfu_training tw = tr;
+    tw.pp_no_overlap_p2p = 1;
+    CHECK(mfu_system_init(&sw, &m, &hw, &tw, 16, 0, ops) == MFU_OK);
+    CHECK(mfu_evaluate(&sw, &c, ops, &ev) == 0);
+    CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_PP], 2 * (8 * 2 + 2 - 1) * one, 1e-12);
+    /* without sp every tensor-parallel rank sends the whole replica
+     * (Megatron-Core)... */
+    c = cfg(1, 1, 8, 1, 2, 1);
+    c.grad_accum = 8;
+    CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
+    CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_PP], 2 * (8 + 2 - 1) * 8 * one, 1e-12);
+    /* ... or, with the legacy scatter/gather (Narayanan et al. 2021 sec.
+     * 4.1), 1/8 of it over the network and an all-gather of the whole over
+     * the node's 450 GB/s: 7/8 x 33.5 MB / 450 GB/s */
+    mfu_training tg = tr;
+    tg.pp_scatter_gather = 1;
+    mfu_system sg;
+    CHECK(mfu_system_init(&sg, &m, &hw, &tg, 16, 0, ops) == MFU_OK);
+    CHECK(mfu_evaluate(&sg, &c, ops, &ev) == 0);
+    double ag = 7.0 / 8 * 2.0 * 4096 * 4096 / 450e9;
+    CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_PP], 2 * (8 + 2 - 1) * (one + ag), 1e-12);
+}
+
 static void t_members_per_node(void)
 {
     fixture();
@@ -604,6 +659,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_closed_forms),
     CHECK_CASE(t_bubble),
     CHECK_CASE(t_tp_by_hand),
+    CHECK_CASE(t_pp_by_hand),
     CHECK_CASE(t_members_per_node),
     CHECK_CASE(t_fp8),
     CHECK_CASE(t_mxu),
