@@ -377,6 +377,21 @@ static int parse_model_and_hardware(json_t *req, api_request *r, api_status *st)
     return 0;
 }
 
+/* The training switches of what overlaps what: the gradient reduction
+ * (F-COMM-DP) and, for Megatron-LM before Megatron-Core, the pipeline
+ * sends (F-COMM-PP-1F1B). */
+static int parse_comm_switches(json_t *tj, api_request *r, api_status *st)
+{
+    int bad = 0, ogr = 1, psg = 0, pop = 1;
+    bad |= jv_bool(tj, "overlap_grad_reduce", "/training", JV_OPTIONAL, 1, &ogr, st);
+    bad |= jv_bool(tj, "pp_scatter_gather", "/training", JV_OPTIONAL, 0, &psg, st);
+    bad |= jv_bool(tj, "pp_overlap_p2p", "/training", JV_OPTIONAL, 1, &pop, st);
+    r->train.no_grad_overlap = !ogr;
+    r->train.pp_scatter_gather = psg;
+    r->train.pp_no_overlap_p2p = !pop;
+    return bad;
+}
+
 /* "training" (and the request's mfu_convention); bad: what was already
  * wrong (devices), reported together with seq_len's problems. */
 static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_status *st)
@@ -431,15 +446,8 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
                  rq_dtypes[r->train.dtype]);
         return -1;
     }
-    int gd = 0, md = 0, ogr = 1;
-    bad |= jv_bool(tj, "overlap_grad_reduce", "/training", JV_OPTIONAL, 1, &ogr, st);
-    r->train.no_grad_overlap = !ogr;
-    int psg = 0; /* F-COMM-PP-1F1B: legacy Megatron-LM's split pipeline sends */
-    bad |= jv_bool(tj, "pp_scatter_gather", "/training", JV_OPTIONAL, 0, &psg, st);
-    r->train.pp_scatter_gather = psg;
-    int pop = 1;
-    bad |= jv_bool(tj, "pp_overlap_p2p", "/training", JV_OPTIONAL, 1, &pop, st);
-    r->train.pp_no_overlap_p2p = !pop;
+    bad |= parse_comm_switches(tj, r, st);
+    int gd = 0, md = 0;
     bad |= jv_enum(tj, "grad_dtype", "/training", JV_OPTIONAL, 0, rq_grad_dtypes, &gd, st);
     /* F-MOE-LOAD: a dropless run's busiest expert rank, tokens over the mean */
     bad |= jv_num(tj, "moe_imbalance", "/training", JV_OPTIONAL, 1.0, 1.0, 64.0, &r->train.moe_imbalance, st);
