@@ -165,8 +165,7 @@ static int hw_efficiency(json_t *eff, const char *p, mfu_hardware *out, int *bad
                          "must be [flops > previous, 0.001 <= efficiency <= 1]");
                 return -1;
             }
-            out->eff.gemm_flops[i] = f;
-            out->eff.gemm_eff[i] = e;
+            mfu_efficiency_set_gemm(&out->eff, (int)i, f, e);
         }
         out->eff.n_gemm = (int)json_array_size(g);
     }

@@ -30,6 +30,13 @@ void mfu_efficiency_ideal(mfu_efficiency *e)
     e->uncertainty = 0.0;
 }
 
+void mfu_efficiency_set_gemm(mfu_efficiency *e, int i, double flops, double eff)
+{
+    e->gemm_flops[i] = flops;
+    e->gemm_eff[i] = eff;
+    e->gemm_ln_flops[i] = log(flops);
+}
+
 static double gemm_curve(const mfu_efficiency *e, double flops)
 {
     int n = e->n_gemm;
@@ -38,7 +45,7 @@ static double gemm_curve(const mfu_efficiency *e, double flops)
     if (flops >= e->gemm_flops[n - 1]) return e->gemm_eff[n - 1];
     for (int i = 1; i < n; i++) {
         if (flops <= e->gemm_flops[i]) {
-            double x0 = log(e->gemm_flops[i - 1]), x1 = log(e->gemm_flops[i]);
+            double x0 = e->gemm_ln_flops[i - 1], x1 = e->gemm_ln_flops[i];
             double t = (log(flops) - x0) / (x1 - x0);
             return e->gemm_eff[i - 1] + t * (e->gemm_eff[i] - e->gemm_eff[i - 1]);
         }

@@ -34,6 +34,9 @@ typedef struct mfu_efficiency {
     int n_gemm;
     double gemm_flops[MFU_MAX_EFF_POINTS];
     double gemm_eff[MFU_MAX_EFF_POINTS];
+    double gemm_ln_flops[MFU_MAX_EFF_POINTS]; /* log(gemm_flops[i]): set with them by
+                                               * mfu_efficiency_set_gemm (the search
+                                               * reads the curve per GEMM of every shape) */
     double attn_eff;        /* fused attention kernels vs peak, at MFU_ATTN_REF_TOKENS keys */
     /* F-TIME-ATTN-LEN: a fused attention kernel over S < MFU_ATTN_REF_TOKENS
      * keys runs at attn_eff * g(S) / g(MFU_ATTN_REF_TOKENS), g(S) = S / (S +
@@ -122,6 +125,9 @@ double mfu_gemm_eff(const mfu_efficiency *e, double flops);
 
 /* The ideal profile: every efficiency 1, no overhead. */
 void mfu_efficiency_ideal(mfu_efficiency *e);
+/* Point i of the GEMM curve (flops increasing with i; n_gemm is the
+ * caller's): keeps gemm_ln_flops in step. */
+void mfu_efficiency_set_gemm(mfu_efficiency *e, int i, double flops, double eff);
 
 /* Index of the innermost tier whose domain holds a group of `span` devices
  * (placed contiguously from the innermost axis); the outermost if none. */

@@ -592,7 +592,7 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
                 prune(x, reason, n_rc);
                 continue;
             }
-            x->fw_sched = mfu_config_frameworks_at(x->sys, c, MFU_LV_SCHED, x->fw_shape, NULL);
+            x->fw_sched = mfu_config_frameworks_sched(x->sys, c, x->fw_shape);
             if (!x->any && !x->fw_sched) {
                 prune(x, MFU_PRUNE_FRAMEWORK, n_rc);
                 continue;

@@ -295,6 +295,9 @@ unsigned mfu_config_frameworks(const mfu_system *sys, const mfu_config *c,
 enum { MFU_LV_SHAPE = 1u, MFU_LV_SCHED = 2u, MFU_LV_RC = 4u, MFU_LV_ALL = 7u };
 unsigned mfu_config_frameworks_at(const mfu_system *sys, const mfu_config *c, unsigned levels,
                                   unsigned candidates, const char *why_not[MFU_FW_COUNT]);
+/* mfu_config_frameworks_at(sys, c, MFU_LV_SCHED, candidates, NULL) for
+ * candidates the platform offers (an earlier level's answer), faster. */
+unsigned mfu_config_frameworks_sched(const mfu_system *sys, const mfu_config *c, unsigned candidates);
 /* Frameworks of the platform (GPU: Megatron-LM, torchtitan; TPU: MaxText). */
 unsigned mfu_platform_frameworks(const mfu_hardware *hw);
 

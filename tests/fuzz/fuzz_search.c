@@ -184,8 +184,8 @@ static int decode_hw(rd *r, mfu_hardware *hw)
         mfu_efficiency *e = &hw->eff;
         e->n_gemm = u8(r) % 5;
         for (int i = 0; i < e->n_gemm; i++) {
-            e->gemm_flops[i] = 1e8 * (1 + u8(r)) * pow(10, i);
-            e->gemm_eff[i] = (1 + u8(r) % 100) / 100.0;
+            double f = 1e8 * (1 + u8(r)) * pow(10, i);
+            mfu_efficiency_set_gemm(e, i, f, (1 + u8(r) % 100) / 100.0);
         }
         e->attn_eff = (1 + u8(r) % 100) / 100.0;
         e->hbm_eff = (1 + u8(r) % 100) / 100.0;
