@@ -302,6 +302,21 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     double per = (double)c->mbs * (double)D * (double)sys->train.seq;
     int64_t ga_default = (int64_t)floor(sys->train.global_batch_tokens / per + 0.5);
     if (ga_default < 1) ga_default = 1;
+    /* without grad_accum the run's batch is the request's, to the nearest
+     * whole number of micro-batch rounds (mbs x dp x fsdp sequences): a
+     * batch stated roughly ("4M tokens") rounds, but a round that misses it
+     * by more than 5 % is another run (mbs 8 x dp 48 against a 192-sequence
+     * batch was evaluated at 384 sequences and compared with the
+     * 192-sequence run's time) */
+    if (!json_object_get(cj, "grad_accum") &&
+        fabs((double)ga_default * per - sys->train.global_batch_tokens) > 0.05 * sys->train.global_batch_tokens) {
+        char pm[256];
+        api_fail(st, 422, jv_ptr(pm, sizeof pm, ptr, "mbs"),
+                 "mbs x dp x fsdp = %lld sequences a micro-batch round miss the global batch of %.0f "
+                 "sequences (training.global_batch_tokens / seq_len) by more than 5 %%; give grad_accum if the "
+                 "run's batch differs", (long long)(c->mbs * D), sys->train.global_batch_tokens / (double)sys->train.seq);
+        return -1;
+    }
     bad |= jv_int(cj, "grad_accum", ptr, JV_OPTIONAL, ga_default, 1, 1 << 24, &c->grad_accum, st);
     if (bad) return -1;
     const char *why;

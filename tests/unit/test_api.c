@@ -160,6 +160,43 @@ static void t_errors_with_pointers(void)
     expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
                  "\"measured\": {\"config\": {\"parallel\": {\"tp\": 3, \"dp\": 1}}, \"step_time_s\": 1}}",
                  422, "/measured/config");
+    /* a measured run's micro-batch rounds must make the request's batch
+     * (BASE: 1,048,576 tokens = 256 sequences of 4,096) to within 5 %:
+     * mbs 40 x dp 8 = 320 sequences rounds to one round, 25 % over, which
+     * was silently evaluated as a 320-sequence run */
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
+                 "\"measured\": {\"config\": {\"parallel\": {\"dp\": 8}, \"mbs\": 40}, \"step_time_s\": 1}}",
+                 422, "/measured/config/mbs");
+    /* mbs 4 x dp 8 = 32 divides 256 (8 micro-batches); mbs 3 x dp 8 = 24
+     * rounds to 11 rounds, 264 sequences (3 % over: a batch stated
+     * roughly); a stated grad_accum says the run's own batch */
+    {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, \"search\": {\"top_k\": 1}, "
+                      "\"measured\": {\"config\": {\"parallel\": {\"dp\": 8}, \"mbs\": 4}, \"step_time_s\": 1}}");
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *mc = json_object_get(json_object_get(res, "measured"), "config");
+        CHECK(json_integer_value(json_object_get(mc, "grad_accum")) == 8);
+        json_decref(res);
+        json_decref(r);
+        r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, \"search\": {\"top_k\": 1}, "
+              "\"measured\": {\"config\": {\"parallel\": {\"dp\": 8}, \"mbs\": 3}, \"step_time_s\": 1}}");
+        res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        mc = json_object_get(json_object_get(res, "measured"), "config");
+        CHECK(json_integer_value(json_object_get(mc, "grad_accum")) == 11);
+        json_decref(res);
+        json_decref(r);
+        r = J("{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, \"search\": {\"top_k\": 1}, "
+              "\"measured\": {\"config\": {\"parallel\": {\"dp\": 8}, \"mbs\": 3, \"grad_accum\": 10}, "
+              "\"step_time_s\": 1}}");
+        res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_decref(res);
+        json_decref(r);
+    }
 }
 
 static void t_overrides(void)
