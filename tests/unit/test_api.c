@@ -160,6 +160,11 @@ static void t_errors_with_pointers(void)
     expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
                  "\"measured\": {\"config\": {\"parallel\": {\"tp\": 3, \"dp\": 1}}, \"step_time_s\": 1}}",
                  422, "/measured/config");
+}
+
+/* A measured run's micro-batch rounds make the request's batch. */
+static void t_measured_batch(void)
+{
     /* a measured run's micro-batch rounds must make the request's batch
      * (BASE: 1,048,576 tokens = 256 sequences of 4,096) to within 5 %:
      * mbs 40 x dp 8 = 320 sequences rounds to one round, 25 % over, which
@@ -736,6 +741,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_sha256_vectors),
     CHECK_CASE(t_cache_key),
     CHECK_CASE(t_errors_with_pointers),
+    CHECK_CASE(t_measured_batch),
     CHECK_CASE(t_overrides),
     CHECK_CASE(t_problem_shape),
     CHECK_CASE(t_presets),
