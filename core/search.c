@@ -22,10 +22,14 @@
 /* ---- shape cache -------------------------------------------------------- */
 
 /* Open addressing: a shape probes PROBES slots from its hash; a miss with
- * every one taken overwrites the first. DeepSeek-V3 on 2,048 devices has
- * 7,781 shapes: at 16,384 slots (load under one half) almost none is built
- * twice (a direct-mapped table of 8,192 built 30,174). About 20 MB per
- * searching thread. */
+ * every one taken overwrites the first. DeepSeek-V3 on 2,048 devices
+ * builds 10,115 shape costs over one thread's shards at 8,192 slots (a
+ * direct-mapped table of 8,192 built 30,174); 16,384 slots build 7,019 and
+ * run 2.8 % fewer instructions over bench/search's three cases, but were
+ * slower in wall time (twice the pages to fault in and walk: Llama 3 405B
+ * 11.0-12.1 -> 9.3-11.3 M eval/s, DeepSeek-V3 no faster). 17 MB per
+ * searching thread (calloc'd: only the entries a search fills are
+ * touched). */
 #define CACHE_SLOTS 8192
 #define PROBES 8
 
