@@ -394,6 +394,10 @@ static void mg_overlap(json_t *argv, json_t *notes, const mfu_system *sys, const
          * optimizer or Megatron-FSDP, and --overlap-grad-reduce */
         if (dist_opt) rcp_word(argv, "--overlap-param-gather");
     }
+    /* F-COMM-PP-1F1B: the estimate waited for the interleaved schedule's
+     * sends (Megatron-Core overlaps them unless told not to) */
+    if (sys->train.pp_no_overlap_p2p && c->schedule == MFU_SCHED_INTERLEAVED && pp > 1)
+        rcp_word(argv, "--no-overlap-p2p-communication");
     if (c->tp_overlap && tp > 1) {
         if (c->sp) rcp_word(argv, "--tp-comm-overlap");
         else

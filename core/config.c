@@ -380,6 +380,11 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
         return "FW-M4: Megatron-LM schedules are 1F1B and interleaved 1F1B";
     if (c->schedule == MFU_SCHED_INTERLEAVED && (m < pp || m % pp))
         return "FW-M5: interleaved needs micro-batches >= pp and a multiple of pp";
+    /* core_r0.8 arguments.py (and v2.5's, which had no p2p overlap): "when
+     * interleaved schedule is used and p2p communication overlap is
+     * disabled, pipeline-model-parallel size should be greater than 2" */
+    if (c->schedule == MFU_SCHED_INTERLEAVED && pp <= 2 && sys->train.pp_no_overlap_p2p)
+        return "FW-M5: interleaved without p2p overlap needs pp > 2";
     if (pp > 1) {
         if (c->split == MFU_SPLIT_EVEN && (L % pp || (L / pp) % v))
             return "FW-M6: an even split needs pp to divide the layers and vpp the layers per stage";

@@ -139,6 +139,7 @@ static void t_gpt3_175b(void)
      * reason); MaxText is a TPU framework */
     CHECK(!strncmp(unavailable(rec, "torchtitan"), "FW-T2", 5));
     CHECK_STR(unavailable(rec, "maxtext"), "not a GPU framework");
+    CHECK(find(argv, "--no-overlap-p2p-communication") < 0);
     json_decref(rec);
     /* an unknown schedule for Megatron: ZB-H1 is unavailable with FW-M4 */
     c.schedule = MFU_SCHED_ZB;
@@ -227,6 +228,46 @@ static void t_zero(void)
     CHECK(find(a, "--overlap-grad-reduce") < 0);
     json_decref(rec);
     s.sys.train.no_grad_overlap = 0;
+}
+
+/* Megatron-LM before Megatron-Core waited for its pipeline sends
+ * (training.pp_overlap_p2p false, F-COMM-PP-1F1B): the GPT-3 layout of
+ * t_gpt3_175b says so to Megatron-Core, and at pp <= 2 cannot. */
+static void t_p2p_wait(void)
+{
+    static setup s;
+    mk(&s, "gpt3-175b", "a100-80gb", 1024, 2048, 1536, MFU_DT_BF16);
+    mfu_config c = test_cfg(16, 1, 8, 1, 8, 1);
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 2;
+    c.grad_accum = 96;
+    c.recompute = MFU_RC_FULL;
+    mfu_eval ev;
+    json_t *rec;
+    /* the estimate waited for the interleaved sends (training.pp_overlap_p2p
+     * false, F-COMM-PP-1F1B): the recipe says so to Megatron-Core, which
+     * overlaps them by default (arguments.py --no-overlap-p2p-communication) */
+    s.sys.train.pp_no_overlap_p2p = 1;
+    rec = recipes_of(&s, &c, &ev);
+    CHECK(find(argv_of(rec, "megatron"), "--no-overlap-p2p-communication") >= 0);
+    json_decref(rec);
+    /* ... and at pp <= 2 Megatron refuses that (FW-M5, core_r0.8
+     * arguments.py: "pipeline-model-parallel size should be greater than 2") */
+    {
+        mfu_config c2 = test_cfg(64, 1, 8, 1, 2, 1);
+        c2.schedule = MFU_SCHED_INTERLEAVED;
+        c2.vpp = 2;
+        c2.grad_accum = 24;
+        c2.recompute = MFU_RC_FULL;
+        CHECK(mfu_config_default_split(&s.sys, &c2) == MFU_OK);
+        const char *why[MFU_FW_COUNT] = {0};
+        unsigned fw = mfu_config_frameworks(&s.sys, &c2, why);
+        CHECK(!(fw & MFU_FW_MASK(MFU_FW_MEGATRON)) && why[MFU_FW_MEGATRON] && strstr(why[MFU_FW_MEGATRON], "pp > 2"));
+        s.sys.train.pp_no_overlap_p2p = 0;
+        fw = mfu_config_frameworks(&s.sys, &c2, why);
+        CHECK(fw & MFU_FW_MASK(MFU_FW_MEGATRON));
+    }
+    s.sys.train.pp_no_overlap_p2p = 0;
 }
 
 /* torchtitan: FSDP x CP and an interleaved pipeline with explicit stages */
@@ -463,6 +504,7 @@ static void t_tpu(void)
 
 static const check_case cases[] = {
     CHECK_CASE(t_gpt3_175b),
+    CHECK_CASE(t_p2p_wait),
     CHECK_CASE(t_zero),
     CHECK_CASE(t_torchtitan),
     CHECK_CASE(t_moe),
