@@ -41,7 +41,7 @@ static void dense_mlp(builder *b, const mfu_mlp *p, double T, double Te, double 
     unsigned blk = extra ? MFU_RCM_SHARED | MFU_RCM_MOE : MFU_RCM_MLP;
     rc(b, MFU_RCM_LAYERNORM, blk);
     mx(b, MFU_MX_WI);
-    matmul3(b, names[0], names[1], names[2], t, T, h, up_n, 1.0, first_saves_input ? Te * h : 0.0);
+    matmul3(b, names[0], names[1], names[2], t | MFU_TAG_COLPAR, T, h, up_n, 1.0, first_saves_input ? Te * h : 0.0);
     mx(b, 0);
     /* activation: gated reads gate and up, writes one; saves its inputs
      * (kept when only the activation is recomputed: they are its input) */

@@ -27,7 +27,12 @@ enum {
     /* a GEMM that stays in 16-bit under FP8 training (F-TIME-FP8: the LM
      * head and the MoE router): 16-bit operands, no quantization, the
      * 16-bit peak */
-    MFU_TAG_HIGH_PREC = 1u << 10
+    MFU_TAG_HIGH_PREC = 1u << 10,
+    /* a column-parallel linear that takes a block's tensor-parallel input
+     * (QKV, MLP up, shared-expert up): Megatron hides that block's
+     * backward collectives under its own dgrad and wgrad GEMMs
+     * (F-COMM-TP-OVERLAP, F-COMM-TP-SP-BWD) */
+    MFU_TAG_COLPAR = 1u << 11
 };
 
 /* Recompute modules (Megatron-LM --recompute-modules names, TransformerConfig

@@ -176,7 +176,7 @@ static void proj_mha(builder *b, const mfu_model *m, const mfu_attention *a, con
     /* with an output gate q_proj also produces the gate, Hq x head_dim
      * (Qwen3NextAttention) */
     double qw = (a->output_gate ? 2.0 : 1.0) * Hq;
-    matmul3(b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L, T, h, (qw + 2.0 * Hkv) * dqk,
+    matmul3(b, "qkv_proj", "qkv_proj.dgrad", "qkv_proj.wgrad", L | MFU_TAG_COLPAR, T, h, (qw + 2.0 * Hkv) * dqk,
             1.0, Te * h);
     mx(b, 0); /* MaxText names the projections' outputs, before q/k norms and RoPE */
     rc(b, 0, 0);
@@ -219,16 +219,16 @@ static void proj_mla(builder *b, const mfu_model *m, const mfu_attention *a, con
         rc(b, 0, 0);
         elementwise(b, "q_norm", "q_norm.bwd", L, T * rq, T * rq, nf, ab * T * rq);
         rc(b, 0, MFU_RCM_MLA_UP);
-        matmul3(b, "q_up", "q_up.dgrad", "q_up.wgrad", L, T, rq, Hq * dqk, 1.0, T * rq);
+        matmul3(b, "q_up", "q_up.dgrad", "q_up.wgrad", L | MFU_TAG_COLPAR, T, rq, Hq * dqk, 1.0, T * rq);
     } else {
-        matmul3(b, "q_proj", "q_proj.dgrad", "q_proj.wgrad", L, T, h, Hq * dqk, 1.0, Te * h);
+        matmul3(b, "q_proj", "q_proj.dgrad", "q_proj.wgrad", L | MFU_TAG_COLPAR, T, h, Hq * dqk, 1.0, Te * h);
     }
     /* kv_down reads the same norm output q_down/q_proj saved: nothing new saved. */
     rc(b, 0, 0);
     matmul3(b, "kv_down", "kv_down.dgrad", "kv_down.wgrad", L, T, h, rkv + dr, 1.0, 0.0);
     elementwise(b, "kv_norm", "kv_norm.bwd", L, T * rkv, T * rkv, nf, ab * T * rkv);
     rc(b, 0, MFU_RCM_MLA_UP);
-    matmul3(b, "kv_up", "kv_up.dgrad", "kv_up.wgrad", L, T, rkv, Hq * (dn + dv), 1.0, T * rkv);
+    matmul3(b, "kv_up", "kv_up.dgrad", "kv_up.wgrad", L | MFU_TAG_COLPAR, T, rkv, Hq * (dn + dv), 1.0, T * rkv);
     elementwise(b, "rope", "rope.bwd", L, T * (Hq + 1.0) * dr, T * (Hq + 1.0) * dr, 3.0, 0);
     *Hkv_ = Hkv;
     *dqk_ = dqk;
@@ -252,11 +252,11 @@ static void proj_gdn(builder *b, const mfu_model *m, const mfu_attention *a, con
     dqk = (double)a->key_dim / qkh;
     dv = (double)a->value_dim / H;
     double zq = a->output_gate ? 2.0 : 1.0;
-    matmul3(b, "qkvz_proj", "qkvz_proj.dgrad", "qkvz_proj.wgrad", L, T, h,
+    matmul3(b, "qkvz_proj", "qkvz_proj.dgrad", "qkvz_proj.wgrad", L | MFU_TAG_COLPAR, T, h,
             2.0 * Hkv * dqk + zq * Hq * dv, 1.0, Te * h);
     rc(b, 0, 0);
     /* in_proj_ba reads the same norm output: nothing new saved */
-    matmul3(b, "ba_proj", "ba_proj.dgrad", "ba_proj.wgrad", L, T, h, 2.0 * Hq, 1.0, 0.0);
+    matmul3(b, "ba_proj", "ba_proj.dgrad", "ba_proj.wgrad", L | MFU_TAG_COLPAR, T, h, 2.0 * Hq, 1.0, 0.0);
     mx(b, 0);
     double nc = T * (2.0 * Hkv * dqk + Hq * dv);
     if (a->conv_size > 0)
@@ -291,7 +291,7 @@ static void proj_gla(builder *b, const mfu_model *m, const mfu_attention *a, con
     dv = (double)a->value_dim / H;
     double kd = (double)a->key_dim, vd = (double)a->value_dim;
     double n = (kd + kd / g + vd / g + (a->output_gate ? vd : 0.0)) / tp;
-    matmul3(b, "qkvg_proj", "qkvg_proj.dgrad", "qkvg_proj.wgrad", L, T, h, n, 1.0, Te * h);
+    matmul3(b, "qkvg_proj", "qkvg_proj.dgrad", "qkvg_proj.wgrad", L | MFU_TAG_COLPAR, T, h, n, 1.0, Te * h);
     rc(b, 0, 0);
     double gr = (double)a->gate_rank;
     matmul3(b, "gk_down", "gk_down.dgrad", "gk_down.wgrad", L, T, h, gr, 1.0, 0.0);

@@ -80,7 +80,7 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
          * cast_transpose / quantizers with rowwise and columnwise usage;
          * Hopper's FP8 GEMMs take only the TN layout), so two 8-bit copies
          * are written; weights are cast once per step */
-        unsigned ct = tags & ~(unsigned)(MFU_TAG_MATMUL | MFU_TAG_WGRAD);
+        unsigned ct = tags & ~(unsigned)(MFU_TAG_MATMUL | MFU_TAG_WGRAD | MFU_TAG_COLPAR);
         unsigned fr = b->fr;
         b->fr = 0u;
         push(b, "fp8_cast", MFU_FWD, ct, M * K, (ab + 2.0 * eb) * M * K, 0);

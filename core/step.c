@@ -263,7 +263,16 @@ static void comm_tp(step_ctx *x)
         double rc_coll = 0.0;
         if (rp->kind == MFU_RCK_FULL) rc_coll = per_layer_dir;
         else if (rp->modules & (MFU_RCM_MLP | MFU_RCM_MOE)) rc_coll = mlp_coll;
-        double fwd = mb * one * (L * per_layer_dir + nrc * rc_coll), bwd = mb * one * L * per_layer_dir;
+        double fwd = mb * one * (L * per_layer_dir + nrc * rc_coll);
+        /* the routed experts' share with etp > 1: Megatron-Core's token
+         * dispatcher gathers and scatters over tp itself (token_dispatcher.py
+         * all-gather / reduce-scatter, or all_to_all_sp2hp / hp2sp), and the
+         * expert linears skip the async path (explicit_expert_comm: no
+         * sequence parallel, no allreduce_dgrad in layers.py): their
+         * backward collectives are synchronous, as many bytes as forward */
+        double moe_tp = c->etp == 1 ? 0.0 : moe_frac;
+        double blocks = per_layer_dir - moe_tp; /* attention, dense MLPs, shared experts */
+        double bwd = mb * one * L * blocks, bwd_moe = mb * one * L * moe_tp;
         /* F-COMM-TP-SP-BWD: with sp the backward of each block moves one
          * and a half all-reduces' bytes, not one (Megatron-LM
          * tensor_parallel/mappings.py and layers.py,
@@ -272,27 +281,29 @@ static void comm_tp(step_ctx *x)
          * all-gather of its gradient, synchronous (bwd_sync); the
          * column-parallel input was saved sequence-split, so it is
          * all-gathered again for the weight gradient, asynchronously
-         * under the data-gradient GEMM (bwd_ag); the data gradient is
-         * reduce-scattered under the weight-gradient GEMM (the half of
-         * bwd that stays). Transformer Engine's tp_overlap runs the same
-         * re-gather under the dgrad GEMM (ub_bulk_dgrad). */
+         * under that linear's data-gradient GEMM (bwd_ag); the data
+         * gradient is reduce-scattered under its weight-gradient GEMM (the
+         * half of bwd that stays). Transformer Engine's tp_overlap runs
+         * the same re-gather under the dgrad GEMM (ub_bulk_dgrad). */
         double bwd_sync = 0.0, bwd_ag = 0.0;
         if (c->sp) {
             bwd_sync = 0.5 * bwd;
             bwd_ag = 0.5 * bwd;
             bwd *= 0.5;
         }
-        tot[MFU_COMM_TP] = fwd + bwd_sync + bwd + bwd_ag;
+        tot[MFU_COMM_TP] = fwd + bwd_sync + bwd + bwd_ag + bwd_moe;
         /* F-COMM-TP-OVERLAP: the backward's asynchronous collectives run
-         * under the weight-gradient GEMMs (Megatron's async tensor-parallel
-         * all-reduce / reduce-scatter, on by default; Korthikanti et al.
-         * 2022 Table 4 note) and the re-gather under the data-gradient
-         * GEMMs (as many FLOPs as the forward's: (gemm - wgrad) / 2); with
-         * tp_overlap everything hides under the GEMMs */
-        double dgrad_s = 0.5 * mfu_dmax(0.0, a->gemm_s - a->wgrad_s);
-        exp_[MFU_COMM_TP] = c->tp_overlap ? mfu_dmax(0.0, tot[MFU_COMM_TP] - mb * L * a->gemm_s)
-                                          : fwd + bwd_sync + mfu_dmax(0.0, bwd - mb * L * a->wgrad_s) +
-                                                mfu_dmax(0.0, bwd_ag - mb * L * dgrad_s);
+         * under the column-parallel linears' own GEMMs (MFU_TAG_COLPAR):
+         * the reduce-scatter (or, without sp, the all-reduce) of the input
+         * gradient under the weight gradient (Megatron's async tensor-
+         * parallel communication, on by default; Korthikanti et al. 2022
+         * Table 4 note), the re-gather under the data gradient; with
+         * tp_overlap everything but the dispatcher's hides under the
+         * layer's GEMMs */
+        exp_[MFU_COMM_TP] = c->tp_overlap
+                                ? mfu_dmax(0.0, tot[MFU_COMM_TP] - bwd_moe - mb * L * a->gemm_s) + bwd_moe
+                                : fwd + bwd_sync + bwd_moe + mfu_dmax(0.0, bwd - mb * L * a->colpar_wgrad_s) +
+                                      mfu_dmax(0.0, bwd_ag - mb * L * a->colpar_dgrad_s);
     }
 }
 

@@ -279,6 +279,10 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
         } else {
             lc->bwd_s += t;
             if (o->tags & MFU_TAG_WGRAD) lc->wgrad_s += t;
+            if (o->tags & MFU_TAG_COLPAR) {
+                if (o->tags & MFU_TAG_WGRAD) lc->colpar_wgrad_s += t;
+                else lc->colpar_dgrad_s += t;
+            }
         }
         if (o->tags & MFU_TAG_MATMUL) lc->gemm_s += t;
         if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_s += t;

@@ -342,6 +342,9 @@ double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, d
  * the search caches per (tp, cp, ep, etp, sp, mbs). */
 typedef struct mfu_layer_cost {
     double fwd_s, bwd_s, wgrad_s;  /* all ops of one layer */
+    double colpar_dgrad_s, colpar_wgrad_s; /* the column-parallel linears' backward GEMMs
+                                            * (MFU_TAG_COLPAR: what hides a block's
+                                            * backward TP collectives) */
     double gemm_s;                 /* matmul ops, fwd + bwd (TP overlap) */
     double attn_core_s;            /* attention core fwd + bwd (CP overlap) */
     double attn_core_fwd_s;

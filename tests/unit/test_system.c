@@ -128,11 +128,13 @@ static void t_tp_by_hand(void)
         double want = 32 * 4 * 2 * (7.0 / 8) * S / 450e9;
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], want, 1e-12);
         /* no tp_overlap: the forward's collectives are exposed; the
-         * backward's run under the weight-gradient GEMMs (Megatron's async
-         * TP all-reduce): per layer the wgrad GEMMs are 2 x 4096 tokens x
-         * the layer's 218,103,808 / 8 weights (q, o 4096^2; k, v 4096 x
-         * 1024; MLP 3 x 4096 x 14336), compute-bound at 989.4 TFLOP/s */
-        double wgrad = 2.0 * 4096 * (2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336) / 8 / 989.4e12;
+         * backward's run under the column-parallel linears' weight-gradient
+         * GEMMs (Megatron's async TP all-reduce, each under its own
+         * linear's wgrad): per layer 2 x 4096 tokens x the QKV and MLP-up
+         * weights / 8 (QKV 4096 x (4096 + 2 x 1024), gate and up 2 x 4096 x
+         * 14336: 142,606,336), compute-bound at 989.4 TFLOP/s; the
+         * row-parallel o and down projections hide nothing */
+        double wgrad = 2.0 * 4096 * (4096.0 * 6144 + 2.0 * 4096 * 14336) / 8 / 989.4e12;
         CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_TP], want / 2 + (want / 2 - 32 * wgrad), 1e-9);
         c.tp_overlap = 1; /* everything under the GEMMs: nothing left */
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
@@ -155,9 +157,9 @@ static void t_tp_by_hand(void)
         CHECK(mfu_evaluate(&s8, &c, ops, &ev) == 0);
         CHECK_NEAR(ev.bound.comm_total_s[MFU_COMM_TP], want * 5 / 4, 1e-12);
         /* exposed: the forward's want/2 and the synchronous want/4; the
-         * reduce-scatters' want/4 = 4.2 ms hide under 32 x wgrad = 7.2 ms,
-         * the re-gathers' want/4 under as long a dgrad (its FLOPs are the
-         * wgrad's) */
+         * reduce-scatters' want/4 = 4.2 ms hide under the column-parallel
+         * wgrads' 32 x 0.148 = 4.7 ms, the re-gathers' want/4 under as
+         * long a dgrad (the same FLOPs) */
         CHECK(want / 4 < 32 * wgrad);
         CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_TP], want * 3 / 4, 1e-9);
     }
@@ -461,6 +463,24 @@ static void t_moe_ep_fold(void)
         CHECK(mfu_evaluate(&sx, &c, ops, &ev) == 0);
         CHECK_NEAR(ev.mem.optimizer_bytes, 12 * (dense / 8 + experts / 8), 1e-9);
         CHECK_NEAR(ev.mem.weights_bytes, 2 * (dense + experts / 8), 1e-9);
+
+        /* experts split over tp (etp = tp = 2, sp): the dispatcher gathers
+         * and scatters the tokens itself (F-COMM-TP-SP-BWD's MoE share):
+         * per layer one all-reduce's bytes forward and one backward more
+         * than with etp = 1, and all of them exposed -- the dispatcher's
+         * backward collectives are synchronous, the expert linears skip the
+         * async path (Megatron-Core explicit_expert_comm) */
+        mfu_config e1 = cfg(4, 1, 2, 1, 1, 1), e2 = e1;
+        e1.sp = e2.sp = 1;
+        e2.etp = 2;
+        mfu_eval v1, v2;
+        CHECK(mfu_evaluate(&sx, &e1, ops, &v1) == 0);
+        CHECK(mfu_evaluate(&sx, &e2, ops, &v2) == 0);
+        /* one all-reduce of 4096 x 4096 bf16 over 2 GPUs: 2 x 1/2 x 32 MiB / 450 GB/s */
+        double one = 2 * 0.5 * 2.0 * 4096 * 4096 / 450e9;
+        double added = v2.bound.comm_total_s[MFU_COMM_TP] - v1.bound.comm_total_s[MFU_COMM_TP];
+        CHECK_NEAR(added, 2 * 32 * one, 1e-9); /* 32 layers x (fwd + bwd), one micro-batch */
+        CHECK_NEAR(v2.bound.comm_exposed_s[MFU_COMM_TP] - v1.bound.comm_exposed_s[MFU_COMM_TP], added, 1e-9);
     }
 }
 
