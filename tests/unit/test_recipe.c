@@ -97,15 +97,21 @@ static int count(const char *hay, const char *needle)
  * every layer recomputed: uniform, 1 layer per unit; vocabulary 50257 is
  * odd: NullTokenizer's --vocab-size is 50256 plus its EOD token, padded
  * with the default 128). */
-static void t_gpt3_175b(void)
+static mfu_config gpt3_175b_layout(setup *s)
 {
-    static setup s;
-    mk(&s, "gpt3-175b", "a100-80gb", 1024, 2048, 1536, MFU_DT_BF16);
+    mk(s, "gpt3-175b", "a100-80gb", 1024, 2048, 1536, MFU_DT_BF16);
     mfu_config c = test_cfg(16, 1, 8, 1, 8, 1);
     c.schedule = MFU_SCHED_INTERLEAVED;
     c.vpp = 2;
     c.grad_accum = 96;
     c.recompute = MFU_RC_FULL;
+    return c;
+}
+
+static void t_gpt3_175b(void)
+{
+    static setup s;
+    mfu_config c = gpt3_175b_layout(&s);
     mfu_eval ev;
     json_t *rec = recipes_of(&s, &c, &ev);
     static const char *const want[] = {
@@ -236,12 +242,7 @@ static void t_zero(void)
 static void t_p2p_wait(void)
 {
     static setup s;
-    mk(&s, "gpt3-175b", "a100-80gb", 1024, 2048, 1536, MFU_DT_BF16);
-    mfu_config c = test_cfg(16, 1, 8, 1, 8, 1);
-    c.schedule = MFU_SCHED_INTERLEAVED;
-    c.vpp = 2;
-    c.grad_accum = 96;
-    c.recompute = MFU_RC_FULL;
+    mfu_config c = gpt3_175b_layout(&s);
     mfu_eval ev;
     json_t *rec;
     /* the estimate waited for the interleaved sends (training.pp_overlap_p2p
