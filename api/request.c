@@ -312,9 +312,10 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
         fabs((double)ga_default * per - sys->train.global_batch_tokens) > 0.05 * sys->train.global_batch_tokens) {
         char pm[256];
         api_fail(st, 422, jv_ptr(pm, sizeof pm, ptr, "mbs"),
-                 "mbs x dp x fsdp = %lld sequences a micro-batch round miss the request's global batch of "
-                 "%.0f sequences (training.global_batch_tokens, or the top of search.batch_seqs) by more than "
-                 "5 %%; give grad_accum if the run's batch differs", (long long)(c->mbs * D), sys->train.global_batch_tokens / (double)sys->train.seq);
+                 "whole micro-batch rounds of mbs x dp x fsdp = %lld sequences do not make the request's "
+                 "global batch of %.0f sequences (training.global_batch_tokens, or the top of "
+                 "search.batch_seqs) to within 5 %%; give grad_accum if the run's batch differs",
+                 (long long)(c->mbs * D), sys->train.global_batch_tokens / (double)sys->train.seq);
         return -1;
     }
     bad |= jv_int(cj, "grad_accum", ptr, JV_OPTIONAL, ga_default, 1, 1 << 24, &c->grad_accum, st);
