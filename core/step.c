@@ -115,13 +115,14 @@ double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, d
 /* Forward and backward time of one micro-batch on the busiest stage, and
  * that stage's layer count (F-PP-SPLIT). */
 static void busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                          double *t_f, double *t_b, int64_t *layers)
+                          double *t_f, double *t_b, double *t_rest, int64_t *layers)
 {
     const mfu_layer_cost *a = &k->avg;
     if (c->ax[MFU_AX_PP] == 1) {
         *layers = sys->layers;
         *t_f = (double)sys->layers * a->fwd_s + k->head_fwd_s + k->embed_fwd_s;
         *t_b = (double)sys->layers * a->bwd_s + k->head_bwd_s + k->embed_bwd_s;
+        *t_rest = *t_f + *t_b;
         return;
     }
     mfu_stages st;
@@ -139,6 +140,12 @@ static void busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_
     *t_f = f[best];
     *t_b = b[best];
     *layers = ls[best];
+    /* F-PP-BUBBLE-REST: the fill and drain pass one micro-batch through
+     * every other stage, which the busiest one does not slow: the mean
+     * forward and backward of the other p - 1 stages */
+    double p = (double)c->ax[MFU_AX_PP], n[3] = {1.0, p - 2.0, 1.0}, rest = 0.0;
+    for (int i = 0; i < 3; i++) rest += n[i] * (f[i] + b[i]);
+    *t_rest = (rest - (f[best] + b[best])) / (p - 1.0);
 }
 
 /* One profile (bound: eff NULL; expected: the hardware's profile). */
@@ -154,6 +161,7 @@ typedef struct step_ctx {
     const mfu_rc_policy *rp;
     double dp, fsdp, tp, ep, pp, cp, mb, ab, h, moe_frac;
     double L, nrc, t_f, t_b, t_rc; /* the busiest stage: layers, recomputed, per micro-batch */
+    double t_rest;              /* the other stages' mean t_f + t_b (F-PP-BUBBLE-REST) */
     double T;                   /* local tokens per micro-batch */
     int64_t s_tp, s_cp, s_fsdp, s_dp, s_ep; /* group spans (placement) */
     mfu_dev_params dpar;        /* rank 0's parameters */
@@ -201,9 +209,9 @@ static void compute_part(step_ctx *x)
     mfu_times *tm = x->tm;
     double mb = x->mb;
     /* compute per micro-batch on the busiest stage */
-    double t_f, t_b;
+    double t_f, t_b, t_rest;
     int64_t ls;
-    busiest_stage(sys, c, k, &t_f, &t_b, &ls);
+    busiest_stage(sys, c, k, &t_f, &t_b, &t_rest, &ls);
     double L = (double)ls;
     double nrc = rp->kind == MFU_RCK_FULL ? (double)mfu_rc_layers(sys, c, ls)
                  : rp->kind == MFU_RCK_SELECTIVE ? L : 0.0;
@@ -234,6 +242,7 @@ static void compute_part(step_ctx *x)
     }
     x->t_f = t_f;
     x->t_b = t_b;
+    x->t_rest = t_rest;
     x->L = L;
     x->nrc = nrc;
     x->t_rc = t_rc;
@@ -616,7 +625,8 @@ static void step_parts(step_ctx *x)
     double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac, b_frac);
     double inlayer = exp_[MFU_COMM_TP] + exp_[MFU_COMM_CP] + exp_[MFU_COMM_EP] +
                      (pp > 1 && sys->hw->platform == MFU_PLATFORM_GPU ? 0.0 : exp_[MFU_COMM_FSDP]);
-    tm->bubble_s = fb * (tm->compute_s + tm->recompute_s + inlayer + host_x);
+    double rest = t_f + t_b > 0 ? x->t_rest / (t_f + t_b) : 1.0;
+    tm->bubble_s = fb * (rest * tm->compute_s + tm->recompute_s + inlayer + host_x);
 
     /* optimizer step: AdamW over the local optimizer shard, memory bound:
      * reads fp32 master, grad, m, v (16 B), writes master, m, v and the bf16
@@ -779,21 +789,22 @@ void mfu_eval_totals(const mfu_system *sys, const mfu_config *c, const mfu_shape
 double mfu_step_lower_bound(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                             int expected)
 {
-    double t_f, t_b;
+    double t_f, t_b, t_rest;
     int64_t ls;
-    busiest_stage(sys, c, k, &t_f, &t_b, &ls);
+    busiest_stage(sys, c, k, &t_f, &t_b, &t_rest, &ls);
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     double L = (double)ls;
     double nrc = rp->kind == MFU_RCK_FULL ? (double)mfu_rc_layers(sys, c, ls)
                  : rp->kind == MFU_RCK_SELECTIVE ? L : 0.0;
     double mb = (double)c->grad_accum;
-    double work = mb * (t_f + t_b) + mb * nrc * k->avg.rc_s[c->recompute];
+    double rc = mb * nrc * k->avg.rc_s[c->recompute];
     double w_frac = (t_f + t_b) > 0 ? L * k->avg.wgrad_s / (t_f + t_b) : 0.0;
     double b_frac = c->schedule == MFU_SCHED_DUALPIPEV && (t_f + t_b) > 0 ? t_b / (t_f + t_b) : 0.0;
     double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac, b_frac);
     const mfu_efficiency *eff = expected && sys->hw->has_profile ? &sys->hw->eff : NULL;
     double oh = eff ? eff->step_overhead_s + mb * eff->microbatch_overhead_s : 0.0;
-    return work * (1.0 + (fb > 0 ? fb : 0.0)) + oh;
+    fb = fb > 0 ? fb : 0.0;
+    return mb * (t_f + t_b) + rc + fb * (mb * t_rest + rc) + oh;
 }
 
 double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,

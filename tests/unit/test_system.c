@@ -220,6 +220,37 @@ static void t_pp_by_hand(void)
     CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_PP], 2 * (8 + 2 - 1) * (one + ag), 1e-12);
 }
 
+/* F-PP-BUBBLE-REST: the fill and drain run at the other stages' pace. Llama
+ * 3 8B's 32 layers over 4 stages, 8 each: the last stage adds the LM head
+ * and loss (the busiest), the first the embedding. 1F1B with m = 32 micro-
+ * batches takes m (F + B)_last for the busiest stage's own work and one
+ * micro-batch through each of the other three, (F + B)_first + 2 (F +
+ * B)_mid, for the fill and drain -- not 3 (F + B)_last. */
+static void t_bubble_rest(void)
+{
+    fixture();
+    mfu_config c = cfg(2, 1, 1, 1, 4, 1);
+    c.grad_accum = 32;
+    c.schedule = MFU_SCHED_1F1B;
+    CHECK(mfu_config_default_split(&sys, &c) == MFU_OK);
+    mfu_shape sh;
+    mfu_config_shape(&sys, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&sys, &sh, NULL, ops, &k);
+    double mid = 8.0 * (k.avg.fwd_s + k.avg.bwd_s);
+    double first = mid + k.embed_fwd_s + k.embed_bwd_s, last = mid + k.head_fwd_s + k.head_bwd_s;
+    CHECK(last > first && k.head_fwd_s > 0);
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&sys, &c, ops, &ev) == 0);
+    CHECK_NEAR(ev.bound.compute_s, 32.0 * last, 1e-9 * last);
+    CHECK_NEAR(ev.bound.bubble_s, first + 2.0 * mid, 1e-9 * last);
+    CHECK(ev.bound.bubble_s < 3.0 * last);
+    /* a uniform pipeline (no head, no embedding cost) would give 3 (F + B) */
+    CHECK_NEAR(mfu_bubble_fraction(MFU_SCHED_1F1B, 4, 1, 32, 0, 0) * 32.0, 3.0, 1e-12);
+    /* the cheap lower bound the search prunes with stays below the step */
+    CHECK(mfu_step_lower_bound(&sys, &c, &k, 0) <= ev.bound.step_time_s * (1 + 1e-12));
+}
+
 static void t_members_per_node(void)
 {
     fixture();
@@ -680,6 +711,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_bubble),
     CHECK_CASE(t_tp_by_hand),
     CHECK_CASE(t_pp_by_hand),
+    CHECK_CASE(t_bubble_rest),
     CHECK_CASE(t_members_per_node),
     CHECK_CASE(t_fp8),
     CHECK_CASE(t_mxu),
