@@ -42,6 +42,10 @@ typedef struct mfu_efficiency {
      * keys runs at attn_eff * g(S) / g(MFU_ATTN_REF_TOKENS), g(S) = S / (S +
      * this); 0: no length dependence */
     double attn_half_tokens;
+    /* F-TIME-WAVE: output elements one wave of a GEMM kernel covers (the
+     * GPU's SMs x one output tile each); a GEMM whose output spans w such
+     * waves runs at w / (w + 1/2) of the curve. 0: no wave term (TPUs) */
+    double gemm_wave_elems;
     double hbm_eff;         /* achieved / peak HBM bandwidth */
     double net_eff[MFU_MAX_TIERS];
     /* message-size dependence of collective bandwidth per tier: a collective

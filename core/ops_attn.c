@@ -127,8 +127,11 @@ static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a,
     unsigned tm = t | MFU_TAG_MATMUL;
     double fs = 2.0 * S * dqk, fv = 2.0 * S * dv;
     /* scores: saves Q and K (Korthikanti: 4sbh) */
-    push(b, "attn_scores", MFU_FWD, tm, fs, ab * (q + k + S), ab * (q + T * Hkv * dqk));
-    push(b, "attn_scores.bwd", MFU_BWD, tm, 2.0 * fs, ab * (2.0 * q + 2.0 * k + S), 0);
+    /* batched over heads: one call's output is every head's (F-TIME-WAVE) */
+    mfu_op *g = push(b, "attn_scores", MFU_FWD, tm, fs, ab * (q + k + S), ab * (q + T * Hkv * dqk));
+    if (g) g->gemm_out = S;
+    g = push(b, "attn_scores.bwd", MFU_BWD, tm, 2.0 * fs, ab * (2.0 * q + 2.0 * k + S), 0);
+    if (g) g->gemm_out = q + k;
     /* softmax: saves its output (2as^2b) -- what core_attn recompute frees */
     rc(b, MFU_RCM_CORE_ATTN, MFU_RCM_CORE_ATTN);
     /* with sinks the softmax runs over one more column per row; the sink
@@ -143,8 +146,10 @@ static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a,
     }
     /* PV: saves V (2sbh); P is the softmax (or dropout) output saved above. */
     rc(b, qkv_free, MFU_RCM_CORE_ATTN);
-    push(b, "attn_av", MFU_FWD, tm, fv, ab * (S + v + o), ab * T * Hkv * dv);
-    push(b, "attn_av.bwd", MFU_BWD, tm, 2.0 * fv, ab * (S + v + 2.0 * o + S + v), 0);
+    g = push(b, "attn_av", MFU_FWD, tm, fv, ab * (S + v + o), ab * T * Hkv * dv);
+    if (g) g->gemm_out = o;
+    g = push(b, "attn_av.bwd", MFU_BWD, tm, 2.0 * fv, ab * (S + v + 2.0 * o + S + v), 0);
+    if (g) g->gemm_out = S + v;
 }
 
 void mfu_ops_attn_core(builder *b, const mfu_model *m, const mfu_attention *a,

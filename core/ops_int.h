@@ -49,6 +49,7 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     o->flops = flops;
     o->bytes = bytes;
     o->gemm_flops = (tags & MFU_TAG_MATMUL) ? flops : 0.0;
+    o->gemm_out = 0.0;
     o->saved_bytes = ph == MFU_FWD ? saved : 0.0;
     o->rc_free = ph == MFU_FWD ? b->fr : 0u;
     o->rc_rerun = ph == MFU_FWD ? b->rr : 0u;
@@ -88,14 +89,23 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
         push(b, "fp8_cast.bwd", MFU_BWD, ct, M * N, (ab + 2.0 * eb) * M * N, 0);
     }
     mfu_op *o = push(b, fwd, MFU_FWD, tags, flops, eb * (M * K + wbytes) + ab * M * N, saved);
+    /* F-TIME-WAVE: each GEMM's output, forward [M/groups, N], data
+     * gradient [M/groups, K], weight gradient [K, N] */
     if (o) {
         o->gemm_flops = flops / groups;
+        o->gemm_out = M * N / groups;
         o->out_bytes = ab * M * N;
     }
     o = push(b, dgrad, MFU_BWD, tags, flops, eb * (M * N + wbytes) + ab * M * K, 0);
-    if (o) o->gemm_flops = flops / groups;
+    if (o) {
+        o->gemm_flops = flops / groups;
+        o->gemm_out = M * K / groups;
+    }
     o = push(b, wgrad, MFU_BWD, tags | MFU_TAG_WGRAD, flops, eb * (M * K + M * N) + 8.0 * wbytes, 0);
-    if (o) o->gemm_flops = flops / groups;
+    if (o) {
+        o->gemm_flops = flops / groups;
+        o->gemm_out = K * N;
+    }
 }
 
 /* An elementwise op over n_in input and n_out output elements, with its

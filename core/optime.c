@@ -78,6 +78,14 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
             } else {
                 e = mfu_gemm_eff(eff, op->gemm_flops);
             }
+            if (eff->gemm_wave_elems > 0 && op->gemm_out > 0) {
+                /* F-TIME-WAVE: the last wave of output tiles leaves part of
+                 * the SMs idle, half a wave on average; an output of less
+                 * than one wave gets smaller tiles or split K from the
+                 * library, so that it fills at least one */
+                double w = fmax(op->gemm_out / eff->gemm_wave_elems, 1.0);
+                e *= w / (w + 0.5);
+            }
             /* per GEMM call: a grouped expert GEMM is one kernel per local expert */
             fixed = eff->gemm_overhead_s * (op->gemm_flops > 0 ? op->flops / op->gemm_flops : 1.0);
         } else {

@@ -737,12 +737,51 @@ static void t_hardware_mxu_fp8_fields(void)
     }
 }
 
+/* F-TIME-WAVE's gemm_wave_elems: a negative value is a 422 at its pointer;
+ * the A100 preset's 108 SMs x 256 x 128 is echoed, TPUs (none) echo
+ * nothing, and an override of 0 (no wave term) makes the expected step no
+ * slower -- the term only ever costs time. */
+static void t_hardware_wave_field(void)
+{
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": "
+                 "\"a100-80gb\", \"efficiency\": {\"gemm_wave_elems\": -1}}, \"devices\": 8, \"training\": "
+                 "{\"seq_len\": 4096, \"global_batch_tokens\": 1048576}}", 422,
+                 "/hardware/efficiency/gemm_wave_elems");
+    const char *req[3] = {
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"a100-80gb\"}, \"devices\": 8, "
+        "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}}",
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"a100-80gb\", \"efficiency\": "
+        "{\"gemm_wave_elems\": 0}}, \"devices\": 8, \"training\": {\"seq_len\": 4096, "
+        "\"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}}",
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, \"devices\": 8, "
+        "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}}"};
+    double step[2] = {0, 0};
+    for (int i = 0; i < 3; i++) {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(req[i]);
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *w = json_object_get(json_object_get(json_object_get(res, "hardware"), "efficiency"),
+                                    "gemm_wave_elems");
+        if (i == 0) CHECK_NEAR(json_number_value(w), 108.0 * 256 * 128, 0);
+        else CHECK(w == NULL);
+        if (i < 2)
+            step[i] = json_number_value(json_object_get(json_object_get(json_array_get(json_object_get(res,
+                                        "configs"), 0), "expected"), "step_time_s"));
+        json_decref(res);
+        json_decref(r);
+    }
+    CHECK(step[1] > 0 && step[1] < step[0]);
+}
+
 static const check_case cases[] = {
     CHECK_CASE(t_sha256_vectors),
     CHECK_CASE(t_cache_key),
     CHECK_CASE(t_errors_with_pointers),
     CHECK_CASE(t_measured_batch),
     CHECK_CASE(t_overrides),
+    CHECK_CASE(t_hardware_wave_field),
     CHECK_CASE(t_problem_shape),
     CHECK_CASE(t_presets),
     CHECK_CASE(t_search_contract),

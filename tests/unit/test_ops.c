@@ -234,6 +234,68 @@ static void t_new_switches_fit(void)
     CHECK(n2 > 60 && n2 <= MFU_MAX_LAYER_OPS);
 }
 
+/* F-TIME-WAVE: a GEMM's output tiles run in waves of one 256 x 128 tile per
+ * SM (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication
+ * Background": A100's 108 SMs, 256 x 128 tiles, a wave of 108 tiles); the
+ * last wave leaves half of it idle on average, w / (w + 1/2) of the curve
+ * for w waves, and an output under one wave fills one (smaller tiles or
+ * split K). Worked by hand: GPT 175B's QKV GEMM at TP 8 (2048 tokens x 4608
+ * outputs = 2.67 A100 waves) runs at 0.842 of the curve, the 1T's MLP up
+ * projection (2048 x 12800 = 7.41 waves) at 0.937. */
+static void t_gemm_waves(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("a100-80gb", &hw) == 0);
+    CHECK_NEAR(hw.eff.gemm_wave_elems, 108.0 * 256 * 128, 0);
+    mfu_efficiency e;
+    mfu_efficiency_ideal(&e);
+    e.gemm_wave_elems = 108.0 * 256 * 128;
+    mfu_op op;
+    memset(&op, 0, sizeof op);
+    op.tags = MFU_TAG_MATMUL;
+    op.flops = op.gemm_flops = 1e12;
+    op.bytes = 1.0;
+    double peak = hw.peak_flops[MFU_DT_BF16];
+    op.gemm_out = 2048.0 * 4608;
+    double w = 2048.0 * 4608 / (108.0 * 256 * 128);
+    CHECK_NEAR(w / (w + 0.5), 0.842, 0.001);
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / (peak * w / (w + 0.5)), 1e-12);
+    op.gemm_out = 2048.0 * 12800;
+    w = 2048.0 * 12800 / (108.0 * 256 * 128);
+    CHECK_NEAR(w / (w + 0.5), 0.937, 0.001);
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / (peak * w / (w + 0.5)), 1e-12);
+    /* under one wave: one wave, half idle */
+    op.gemm_out = 1000.0;
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / (peak / 1.5), 1e-12);
+    /* no wave size (TPUs) or no output known: the curve alone */
+    e.gemm_wave_elems = 0;
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / peak, 1e-12);
+    e.gemm_wave_elems = 108.0 * 256 * 128;
+    op.gemm_out = 0;
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / peak, 1e-12);
+    /* the bound has no wave term */
+    op.gemm_out = 1000.0;
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, NULL), 1e12 / peak, 1e-12);
+    /* the inventory's outputs: forward [tokens, N], data gradient [tokens,
+     * K], weight gradient [K, N]. Llama 3 8B, 4096 tokens: QKV 4096 ->
+     * (32 + 2 x 8) x 128 = 6144, the output projection 4096 -> 4096 */
+    mfu_model m;
+    CHECK(load_model("llama3-8b", &m) == 0);
+    mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    const mfu_op *q = op_named(ops, n, "qkv_proj"), *qd = op_named(ops, n, "qkv_proj.dgrad"),
+                 *qw = op_named(ops, n, "qkv_proj.wgrad");
+    CHECK(q && qd && qw);
+    if (q && qd && qw) {
+        CHECK_NEAR(q->gemm_out, 4096.0 * 6144, 0);
+        CHECK_NEAR(qd->gemm_out, 4096.0 * 4096, 0);
+        CHECK_NEAR(qw->gemm_out, 4096.0 * 6144, 0);
+    }
+    /* non-GEMM ops have none */
+    const mfu_op *nm = op_named(ops, n, "attn_norm");
+    CHECK(nm && nm->gemm_out == 0);
+}
+
 /* F-TIME-ATTN-LEN: a fused attention kernel over fewer keys runs slower.
  * The H100 preset's curve, g(S) = S / (S + 240), normalised at 4096 keys,
  * fits FlashAttention-3's forward on H100 at head dim 128 (pytorch/benchmark
@@ -424,6 +486,7 @@ static void t_roofline_70b(void)
 }
 
 static const check_case cases[] = {
+    CHECK_CASE(t_gemm_waves),
     CHECK_CASE(t_attention_length),
     CHECK_CASE(t_inventory_uncut),
     CHECK_CASE(t_intensities),
