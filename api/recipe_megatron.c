@@ -398,6 +398,15 @@ static void mg_overlap(json_t *argv, json_t *notes, const mfu_system *sys, const
      * sends (Megatron-Core overlaps them unless told not to) */
     if (sys->train.pp_no_overlap_p2p && c->schedule == MFU_SCHED_INTERLEAVED && pp > 1)
         rcp_word(argv, "--no-overlap-p2p-communication");
+    /* F-TIME-WGRAD-ACC: the estimate added each micro-batch's weight
+     * gradients by separate kernels */
+    if (sys->train.wgrad_acc_unfused) rcp_word(argv, "--no-gradient-accumulation-fusion");
+    /* F-COMM-TP-SYNC: no Megatron-Core flag waits for them */
+    if (sys->train.tp_sync_bwd && tp > 1 && !c->tp_overlap)
+        rcp_note(notes, "The estimate waited for the backward's tensor-parallel all-reduces "
+                        "(training.tp_async_allreduce false, Megatron-LM v2.5 and earlier); Megatron-Core always "
+                        "overlaps them with the weight-gradient GEMMs (--no-async-tensor-model-parallel-allreduce is "
+                        "ignored), so this launch runs somewhat faster than estimated.");
     if (c->tp_overlap && tp > 1) {
         if (c->sp) rcp_word(argv, "--tp-comm-overlap");
         else

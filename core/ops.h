@@ -111,6 +111,10 @@ typedef struct mfu_shape {
     /* dropless MoE: the busiest expert-parallel rank's routed tokens over the
      * mean (training.moe_imbalance, F-MOE-LOAD); 0 or 1 = balanced */
     double moe_load;
+    /* F-TIME-WGRAD-ACC: bytes per weight-gradient element of an unfused
+     * accumulation (read the new gradient and the sum, write the sum); 0:
+     * fused into the weight-gradient GEMM */
+    double wgrad_acc_bytes;
 } mfu_shape;
 
 /* Routed token slots on the busiest expert rank relative to the mean

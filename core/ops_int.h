@@ -18,6 +18,7 @@ typedef struct builder {
     double ab; /* activation bytes */
     unsigned fr, rr; /* recompute masks given to the next forward ops */
     unsigned mx;     /* MaxText name of the next forward ops' outputs */
+    double gacc;     /* F-TIME-WGRAD-ACC: bytes per weight element (0: fused) */
 } builder;
 
 
@@ -106,6 +107,12 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
         o->gemm_flops = flops / groups;
         o->gemm_out = K * N;
     }
+    /* F-TIME-WGRAD-ACC: without gradient-accumulation fusion the weight
+     * gradient is added to the accumulated one by its own kernel each
+     * micro-batch (the fused GEMM's epilogue does it in the bytes above) */
+    if (b->gacc > 0)
+        push(b, "wgrad_accum", MFU_BWD, (tags | MFU_TAG_WGRAD) & ~(unsigned)(MFU_TAG_MATMUL | MFU_TAG_COLPAR),
+             wbytes, b->gacc * wbytes, 0);
 }
 
 /* An elementwise op over n_in input and n_out output elements, with its

@@ -29,6 +29,12 @@ typedef struct mfu_training {
     int pp_scatter_gather;      /* pipeline sends split over tp, all-gathered on arrival
                                  * (Megatron-LM before Megatron-Core) */
     int pp_no_overlap_p2p;      /* interleaved pipeline sends waited for, not overlapped */
+    /* Megatron-LM before Megatron-Core's defaults (docs/model.md F-COMM-TP-SYNC,
+     * F-TIME-WGRAD-ACC): */
+    int tp_sync_bwd;            /* backward TP collectives waited for (no async all-reduce) */
+    int wgrad_acc_unfused;      /* weight gradients added to the accumulated ones by a
+                                 * separate kernel each micro-batch (no gradient-
+                                 * accumulation fusion) */
     double moe_imbalance;       /* dropless MoE: busiest EP rank's tokens / the mean (0, 1: balanced) */
     /* MaxText memory savers (docs/model.md F-MEM-VOCAB-TILES, F-MEM-OPT-OFFLOAD) */
     int64_t vocab_tiles;        /* num_vocab_tiling: the loss in this many token chunks (0, 1: off) */

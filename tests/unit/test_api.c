@@ -775,6 +775,60 @@ static void t_hardware_wave_field(void)
     CHECK(step[1] > 0 && step[1] < step[0]);
 }
 
+/* training.tp_async_allreduce and grad_accum_fusion (F-COMM-TP-SYNC,
+ * F-TIME-WGRAD-ACC): booleans at their pointers; in the key only when off
+ * (a request that states the defaults keeps its key), and they reach the
+ * engine: TP 8 waits for its backward all-reduces, the unfused
+ * accumulation lengthens the compute. */
+static void t_legacy_megatron_switches(void)
+{
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
+                 "\"tp_async_allreduce\": 0}}", 422, "/training/tp_async_allreduce");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
+                 "\"grad_accum_fusion\": \"no\"}}", 422, "/training/grad_accum_fusion");
+    char k0[65], k1[65], k2[65], k3[65];
+#define TR(x) "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, " \
+              "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576" x "}}"
+    key_of(TR(""), k0);
+    key_of(TR(", \"tp_async_allreduce\": true, \"grad_accum_fusion\": true"), k1);
+    key_of(TR(", \"tp_async_allreduce\": false"), k2);
+    key_of(TR(", \"grad_accum_fusion\": false"), k3);
+    CHECK_STR(k0, k1);
+    CHECK(strcmp(k0, k2) != 0 && strcmp(k2, "error") != 0);
+    CHECK(strcmp(k0, k3) != 0 && strcmp(k3, "error") != 0 && strcmp(k2, k3) != 0);
+#undef TR
+    double tp_exp[3], tp_tot[3], compute[3];
+    const char *extra[3] = {"", ", \"tp_async_allreduce\": false", ", \"grad_accum_fusion\": false"};
+    for (int i = 0; i < 3; i++) {
+        char req[1024];
+        snprintf(req, sizeof req,
+                 "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 65536%s}, "
+                 "\"search\": {\"top_k\": 1, \"fix\": {\"dp\": 1, \"tp\": 8, \"pp\": 1, \"sp\": false, "
+                 "\"mbs\": 1, \"recompute\": \"none\"}}}", extra[i]);
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(req);
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
+        json_t *tm = json_object_get(c0, "time");
+        json_t *tpj = json_object_get(json_object_get(tm, "comm"), "tp");
+        tp_exp[i] = json_real_value(json_object_get(tpj, "exposed_s"));
+        tp_tot[i] = json_real_value(json_object_get(tpj, "total_s"));
+        compute[i] = json_real_value(json_object_get(tm, "compute_s"));
+        json_decref(res);
+        json_decref(r);
+    }
+    CHECK(tp_exp[0] < tp_tot[0]);
+    CHECK_NEAR(tp_exp[1], tp_tot[1], 1e-12);
+    CHECK_NEAR(tp_tot[1], tp_tot[0], 1e-12);
+    CHECK(compute[2] > compute[0]);
+    CHECK_NEAR(compute[1], compute[0], 1e-12);
+}
+
 static const check_case cases[] = {
     CHECK_CASE(t_sha256_vectors),
     CHECK_CASE(t_cache_key),
@@ -793,6 +847,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
     CHECK_CASE(t_pipeline_send_switches),
+    CHECK_CASE(t_legacy_megatron_switches),
     CHECK_CASE(t_cpu_offload_switches),
     CHECK_CASE(t_hardware_mxu_fp8_fields),
 };

@@ -271,6 +271,34 @@ static void t_p2p_wait(void)
     s.sys.train.pp_no_overlap_p2p = 0;
 }
 
+/* Megatron-LM of 2021 (F-TIME-WGRAD-ACC, F-COMM-TP-SYNC): an estimate
+ * with the gradient accumulation unfused launches with
+ * --no-gradient-accumulation-fusion (arguments.py); one that waited for
+ * the backward's TP all-reduces says that Megatron-Core cannot (it ignores
+ * --no-async-tensor-model-parallel-allreduce). */
+static void t_legacy_flags(void)
+{
+    static setup s;
+    mfu_config c = gpt3_175b_layout(&s);
+    mfu_eval ev;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    CHECK(find(argv_of(rec, "megatron"), "--no-gradient-accumulation-fusion") < 0);
+    json_decref(rec);
+    s.sys.train.wgrad_acc_unfused = 1;
+    s.sys.train.tp_sync_bwd = 1;
+    rec = recipes_of(&s, &c, &ev);
+    CHECK(find(argv_of(rec, "megatron"), "--no-gradient-accumulation-fusion") >= 0);
+    CHECK(find(argv_of(rec, "megatron"), "--no-async-tensor-model-parallel-allreduce") < 0);
+    json_t *notes = json_object_get(json_object_get(rec, "megatron"), "notes");
+    int said = 0;
+    for (size_t i = 0; i < json_array_size(notes); i++)
+        said += strstr(json_string_value(json_array_get(notes, i)), "tp_async_allreduce false") != NULL;
+    CHECK(said == 1);
+    json_decref(rec);
+    s.sys.train.wgrad_acc_unfused = 0;
+    s.sys.train.tp_sync_bwd = 0;
+}
+
 /* torchtitan: FSDP x CP and an interleaved pipeline with explicit stages */
 static void t_torchtitan(void)
 {
@@ -506,6 +534,7 @@ static void t_tpu(void)
 static const check_case cases[] = {
     CHECK_CASE(t_gpt3_175b),
     CHECK_CASE(t_p2p_wait),
+    CHECK_CASE(t_legacy_flags),
     CHECK_CASE(t_zero),
     CHECK_CASE(t_torchtitan),
     CHECK_CASE(t_moe),

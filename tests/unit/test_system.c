@@ -251,6 +251,40 @@ static void t_bubble_rest(void)
     CHECK(mfu_step_lower_bound(&sys, &c, &k, 0) <= ev.bound.step_time_s * (1 + 1e-12));
 }
 
+/* F-COMM-TP-SYNC and F-TIME-WGRAD-ACC, Megatron-LM of 2021 (v2.5): Llama 3
+ * 8B at TP 8 over the ideal node, 64 micro-batches of 4096 tokens. The
+ * backward's all-reduces are waited for: every one of the 4 per layer
+ * (2 forward, 2 backward) of 2 x 4096 x 4096 bytes, 2 (7/8) S / 450 GB/s,
+ * is exposed. Each micro-batch's weight gradients are added to the fp32
+ * sums by their own kernels: 2 + 4 + 4 bytes per weight, the layer's
+ * 4096 x 6144 (QKV) + 4096^2 (output) + 4096 x 28672 (gate and up) + 14336
+ * x 4096 (down), 32 layers, and the untied embedding and LM head, 128256 x
+ * 4096 each, all over tp 8, at 3.35 TB/s. */
+static void t_legacy_megatron(void)
+{
+    fixture();
+    mfu_config c = cfg(1, 1, 8, 1, 1, 1);
+    c.grad_accum = 64;
+    mfu_eval e0, e1, e2;
+    CHECK(mfu_evaluate(&sys, &c, ops, &e0) == 0);
+    mfu_training t1 = tr, t2 = tr;
+    t1.tp_sync_bwd = 1;
+    t2.wgrad_acc_unfused = 1;
+    mfu_system s1, s2;
+    CHECK(mfu_system_init(&s1, &m, &hw, &t1, 8, 0, ops) == MFU_OK);
+    CHECK(mfu_system_init(&s2, &m, &hw, &t2, 8, 0, ops) == MFU_OK);
+    CHECK(mfu_evaluate(&s1, &c, ops, &e1) == 0);
+    CHECK(mfu_evaluate(&s2, &c, ops, &e2) == 0);
+    double ar = 2.0 * 7.0 / 8.0 * (2.0 * 4096 * 4096) / 450e9;
+    CHECK_NEAR(e1.bound.comm_total_s[MFU_COMM_TP], 64.0 * 32 * 4 * ar, 1e-9);
+    CHECK_NEAR(e1.bound.comm_exposed_s[MFU_COMM_TP], 64.0 * 32 * 4 * ar, 1e-9);
+    CHECK(e0.bound.comm_exposed_s[MFU_COMM_TP] < e1.bound.comm_exposed_s[MFU_COMM_TP]);
+    double layer = 4096.0 * 6144 + 4096.0 * 4096 + 4096.0 * 28672 + 14336.0 * 4096;
+    double weights = (32.0 * layer + 2.0 * 128256 * 4096) / 8.0;
+    CHECK_NEAR(e2.bound.compute_s - e0.bound.compute_s, 64.0 * weights * 10.0 / 3.35e12, 1e-9);
+    CHECK_NEAR(e2.bound.comm_exposed_s[MFU_COMM_TP], e0.bound.comm_exposed_s[MFU_COMM_TP], 1e-12);
+}
+
 static void t_members_per_node(void)
 {
     fixture();
@@ -712,6 +746,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_tp_by_hand),
     CHECK_CASE(t_pp_by_hand),
     CHECK_CASE(t_bubble_rest),
+    CHECK_CASE(t_legacy_megatron),
     CHECK_CASE(t_members_per_node),
     CHECK_CASE(t_fp8),
     CHECK_CASE(t_mxu),
