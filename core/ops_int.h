@@ -9,6 +9,9 @@
 
 #include "ops.h"
 
+/* F-TIME-WAVE: expert GEMMs of one grouped GEMM that run at once */
+#define MFU_GROUPED_STREAMS 4.0
+
 typedef struct builder {
     mfu_op *out;
     int n, max;
@@ -91,21 +94,26 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
     }
     mfu_op *o = push(b, fwd, MFU_FWD, tags, flops, eb * (M * K + wbytes) + ab * M * N, saved);
     /* F-TIME-WAVE: each GEMM's output, forward [M/groups, N], data
-     * gradient [M/groups, K], weight gradient [K, N] */
+     * gradient [M/groups, K], weight gradient [K, N]; a grouped GEMM's
+     * experts share the SMs four at a time (Transformer Engine runs them
+     * on its 4 compute streams: common/util/multi_stream.cpp
+     * get_num_compute_streams, gemm/cublaslt_gemm.cu
+     * multi_stream_cublas_gemm), so their tiles fill waves together */
+    double conc = groups < MFU_GROUPED_STREAMS ? groups : MFU_GROUPED_STREAMS;
     if (o) {
         o->gemm_flops = flops / groups;
-        o->gemm_out = M * N / groups;
+        o->gemm_out = M * N / groups * conc;
         o->out_bytes = ab * M * N;
     }
     o = push(b, dgrad, MFU_BWD, tags, flops, eb * (M * N + wbytes) + ab * M * K, 0);
     if (o) {
         o->gemm_flops = flops / groups;
-        o->gemm_out = M * K / groups;
+        o->gemm_out = M * K / groups * conc;
     }
     o = push(b, wgrad, MFU_BWD, tags | MFU_TAG_WGRAD, flops, eb * (M * K + M * N) + 8.0 * wbytes, 0);
     if (o) {
         o->gemm_flops = flops / groups;
-        o->gemm_out = K * N;
+        o->gemm_out = K * N * conc;
     }
     /* F-TIME-WGRAD-ACC: without gradient-accumulation fusion the weight
      * gradient is added to the accumulated one by its own kernel each

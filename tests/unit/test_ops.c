@@ -294,6 +294,23 @@ static void t_gemm_waves(void)
     /* non-GEMM ops have none */
     const mfu_op *nm = op_named(ops, n, "attn_norm");
     CHECK(nm && nm->gemm_out == 0);
+    /* a grouped expert GEMM: each expert's output, four experts at once
+     * (Transformer Engine's 4 compute streams). 8 experts, top 2, 64
+     * tokens: 128 slots, 16 per expert; the up projection of width 2 x 128
+     * (gated) -> 16 x 256 x 4 outputs, its weight gradient 256 x 256 x 4 */
+    static mfu_model me;
+    CHECK(load_model_ir("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
+                        "{\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 8, \"top_k\": 2, "
+                        "\"expert_ffn_dim\": 128}}]}", &me) == 0);
+    mfu_shape s64 = {1, 64, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    n = mfu_ops_layer(&me, 0, &s64, ops, MFU_MAX_OPS);
+    const mfu_op *eu = op_named(ops, n, "expert_up"), *ew = op_named(ops, n, "expert_up.wgrad");
+    CHECK(eu && ew);
+    if (eu && ew) {
+        CHECK_NEAR(eu->gemm_out, 16.0 * 256 * 4, 1e-9);
+        CHECK_NEAR(ew->gemm_out, 256.0 * 256 * 4, 1e-9);
+        CHECK_NEAR(eu->gemm_flops, 2.0 * 16 * 256 * 256, 1e-9);
+    }
 }
 
 /* F-TIME-ATTN-LEN: a fused attention kernel over fewer keys runs slower.
