@@ -595,28 +595,42 @@ static void t_maxtext_remat_names(void)
 #undef TPU
 }
 
+/* Two boolean training switches a and b (defaults da, db): a non-boolean
+ * is a 422 at its pointer; each is part of the key only when it differs
+ * from its default, so a request that states the defaults keeps its key. */
+static void bool_switch_pair(const char *a, int da, const char *b, int db)
+{
+    char req[1024], ptr[64];
+    const char *sw[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": "
+                 "\"h100-sxm\"}, \"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": "
+                 "1048576, \"%s\": %s}}", sw[i], i ? "\"yes\"" : "1");
+        snprintf(ptr, sizeof ptr, "/training/%s", sw[i]);
+        expect_error(search_sync, req, 422, ptr);
+    }
+    const char *tf[2] = {"false", "true"};
+    char extra[4][128], k[4][65];
+    snprintf(extra[0], sizeof extra[0], "%s", "");
+    snprintf(extra[1], sizeof extra[1], ", \"%s\": %s, \"%s\": %s", a, tf[da], b, tf[db]);
+    snprintf(extra[2], sizeof extra[2], ", \"%s\": %s", a, tf[!da]);
+    snprintf(extra[3], sizeof extra[3], ", \"%s\": %s", b, tf[!db]);
+    for (int i = 0; i < 4; i++) {
+        snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": "
+                 "\"h100-sxm\"}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576%s}}", extra[i]);
+        key_of(req, k[i]);
+    }
+    CHECK_STR(k[0], k[1]);
+    CHECK(strcmp(k[0], k[2]) != 0 && strcmp(k[2], "error") != 0);
+    CHECK(strcmp(k[0], k[3]) != 0 && strcmp(k[3], "error") != 0 && strcmp(k[2], k[3]) != 0);
+}
+
 static void t_pipeline_send_switches(void)
 {
     /* training.pp_overlap_p2p and pp_scatter_gather (F-COMM-PP-1F1B):
      * booleans; part of the key when they differ from the default, the key
      * of a request without them unchanged by the default value */
-    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
-                 "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
-                 "\"pp_overlap_p2p\": 1}}", 422, "/training/pp_overlap_p2p");
-    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
-                 "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
-                 "\"pp_scatter_gather\": \"yes\"}}", 422, "/training/pp_scatter_gather");
-    char k0[65], k1[65], k2[65], k3[65];
-#define TR(x) "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, " \
-              "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576" x "}}"
-    key_of(TR(""), k0);
-    key_of(TR(", \"pp_overlap_p2p\": true, \"pp_scatter_gather\": false"), k1);
-    key_of(TR(", \"pp_overlap_p2p\": false"), k2);
-    key_of(TR(", \"pp_scatter_gather\": true"), k3);
-    CHECK_STR(k0, k1);
-    CHECK(strcmp(k0, k2) != 0 && strcmp(k2, "error") != 0);
-    CHECK(strcmp(k0, k3) != 0 && strcmp(k3, "error") != 0 && strcmp(k2, k3) != 0);
-#undef TR
+    bool_switch_pair("pp_overlap_p2p", 1, "pp_scatter_gather", 0);
     /* they reach the engine: an interleaved layout waits for its sends */
     double exposed[2];
     for (int i = 0; i < 2; i++) {
@@ -737,6 +751,18 @@ static void t_hardware_mxu_fp8_fields(void)
     }
 }
 
+/* A search that must succeed (checked); the caller releases the answer
+ * and the request it returns through *req_out. */
+static json_t *search_ok(const char *req, json_t **req_out)
+{
+    api_status st;
+    api_status_init(&st);
+    *req_out = J(req);
+    json_t *res = api_search(*req_out, &st, NULL, NULL);
+    CHECK(res != NULL);
+    return res;
+}
+
 /* F-TIME-WAVE's gemm_wave_elems: a negative value is a 422 at its pointer;
  * the A100 preset's 108 SMs x 256 x 128 is echoed, TPUs (none) echo
  * nothing, and an override of 0 (no wave term) makes the expected step no
@@ -757,11 +783,7 @@ static void t_hardware_wave_field(void)
         "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}}"};
     double step[2] = {0, 0};
     for (int i = 0; i < 3; i++) {
-        api_status st;
-        api_status_init(&st);
-        json_t *r = J(req[i]);
-        json_t *res = api_search(r, &st, NULL, NULL);
-        CHECK(res != NULL);
+        json_t *r, *res = search_ok(req[i], &r);
         json_t *w = json_object_get(json_object_get(json_object_get(res, "hardware"), "efficiency"),
                                     "gemm_wave_elems");
         if (i == 0) CHECK_NEAR(json_number_value(w), 108.0 * 256 * 128, 0);
@@ -782,23 +804,7 @@ static void t_hardware_wave_field(void)
  * accumulation lengthens the compute. */
 static void t_legacy_megatron_switches(void)
 {
-    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
-                 "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
-                 "\"tp_async_allreduce\": 0}}", 422, "/training/tp_async_allreduce");
-    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
-                 "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, "
-                 "\"grad_accum_fusion\": \"no\"}}", 422, "/training/grad_accum_fusion");
-    char k0[65], k1[65], k2[65], k3[65];
-#define TR(x) "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, " \
-              "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576" x "}}"
-    key_of(TR(""), k0);
-    key_of(TR(", \"tp_async_allreduce\": true, \"grad_accum_fusion\": true"), k1);
-    key_of(TR(", \"tp_async_allreduce\": false"), k2);
-    key_of(TR(", \"grad_accum_fusion\": false"), k3);
-    CHECK_STR(k0, k1);
-    CHECK(strcmp(k0, k2) != 0 && strcmp(k2, "error") != 0);
-    CHECK(strcmp(k0, k3) != 0 && strcmp(k3, "error") != 0 && strcmp(k2, k3) != 0);
-#undef TR
+    bool_switch_pair("tp_async_allreduce", 1, "grad_accum_fusion", 1);
     double tp_exp[3], tp_tot[3], compute[3];
     const char *extra[3] = {"", ", \"tp_async_allreduce\": false", ", \"grad_accum_fusion\": false"};
     for (int i = 0; i < 3; i++) {
@@ -808,11 +814,7 @@ static void t_legacy_megatron_switches(void)
                  "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 65536%s}, "
                  "\"search\": {\"top_k\": 1, \"fix\": {\"dp\": 1, \"tp\": 8, \"pp\": 1, \"sp\": false, "
                  "\"mbs\": 1, \"recompute\": \"none\"}}}", extra[i]);
-        api_status st;
-        api_status_init(&st);
-        json_t *r = J(req);
-        json_t *res = api_search(r, &st, NULL, NULL);
-        CHECK(res != NULL);
+        json_t *r, *res = search_ok(req, &r);
         json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
         json_t *tm = json_object_get(c0, "time");
         json_t *tpj = json_object_get(json_object_get(tm, "comm"), "tp");
