@@ -404,9 +404,9 @@ static void mg_overlap(json_t *argv, json_t *notes, const mfu_system *sys, const
     /* F-COMM-TP-SYNC: no Megatron-Core flag waits for them */
     if (sys->train.tp_sync_bwd && tp > 1 && !c->tp_overlap)
         rcp_note(notes, "The estimate waited for the backward's tensor-parallel all-reduces "
-                        "(training.tp_async_allreduce false, Megatron-LM v2.5 and earlier); Megatron-Core always "
-                        "overlaps them with the weight-gradient GEMMs (--no-async-tensor-model-parallel-allreduce is "
-                        "ignored), so this launch runs somewhat faster than estimated.");
+                        "(training.tp_async_allreduce false, Megatron-LM v2.6 and earlier); Megatron-Core always "
+                        "overlaps them with the weight-gradient GEMMs and has no flag to wait for them, so this "
+                        "launch runs somewhat faster than estimated.");
     if (c->tp_overlap && tp > 1) {
         if (c->sp) rcp_word(argv, "--tp-comm-overlap");
         else

@@ -166,7 +166,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     const mfu_attention *a = &run->attn;
     const mfu_mlp *p = &run->mlp;
     builder b = {out, 0, max, r, (double)run->count, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_acc_bytes};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0};
     double ab = b.ab;
     double h = (double)m->d_model;
     double tp = (double)s->tp, cp = (double)s->cp;
@@ -217,7 +217,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
 int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
     builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_acc_bytes};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0};
     double h = (double)m->d_model, ab = b.ab;
     double T = s->mbs * (double)s->seq / (double)s->cp;
     double Te = s->sp ? T / (double)s->tp : T;
@@ -226,11 +226,13 @@ int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
     /* Backward: scatter-add dY rows into the fp32 gradient table (read and
      * write the touched rows, 8 bytes per element). */
     push(&b, "embedding.bwd", MFU_BWD, 0, T * h, ab * T * h + 8.0 * T * h, 0);
-    /* F-TIME-WGRAD-ACC: an untied table's gradient is added whole each
-     * micro-batch (a tied one is the LM head's, counted there) */
-    if (b.gacc > 0 && !m->tie_embeddings) {
+    /* F-TIME-WGRAD-ACC: the table's (dense) gradient is added to the
+     * accumulated one by its own kernel each micro-batch, fused GEMMs or
+     * not: gradient-accumulation fusion covers linear layers only
+     * (Megatron-Core's DDP hook: main_grad.add_(grad) for the rest) */
+    if (s->grad_acc_bytes > 0) {
         double w = (double)m->vocab / (double)s->tp * h;
-        push(&b, "wgrad_accum", MFU_BWD, MFU_TAG_WGRAD, w, b.gacc * w, 0);
+        push(&b, "embedding.grad_accum", MFU_BWD, MFU_TAG_WGRAD, w, s->grad_acc_bytes * w, 0);
     }
     if (m->position == MFU_POS_LEARNED) {
         push(&b, "pos_embedding", MFU_FWD, 0, Te * h, ab * 3.0 * Te * h, 0);
@@ -247,7 +249,7 @@ int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
     builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_acc_bytes};
+                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0};
     double h = (double)m->d_model, ab = b.ab;
     double tp = (double)s->tp;
     double T = s->mbs * (double)s->seq / (double)s->cp;

@@ -111,10 +111,12 @@ typedef struct mfu_shape {
     /* dropless MoE: the busiest expert-parallel rank's routed tokens over the
      * mean (training.moe_imbalance, F-MOE-LOAD); 0 or 1 = balanced */
     double moe_load;
-    /* F-TIME-WGRAD-ACC: bytes per weight-gradient element of an unfused
-     * accumulation (read the new gradient and the sum, write the sum); 0:
-     * fused into the weight-gradient GEMM */
-    double wgrad_acc_bytes;
+    /* F-TIME-WGRAD-ACC: bytes per element of a gradient added to the
+     * accumulated one by its own kernel (read the new gradient and the
+     * sum, write the sum; 0: none counted): the embedding table's always,
+     * every weight's with wgrad_unfused (no gradient-accumulation fusion) */
+    double grad_acc_bytes;
+    int wgrad_unfused;
 } mfu_shape;
 
 /* Routed token slots on the busiest expert rank relative to the mean
@@ -128,7 +130,8 @@ static inline double mfu_moe_load(const mfu_mlp *p, double moe_load)
 
 /* Sizes from the limits, so no inventory is ever cut short: one layer run
  * has at most MFU_MAX_LAYER_OPS ops (worst case today: MLA + unfused
- * attention with dropout + MoE with shared experts = 62, 90 with FP8 casts; tests/unit/test_ops.c
+ * attention with dropout + MoE with a gated shared expert and biases, FP8
+ * casts = 87, 98 with unfused gradient accumulation; tests/unit/test_ops.c
  * builds it and checks the margin), the embedding and head at most
  * MFU_MAX_EDGE_OPS, and a model at most MFU_MAX_RUNS runs. */
 #define MFU_MAX_LAYER_OPS 128

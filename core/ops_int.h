@@ -21,7 +21,8 @@ typedef struct builder {
     double ab; /* activation bytes */
     unsigned fr, rr; /* recompute masks given to the next forward ops */
     unsigned mx;     /* MaxText name of the next forward ops' outputs */
-    double gacc;     /* F-TIME-WGRAD-ACC: bytes per weight element (0: fused) */
+    double gacc;     /* F-TIME-WGRAD-ACC: bytes per weight element of an unfused
+                      * accumulation (0: fused into the GEMM) */
 } builder;
 
 
@@ -110,7 +111,10 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
         o->gemm_flops = flops / groups;
         o->gemm_out = M * K / groups * conc;
     }
-    o = push(b, wgrad, MFU_BWD, tags | MFU_TAG_WGRAD, flops, eb * (M * K + M * N) + 8.0 * wbytes, 0);
+    /* fused, the GEMM reads and writes the fp32 sum; unfused, it writes
+     * the gradient for the add below */
+    o = push(b, wgrad, MFU_BWD, tags | MFU_TAG_WGRAD, flops,
+             eb * (M * K + M * N) + (b->gacc > 0 ? ab : 8.0) * wbytes, 0);
     if (o) {
         o->gemm_flops = flops / groups;
         o->gemm_out = K * N * conc;

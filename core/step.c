@@ -313,8 +313,8 @@ static void comm_tp(step_ctx *x)
                                 ? mfu_dmax(0.0, tot[MFU_COMM_TP] - bwd_moe - mb * L * a->gemm_s) + bwd_moe
                                 : fwd + bwd_sync + bwd_moe + mfu_dmax(0.0, bwd - mb * L * a->colpar_wgrad_s) +
                                       mfu_dmax(0.0, bwd_ag - mb * L * a->colpar_dgrad_s);
-        /* F-COMM-TP-SYNC: without the async path (Megatron-LM before
-         * v2.6, --no-async-tensor-model-parallel-allreduce) the input
+        /* F-COMM-TP-SYNC: without the async path (Megatron-LM v2.6 and
+         * earlier, --no-async-tensor-model-parallel-allreduce) the input
          * gradient's all-reduce runs after the linear's backward, waited
          * for by the next op */
         if (sys->train.tp_sync_bwd && !c->tp_overlap) exp_[MFU_COMM_TP] = tot[MFU_COMM_TP];

@@ -196,10 +196,10 @@ void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s)
     s->dtype = sys->train.dtype;
     s->attn_impl = sys->train.attn_impl;
     s->moe_load = sys->train.moe_imbalance;
-    /* the weight gradient in the activation type, the sum in the main
-     * gradient's (F-TIME-WGRAD-ACC) */
-    if (sys->train.wgrad_acc_unfused)
-        s->wgrad_acc_bytes = (sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0) + 2.0 * sys->grad_bytes;
+    /* the gradient in the activation type, the sum in the main gradient's
+     * (F-TIME-WGRAD-ACC) */
+    s->grad_acc_bytes = (sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0) + 2.0 * sys->grad_bytes;
+    s->wgrad_unfused = sys->train.wgrad_acc_unfused;
 }
 
 /* The recompute policies that can be used at all: not an empty selective

@@ -232,6 +232,28 @@ static void t_new_switches_fit(void)
     mfu_shape s8 = {1, 64, 1, 1, 1, 1, 0, MFU_DT_FP8, MFU_ATTN_UNFUSED};
     n2 = mfu_ops_layer(&m2, 0, &s8, o2, MFU_MAX_OPS);
     CHECK(n2 > 60 && n2 <= MFU_MAX_LAYER_OPS);
+    /* ... and the widest: MLA, a biased MoE with a gated shared expert,
+     * unfused attention with dropout, FP8 casts, and every weight's
+     * gradient added by its own kernel (F-TIME-WGRAD-ACC): 98 (core/ops.h) */
+    CHECK(load_model_ir("{\"d_model\": 256, \"vocab\": 1000, \"dropout\": true, \"layers\": [{\"count\": 1, "
+                   "\"attention\": {\"type\": \"mla\", \"n_heads\": 8, \"q_lora_rank\": 64, \"kv_lora_rank\": 32, "
+                   "\"qk_nope_head_dim\": 32, \"qk_rope_head_dim\": 16, \"v_head_dim\": 32}, \"mlp\": {\"type\": "
+                   "\"moe\", \"n_experts\": 8, \"top_k\": 2, \"expert_ffn_dim\": 128, \"n_shared_experts\": 1, "
+                   "\"shared_gate\": true, \"bias\": true}}]}", &m2) == 0);
+    s8.grad_acc_bytes = 10.0;
+    s8.wgrad_unfused = 1;
+    n2 = mfu_ops_layer(&m2, 0, &s8, o2, MFU_MAX_OPS);
+    CHECK(n2 >= 98 && n2 <= MFU_MAX_LAYER_OPS);
+    int acc = 0;
+    for (int i = 0; i < n2 && i < MFU_MAX_OPS; i++) acc += strcmp(o2[i].name, "wgrad_accum") == 0;
+    CHECK(acc >= 10);
+    /* the embedding table's add, there with fused GEMMs too: 1000 x 256
+     * elements x 10 bytes */
+    s8.wgrad_unfused = 0;
+    n2 = mfu_ops_embed(&m2, &s8, o2, MFU_MAX_OPS);
+    const mfu_op *ea = op_named(o2, n2, "embedding.grad_accum");
+    CHECK(ea != NULL);
+    if (ea) CHECK_NEAR(ea->bytes, 10.0 * 1000 * 256, 1e-9);
 }
 
 /* F-TIME-WAVE: a GEMM's output tiles run in waves of one 256 x 128 tile per

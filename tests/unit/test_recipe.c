@@ -274,7 +274,7 @@ static void t_p2p_wait(void)
 /* Megatron-LM of 2021 (F-TIME-WGRAD-ACC, F-COMM-TP-SYNC): an estimate
  * with the gradient accumulation unfused launches with
  * --no-gradient-accumulation-fusion (arguments.py); one that waited for
- * the backward's TP all-reduces says that Megatron-Core cannot (it ignores
+ * the backward's TP all-reduces says that Megatron-Core cannot (it ignored, and now refuses,
  * --no-async-tensor-model-parallel-allreduce). */
 static void t_legacy_flags(void)
 {
