@@ -165,8 +165,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     const mfu_layer_run *run = &m->runs[r];
     const mfu_attention *a = &run->attn;
     const mfu_mlp *p = &run->mlp;
-    builder b = {out, 0, max, r, (double)run->count, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0};
+    builder b = builder_for(out, max, r, (double)run->count, s);
     double ab = b.ab;
     double h = (double)m->d_model;
     double tp = (double)s->tp, cp = (double)s->cp;
@@ -216,8 +215,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
 
 int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
-    builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0};
+    builder b = builder_for(out, max, -1, 1.0, s);
     double h = (double)m->d_model, ab = b.ab;
     double T = s->mbs * (double)s->seq / (double)s->cp;
     double Te = s->sp ? T / (double)s->tp : T;
@@ -248,8 +246,7 @@ int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 
 int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
 {
-    builder b = {out, 0, max, -1, 1.0, mfu_dtype_bytes(s->dtype),
-                 s->dtype == MFU_DT_FP32 ? 4.0 : 2.0, 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0};
+    builder b = builder_for(out, max, -1, 1.0, s);
     double h = (double)m->d_model, ab = b.ab;
     double tp = (double)s->tp;
     double T = s->mbs * (double)s->seq / (double)s->cp;

@@ -26,6 +26,15 @@ typedef struct builder {
 } builder;
 
 
+/* A builder writing into out[max] for layer run `run` (-1: embedding and
+ * head) of `count` layers, at shape s's operand and activation types. */
+static inline builder builder_for(mfu_op *out, int max, int run, double count, const mfu_shape *s)
+{
+    builder b = {out, 0, max, run, count, mfu_dtype_bytes(s->dtype), s->dtype == MFU_DT_FP32 ? 4.0 : 2.0,
+                 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0};
+    return b;
+}
+
 /* The MaxText name of what the next forward ops produce (0: none). */
 static inline void mx(builder *b, unsigned cat) { b->mx = cat; }
 
