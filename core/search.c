@@ -348,29 +348,29 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     }
     res->stats.feasible++;
     count_variant(x, c);
-    /* lower bound on the ranking profile (compute, recompute and the
-     * bubble's share of them on the busiest stage, host overhead), which
-     * communication can only lengthen */
+    /* the ranking profile's step, given up as soon as a lower bound on it
+     * (compute, recompute, the bubble's share, host overhead, then the
+     * exposed in-layer communication) passes the k-th best, and with
+     * distinct layouts the best variant of its own family when that is
+     * ranked (a variant that cannot beat it cannot change the answer); the
+     * full evaluation (both profiles, every breakdown) only for a
+     * configuration that enters the top k */
     const mfu_shape_cost *k = x->o->rank_by_bound ? &ce->bound : &ce->expected;
     double D = (double)(c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP]);
     double gbt = (double)c->mbs * (double)c->grad_accum * D * (double)sys->train.seq;
-    /* ... against the k-th best, and with distinct layouts against the
-     * best variant of its own family when that is ranked (a variant that
-     * cannot beat it cannot change the answer) */
     int fam = x->o->distinct == MFU_DISTINCT_LAYOUT ? ranked_family(x, c) : -1;
-    if (res->n == x->o->top_k || fam >= 0) {
-        double lb = mfu_step_lower_bound(sys, c, k, !x->o->rank_by_bound) / gbt;
-        if ((res->n == x->o->top_k && lb > res->top[res->n - 1].score) ||
-            (fam >= 0 && lb > res->top[fam].score)) {
-            res->stats.pruned[MFU_PRUNE_BOUND]++;
-            return mem.headroom_bytes;
-        }
-    }
-    /* the ranking profile's step first; the full evaluation (both profiles,
-     * every breakdown) only for a configuration that enters the top k */
-    res->stats.fully_evaluated++;
+    double limit = INFINITY;
+    if (res->n == x->o->top_k) limit = res->top[res->n - 1].score;
+    if (fam >= 0 && res->top[fam].score < limit) limit = res->top[fam].score;
     mfu_ranked cand;
-    cand.score = mfu_step_time(sys, c, k, &ce->bound, !x->o->rank_by_bound) / gbt;
+    /* strictly above the limit, as the score compares (1e-12: the
+     * product's rounding never prunes a tie cmp_ranked would rank) */
+    cand.score = mfu_step_time_below(sys, c, k, !x->o->rank_by_bound, limit * gbt * (1.0 + 1e-12)) / gbt;
+    if (isinf(cand.score)) {
+        res->stats.pruned[MFU_PRUNE_BOUND]++;
+        return mem.headroom_bytes;
+    }
+    res->stats.fully_evaluated++;
     cand.config = *c;
     cand.mem_bytes = mem.total_bytes;
     cand.variants = 0;

@@ -169,6 +169,7 @@ typedef struct step_ctx {
     double link_s;              /* the host link's busy time (offload) */
     double ep_one;              /* one all-to-all of one MoE layer */
     double host_x;              /* the host's excess (F-TIME-DISPATCH) */
+    double fb;                  /* the bubble's fraction (mfu_bubble_fraction) */
 } step_ctx;
 
 /* F-RC-CPU-OFFLOAD: Transformer Engine's default synchronizer
@@ -247,6 +248,11 @@ static void compute_part(step_ctx *x)
     x->nrc = nrc;
     x->t_rc = t_rc;
     x->link_s = link_s;
+    /* the pipeline's idle fraction of a micro-batch's critical path
+     * (step_parts charges it) */
+    double w_frac = (t_f + t_b) > 0 ? L * a->wgrad_s / (t_f + t_b) : 0.0;
+    double b_frac = c->schedule == MFU_SCHED_DUALPIPEV && (t_f + t_b) > 0 ? t_b / (t_f + t_b) : 0.0;
+    x->fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac, b_frac);
 }
 
 /* TP traffic and what hides of it (F-COMM-TP, F-COMM-TP-OVERLAP). */
@@ -613,9 +619,8 @@ static void step_parts(step_ctx *x)
     const mfu_efficiency *eff = x->eff;
     double *tot = x->tm->comm_total_s, *exp_ = x->tm->comm_exposed_s;
     mfu_times *tm = x->tm;
-    const mfu_layer_cost *a = x->a;
     const mfu_dev_params dpar = x->dpar;
-    double fsdp = x->fsdp, pp = x->pp, cp = x->cp, mb = x->mb, L = x->L;
+    double fsdp = x->fsdp, pp = x->pp, cp = x->cp, mb = x->mb;
     double t_f = x->t_f, t_b = x->t_b, host_x = x->host_x, P_dev = x->P_dev;
     /* contention: communication hidden under compute still takes SMs and
      * HBM bandwidth from it (expected profile only) */
@@ -625,9 +630,7 @@ static void step_parts(step_ctx *x)
 
     /* bubble: the pipeline's idle fraction of a micro-batch's critical path
      * (compute, recompute, in-layer exposed communication). */
-    double w_frac = (t_f + t_b) > 0 ? L * a->wgrad_s / (t_f + t_b) : 0.0;
-    double b_frac = c->schedule == MFU_SCHED_DUALPIPEV && (t_f + t_b) > 0 ? t_b / (t_f + t_b) : 0.0;
-    double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac, b_frac);
+    double fb = x->fb;
     double inlayer = exp_[MFU_COMM_TP] + exp_[MFU_COMM_CP] + exp_[MFU_COMM_EP] +
                      (pp > 1 && sys->hw->platform == MFU_PLATFORM_GPU ? 0.0 : exp_[MFU_COMM_FSDP]);
     double rest = t_f + t_b > 0 ? x->t_rest / (t_f + t_b) : 1.0;
@@ -690,6 +693,7 @@ static void step_total(step_ctx *x)
         step = tier_tot[worst];
     }
     tm->step_time_s = step;
+    if (!ev) return; /* the step alone (mfu_step_time_below) */
 
     double N = (double)sys->devices, peak = sys->hw->peak_flops[sys->train.dtype];
     tm->mfu = ev->f_useful_flops / (N * peak * step);
@@ -712,8 +716,27 @@ static void step_total(step_ctx *x)
     tm->gap_s[MFU_GAP_OFFLOAD] = tm->offload_s;
 }
 
-void mfu_step_times(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                    const mfu_efficiency *eff, const mfu_eval *ev, mfu_times *tm)
+/* A lower bound on what step_total will answer from the terms computed
+ * so far: compute, recompute, the host's fixed overheads, the in-layer
+ * communication's exposed part (TP, CP, EP; 0 until computed), and the
+ * bubble's share of them. Every other term only adds (contention, FSDP,
+ * DP and PP traffic, the optimizer, the host's excess, the floors of
+ * step_total), so the step is never below it. */
+static double step_floor(const step_ctx *x)
+{
+    const mfu_times *tm = x->tm;
+    const double *e = tm->comm_exposed_s;
+    double inlayer = e[MFU_COMM_TP] + e[MFU_COMM_CP] + e[MFU_COMM_EP];
+    double oh = x->eff ? x->eff->step_overhead_s + x->mb * x->eff->microbatch_overhead_s : 0.0;
+    return tm->compute_s + tm->recompute_s + inlayer +
+           x->fb * (x->mb * x->t_rest + tm->recompute_s + inlayer) + oh;
+}
+
+/* The step of one profile into tm; ev NULL: the step time alone (no MFU,
+ * no gap). Returns 1, with tm incomplete, as soon as step_floor passes
+ * limit_s (the search's pruning, F-SEARCH), else 0. */
+static int step_eval(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                     const mfu_efficiency *eff, const mfu_eval *ev, mfu_times *tm, double limit_s)
 {
     memset(tm, 0, sizeof *tm);
     step_ctx sx = {0};
@@ -737,6 +760,7 @@ void mfu_step_times(const mfu_system *sys, const mfu_config *c, const mfu_shape_
     x->h = (double)sys->model->d_model;
     x->moe_frac = sys->layers ? (double)sys->moe_layers / (double)sys->layers : 0.0;
     compute_part(x);
+    if (step_floor(x) > limit_s) return 1;
     /* placement: tp, cp, fsdp, dp, pp innermost first; experts etp, ep */
     x->s_tp = c->ax[MFU_AX_TP];
     x->s_cp = x->s_tp * c->ax[MFU_AX_CP];
@@ -744,17 +768,25 @@ void mfu_step_times(const mfu_system *sys, const mfu_config *c, const mfu_shape_
     x->s_dp = x->s_fsdp * c->ax[MFU_AX_DP];
     x->s_ep = c->etp * c->ax[MFU_AX_EP];
     x->T = k->shape.mbs * (double)k->shape.seq / x->cp;
-    x->dpar = mfu_device_params(sys, c, 0);
-    x->P_dev = x->dpar.dense + x->dpar.expert;
     if (x->tp > 1) comm_tp(x);
     if (x->cp > 1) comm_cp(x);
     comm_ep(x);
+    if (step_floor(x) > limit_s) return 1;
+    x->dpar = mfu_device_params(sys, c, 0);
+    x->P_dev = x->dpar.dense + x->dpar.expert;
     host_dispatch(x);
     comm_fsdp(x);
     comm_dp(x);
     comm_pp(x);
     step_parts(x);
     step_total(x);
+    return 0;
+}
+
+void mfu_step_times(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                    const mfu_efficiency *eff, const mfu_eval *ev, mfu_times *tm)
+{
+    (void)step_eval(sys, c, k, eff, ev, tm, INFINITY);
 }
 
 /* The FLOP totals and batch of a configuration (what step_times reads). */
@@ -786,40 +818,12 @@ void mfu_eval_totals(const mfu_system *sys, const mfu_config *c, const mfu_shape
                       rcf * (double)(c->ax[MFU_AX_TP] * c->ax[MFU_AX_CP]) * nrc_total * n_mb;
 }
 
-/* A lower bound on mfu_step_time's answer from the terms that need no
- * communication model: step = compute + recompute + exposed communication
- * + bubble + optimizer + host overhead (or the busiest tier's traffic, when
- * longer), every term >= 0 and the bubble >= its fraction of compute +
- * recompute (step_times above). */
-double mfu_step_lower_bound(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                            int expected)
+double mfu_step_time_below(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                           int expected, double limit_s)
 {
-    double t_f, t_b, t_rest;
-    int64_t ls;
-    busiest_stage(sys, c, k, &t_f, &t_b, &t_rest, &ls);
-    const mfu_rc_policy *rp = &sys->rc[c->recompute];
-    double L = (double)ls;
-    double nrc = rp->kind == MFU_RCK_FULL ? (double)mfu_rc_layers(sys, c, ls)
-                 : rp->kind == MFU_RCK_SELECTIVE ? L : 0.0;
-    double mb = (double)c->grad_accum;
-    double rc = mb * nrc * k->avg.rc_s[c->recompute];
-    double w_frac = (t_f + t_b) > 0 ? L * k->avg.wgrad_s / (t_f + t_b) : 0.0;
-    double b_frac = c->schedule == MFU_SCHED_DUALPIPEV && (t_f + t_b) > 0 ? t_b / (t_f + t_b) : 0.0;
-    double fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac, b_frac);
-    const mfu_efficiency *eff = expected && sys->hw->has_profile ? &sys->hw->eff : NULL;
-    double oh = eff ? eff->step_overhead_s + mb * eff->microbatch_overhead_s : 0.0;
-    fb = fb > 0 ? fb : 0.0;
-    return mb * (t_f + t_b) + rc + fb * (mb * t_rest + rc) + oh;
-}
-
-double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                     const mfu_shape_cost *bound, int expected)
-{
-    mfu_eval ev;
     mfu_times t;
-    mfu_eval_totals(sys, c, bound, &ev);
     const mfu_hardware *hw = sys->hw;
-    mfu_step_times(sys, c, k, expected && hw->has_profile ? &hw->eff : NULL, &ev, &t);
+    if (step_eval(sys, c, k, expected && hw->has_profile ? &hw->eff : NULL, NULL, &t, limit_s))
+        return INFINITY;
     return t.step_time_s;
 }
-

@@ -384,14 +384,13 @@ void mfu_shape_costs2(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, mf
 MFU_MUST_CHECK int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c,
                                       const mfu_shape_cost *bound, const mfu_shape_cost *expected,
                                       const mfu_memory *mem, mfu_eval *out);
-/* A cheap lower bound on mfu_step_time (compute, recompute, the bubble's
- * share of them, host overhead: no communication), for pruning. */
-double mfu_step_lower_bound(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                            int expected);
-/* Step time of one profile only (k: that profile's costs; bound: the
- * bound costs, for recompute FLOPs), for ranking before a full evaluation. */
-double mfu_step_time(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                     const mfu_shape_cost *bound, int expected);
+/* The step time of one profile (k: that profile's costs), for ranking
+ * before a full evaluation; +INFINITY as soon as a lower bound on it passes
+ * limit_s (compute, recompute, host overhead, then the exposed TP, CP and
+ * EP communication, each with the bubble's share of it): the search
+ * prunes with it. limit_s = INFINITY: the step time. */
+double mfu_step_time_below(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                           int expected, double limit_s);
 
 /* Memory (docs/model.md F-MEM-*): the stage with the least headroom among
  * the first, the busiest middle and the last. exact = 0: an infeasible

@@ -219,21 +219,39 @@ static void t_shards(void)
 static void t_bound_below_step(void)
 {
     fixture();
-    /* the pruning bound never exceeds the step it bounds (both profiles,
-     * every configuration of the full ranking above) */
-    int above = 0;
+    /* the search's pruning (mfu_step_time_below) is sound and exact: over
+     * every configuration of the full ranking above, both profiles, with
+     * limits below, at and above the step, it answers either the step
+     * itself or +INFINITY, and +INFINITY only when the step is longer than
+     * the limit; it prunes some of the points at half their step (the
+     * communication-free part, always computed, is more than half of most
+     * steps here) and none at their step */
+    static const double scale[5] = {0.5, 0.9, 1.0 - 1e-9, 1.0, 1.5};
+    int wrong = 0, pruned_half = 0, pruned_at = 0, n = 0;
     for (int i = 0; i < ra.n; i++) {
         mfu_shape sh;
         mfu_config_shape(&sys, &all[i].config, &sh);
-        mfu_shape_cost kb, ke;
-        mfu_shape_costs(&sys, &sh, NULL, ops, &kb);
-        mfu_shape_costs(&sys, &sh, &hw.eff, ops, &ke);
-        above += mfu_step_lower_bound(&sys, &all[i].config, &kb, 0) >
-                 mfu_step_time(&sys, &all[i].config, &kb, &kb, 0) * (1 + 1e-12);
-        above += mfu_step_lower_bound(&sys, &all[i].config, &ke, 1) >
-                 mfu_step_time(&sys, &all[i].config, &ke, &kb, 1) * (1 + 1e-12);
+        mfu_shape_cost k[2];
+        mfu_shape_costs(&sys, &sh, NULL, ops, &k[0]);
+        mfu_shape_costs(&sys, &sh, &hw.eff, ops, &k[1]);
+        for (int e = 0; e < 2; e++) {
+            double step = mfu_step_time_below(&sys, &all[i].config, &k[e], e, INFINITY);
+            mfu_eval ev;
+            CHECK(mfu_evaluate(&sys, &all[i].config, ops, &ev) == 0);
+            wrong += step != (e ? ev.expected.step_time_s : ev.bound.step_time_s);
+            for (int j = 0; j < 5; j++) {
+                double got = mfu_step_time_below(&sys, &all[i].config, &k[e], e, scale[j] * step);
+                wrong += !(got == step || (isinf(got) && step > scale[j] * step));
+                pruned_half += j == 0 && isinf(got);
+                pruned_at += j >= 3 && isinf(got);
+            }
+            n++;
+        }
     }
-    CHECK_EQ_I(above, 0);
+    CHECK(n > 100);
+    CHECK_EQ_I(wrong, 0);
+    CHECK(pruned_half > 0);
+    CHECK_EQ_I(pruned_at, 0);
 }
 
 static void t_distinct_layouts(void)
