@@ -21,31 +21,39 @@
 
 /* ---- shape cache -------------------------------------------------------- */
 
-/* Open addressing: a shape probes PROBES slots from its hash; a miss with
- * every one taken overwrites the first. DeepSeek-V3 on 2,048 devices
- * builds 10,115 shape costs over one thread's shards at 8,192 slots (a
- * direct-mapped table of 8,192 built 30,174); 16,384 slots build 7,019 and
- * run 2.8 % fewer instructions over bench/search's three cases, but were
- * slower in wall time (twice the pages to fault in and walk: Llama 3 405B
- * 11.0-12.1 -> 9.3-11.3 M eval/s, DeepSeek-V3 no faster). 17 MB per
- * searching thread (calloc'd: only the entries a search fills are
- * touched). */
-#define CACHE_SLOTS 8192
-#define PROBES 8
+/* A pool of CACHE_ENTRIES entries, filled in order, found through an open-
+ * addressed index of INDEX_SLOTS entry numbers (linear probing; at most a
+ * quarter full, so a probe ends within a slot or two). When the pool is
+ * full the whole cache starts over (the cache is an optimisation only; the
+ * entry just used is not needed again once its subtree is done). DeepSeek-
+ * V3 on 2,048 devices has 7,019 shapes over one thread's shards: each is
+ * built once. The previous table, 8,192 entries probed 8 slots from the
+ * hash with the first overwritten on a full window, built 10,115 (a
+ * direct-mapped one 30,174); the index keeps the table's 17 MB of entries
+ * untouched beyond those a search fills (calloc'd memory is an empty
+ * cache, and clearing resets the index alone, 128 KB). */
+#define CACHE_ENTRIES 8192
+#define INDEX_SLOTS (4 * CACHE_ENTRIES)
 
 typedef struct cache_entry {
-    int used;
     int64_t key[6];
     mfu_shape_cost bound, expected;
 } cache_entry;
 
 typedef struct shape_cache {
-    cache_entry e[CACHE_SLOTS];
+    int n;                         /* entries in use */
+    int32_t index[INDEX_SLOTS];    /* entry number + 1; 0: empty */
+    cache_entry e[CACHE_ENTRIES];
 } shape_cache;
 
 size_t mfu_search_cache_bytes(void) { return sizeof(shape_cache); }
 
-void mfu_search_cache_clear(mfu_search_scratch *sc) { memset(sc->cache, 0, sizeof(shape_cache)); }
+void mfu_search_cache_clear(mfu_search_scratch *sc)
+{
+    shape_cache *cache = sc->cache;
+    cache->n = 0;
+    memset(cache->index, 0, sizeof cache->index);
+}
 
 static uint64_t key_hash(const int64_t *k)
 {
@@ -62,24 +70,19 @@ static const cache_entry *costs_for(const mfu_system *sys, const mfu_config *c,
 {
     shape_cache *cache = sc->cache;
     int64_t key[6] = {c->ax[MFU_AX_TP], c->ax[MFU_AX_CP], c->ax[MFU_AX_EP], c->etp, c->sp, c->mbs};
-    uint64_t h = key_hash(key);
-    cache_entry *e = NULL;
-    for (int i = 0; i < PROBES; i++) {
-        cache_entry *p = &cache->e[(h + (uint64_t)i) % CACHE_SLOTS];
-        if (!p->used) {
-            e = p;
-            break;
-        }
-        if (memcmp(p->key, key, sizeof key) == 0) return p;
+    uint64_t slot = key_hash(key) % INDEX_SLOTS;
+    for (int32_t i; (i = cache->index[slot]) != 0; slot = (slot + 1) % INDEX_SLOTS)
+        if (memcmp(cache->e[i - 1].key, key, sizeof key) == 0) return &cache->e[i - 1];
+    if (cache->n == CACHE_ENTRIES) { /* full: start over */
+        mfu_search_cache_clear(sc);
+        slot = key_hash(key) % INDEX_SLOTS;
     }
-    /* a miss: the first free slot of the window, else the home slot (the
-     * cache is an optimisation only) */
-    if (!e) e = &cache->e[h % CACHE_SLOTS];
+    cache_entry *e = &cache->e[cache->n];
+    cache->index[slot] = ++cache->n;
     mfu_shape s;
     mfu_config_shape(sys, c, &s);
     mfu_shape_costs2(sys, &s, sc->ops, &e->bound, &e->expected);
     memcpy(e->key, key, sizeof key);
-    e->used = 1;
     st->shape_costs++;
     return e;
 }
