@@ -140,21 +140,37 @@ static int communicators(const mfu_system *sys, const mfu_config *c)
     return n;
 }
 
+void mfu_stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t r, mfu_stage_state *out)
+{
+    mfu_memory m;
+    int64_t ls = mfu_stage_layers(sys, c, r);
+    state_bytes(sys, c, mfu_device_params(sys, c, r), ls, &m);
+    out->layers = ls;
+    out->weights_bytes = m.weights_bytes;
+    out->grads_bytes = m.grads_bytes;
+    out->optimizer_bytes = m.optimizer_bytes;
+    out->host_bytes = m.host_bytes;
+    /* the fixed part of the reserve; fragmentation is added with the total */
+    const mfu_mem_reserve *rs = &sys->hw->reserve;
+    out->reserve_bytes = rs->context_bytes + rs->comm_buffer_bytes * (double)communicators(sys, c);
+}
+
 /* What a stage holds besides the activations the recompute policy decides
  * (F-MEM-STATE, F-MEM-BUF, the embedding's and the loss's tensors, the
- * in-flight count): the same for every policy, so the search computes it
- * once per schedule point (mfu_memory_base). */
+ * in-flight count) from its state: the same for every policy, so the
+ * search computes it once per schedule point (mfu_memory_base). */
 static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                        int64_t r, mfu_memory *out)
+                        int64_t r, const mfu_stage_state *st, mfu_memory *out)
 {
     const mfu_model *m = sys->model;
     memset(out, 0, sizeof *out);
     int64_t pp = c->ax[MFU_AX_PP];
-    int64_t ls = mfu_stage_layers(sys, c, r);
-    mfu_dev_params dpar = mfu_device_params(sys, c, r);
     out->stage = r;
-    out->layers = ls;
-    state_bytes(sys, c, dpar, ls, out);
+    out->layers = st->layers;
+    out->weights_bytes = st->weights_bytes;
+    out->grads_bytes = st->grads_bytes;
+    out->optimizer_bytes = st->optimizer_bytes;
+    out->host_bytes = st->host_bytes;
 
     double inflight = mfu_inflight(c->schedule, pp, c->vpp, c->grad_accum, r);
     out->inflight = inflight;
@@ -180,10 +196,8 @@ static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_sh
     if (pp > 1) buf += 2.0 * ab * T * h / (c->sp ? (double)s->tp : 1.0); /* p2p send/recv */
     if (c->sp) buf += ab * T * h;                                        /* gathered layer input */
     out->buffers_bytes = buf;
-    const mfu_mem_reserve *rs = &sys->hw->reserve;
     out->capacity_bytes = sys->hw->hbm_bytes;
-    /* the fixed part of the reserve; fragmentation is added with the total */
-    out->reserve_bytes = rs->context_bytes + rs->comm_buffer_bytes * (double)communicators(sys, c);
+    out->reserve_bytes = st->reserve_bytes;
 }
 
 /* Add the policy's activations (F-MEM-ACT) and the totals to a stage_fixed
@@ -238,8 +252,10 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
 void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                       int64_t r, mfu_memory *out)
 {
+    mfu_stage_state st;
     mfu_memory fixed;
-    stage_fixed(sys, c, k, r, &fixed);
+    mfu_stage_state_of(sys, c, r, &st);
+    stage_fixed(sys, c, k, r, &st, &fixed);
     stage_finish(sys, c, k, &fixed, out);
 }
 
@@ -255,6 +271,8 @@ void mfu_memory_base_init(const mfu_system *sys, const mfu_config *c, const mfu_
      * the last (LM head, logits); each weighed when first needed */
     b->n = pp == 1 ? 1 : pp == 2 ? 2 : 3;
     b->ready = 0;
+    b->memo = NULL;
+    b->memo_ready = NULL;
 }
 
 static const mfu_memory *base_stage(const mfu_system *sys, const mfu_config *c,
@@ -263,7 +281,12 @@ static const mfu_memory *base_stage(const mfu_system *sys, const mfu_config *c,
     if (!(b->ready & (1u << i))) {
         int64_t pp = c->ax[MFU_AX_PP];
         int64_t ranks[3] = {0, 1, pp - 1};
-        stage_fixed(sys, c, k, ranks[i], &b->stage[i]);
+        mfu_stage_state own, *st = b->memo ? &b->memo[i] : &own;
+        if (!b->memo || !(*b->memo_ready & (1u << i))) {
+            mfu_stage_state_of(sys, c, ranks[i], st);
+            if (b->memo) *b->memo_ready |= 1u << i;
+        }
+        stage_fixed(sys, c, k, ranks[i], st, &b->stage[i]);
         b->ready |= 1u << i;
     }
     return &b->stage[i];

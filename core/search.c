@@ -230,6 +230,13 @@ typedef struct ctx {
     /* the memory every recompute policy of the current schedule point
      * shares (recompute_loop sets it) */
     mfu_memory_base mbase;
+    /* the stage states per (ZeRO stage, split slot) of the current layout
+     * (axes, ep, etp; mbs_loop empties it): a state changes with neither
+     * the micro-batch, the batch nor the schedule of one split (slot 0:
+     * DualPipeV's V, whose head is on rank 0; every other schedule's on
+     * the last) */
+    mfu_stage_state st_memo[3][MFU_SEARCH_MAX_VPP + 1][3];
+    unsigned st_ready[3][MFU_SEARCH_MAX_VPP + 1];
     /* the last family looked up in the ranking and where it stood, valid
      * while the ranking is unchanged (fam_ver == the insert count): the
      * points of one family come one after another */
@@ -463,6 +470,9 @@ static void recompute_loop(ctx *x, mfu_config *c, const cache_entry *ce)
     double h_none = NAN, h_full = NAN;
     int fits_without = 0;
     mfu_memory_base_init(x->sys, c, &ce->bound, &x->mbase);
+    int64_t slot = c->schedule == MFU_SCHED_DUALPIPEV ? 0 : c->vpp;
+    x->mbase.memo = x->st_memo[c->zero][slot];
+    x->mbase.memo_ready = &x->st_ready[c->zero][slot];
     for (int q = 0; q < x->n_rc && !x->stop; q++) {
         int rc = x->rc_list[q];
         if (o->fix_recompute >= 0 && rc != o->fix_recompute) {
@@ -648,6 +658,7 @@ static void mbs_loop(ctx *x, mfu_config *c)
 {
     const mfu_search_opts *o = x->o;
     int64_t tp = c->ax[MFU_AX_TP];
+    memset(x->st_ready, 0, sizeof x->st_ready); /* a new layout */
     for (int sp = 0; sp <= (tp > 1 ? 1 : 0) && !x->stop; sp++) {
         if (o->fix_sp >= 0 && sp != o->fix_sp) continue;
         c->sp = sp;

@@ -399,13 +399,29 @@ void mfu_memory_costs(const mfu_system *sys, const mfu_config *c, const mfu_shap
                       mfu_memory *out);
 void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                          int exact, mfu_memory *out);
+/* What a pipeline rank holds whatever the schedule's in-flight count, the
+ * micro-batch and the recompute policy: its layers, the parameters' state
+ * (F-MEM-STATE) and the fixed reserve. A function of the layout (axes, ep,
+ * etp), the ZeRO stage, the split (pp_first, pp_mid, pp_last, vpp) and the
+ * head's rank (DualPipeV's V puts it on rank 0). */
+typedef struct mfu_stage_state {
+    int64_t layers;
+    double weights_bytes, grads_bytes, optimizer_bytes, host_bytes, reserve_bytes;
+} mfu_stage_state;
+void mfu_stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t stage, mfu_stage_state *out);
 /* The part of the candidate stages' memory every recompute policy shares
  * (states, buffers, in-flight count, the embedding's and the loss's
  * tensors, the fixed reserve): computed once, finished per policy. Needs
- * everything in c but the recompute policy. */
+ * everything in c but the recompute policy. A caller that meets the same
+ * stage states again (the search, over micro-batches, batches and the
+ * schedules of one split) may lend a memo after mfu_memory_base_init:
+ * memo[i] is stage i's state when bit i of *memo_ready is set, and is
+ * filled, and the bit set, when first needed. */
 typedef struct mfu_memory_base {
     int n;                        /* stages: first, rank 1, last (1..3) */
     unsigned ready;               /* bit i: stage[i] computed (on first use) */
+    mfu_stage_state *memo;        /* NULL, or 3 states the caller keeps */
+    unsigned *memo_ready;
     mfu_memory stage[3];          /* without the policy's activations */
 } mfu_memory_base;
 void mfu_memory_base_init(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
