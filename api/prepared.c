@@ -259,6 +259,8 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         json_object_set_new(json_object_get(out, "training"), "tp_async_allreduce", json_false());
     if (out && r->train.wgrad_acc_unfused)
         json_object_set_new(json_object_get(out, "training"), "grad_accum_fusion", json_false());
+    if (out && r->train.ce_unfused)
+        json_object_set_new(json_object_get(out, "training"), "cross_entropy_fusion", json_false());
     if (out && r->train.vocab_tiles > 1)
         json_object_set_new(json_object_get(out, "training"), "vocab_tiles", json_integer(r->train.vocab_tiles));
     if (out && r->train.optimizer_offload)

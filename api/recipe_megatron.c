@@ -440,6 +440,15 @@ static void mg_tail(json_t *argv, json_t *notes, const mfu_system *sys, const mf
      * q, k and v; MLA (q/k 192, v 128) goes to cuDNN's fused attention */
     if (sys->train.attn_impl == MFU_ATTN_UNFUSED) rcp_opt_str(argv, "--attention-backend", "unfused");
     else rcp_opt_str(argv, "--attention-backend", at->kind == MFU_ATTN_MLA ? "fused" : "flash");
+    /* F-TIME-CE-UNFUSED: the estimate's loss is one fused pass over the
+     * logits unless training.cross_entropy_fusion is false; Megatron runs
+     * its separate PyTorch ops without --cross-entropy-loss-fusion, and
+     * Transformer Engine's kernel is the one-pass one (arguments.py:
+     * --cross-entropy-fusion-impl native or te) */
+    if (!sys->train.ce_unfused) {
+        rcp_word(argv, "--cross-entropy-loss-fusion");
+        rcp_opt_str(argv, "--cross-entropy-fusion-impl", "te");
+    }
 
     /* vocabulary: NullTokenizer's vocabulary is --vocab-size plus its EOD
      * token; it is padded to a multiple of

@@ -398,17 +398,19 @@ static int parse_model_and_hardware(json_t *req, api_request *r, api_status *st)
  * sends (F-COMM-PP-1F1B). */
 static int parse_comm_switches(json_t *tj, api_request *r, api_status *st)
 {
-    int bad = 0, ogr = 1, psg = 0, pop = 1, tpa = 1, gaf = 1;
+    int bad = 0, ogr = 1, psg = 0, pop = 1, tpa = 1, gaf = 1, cef = 1;
     bad |= jv_bool(tj, "overlap_grad_reduce", "/training", JV_OPTIONAL, 1, &ogr, st);
     bad |= jv_bool(tj, "pp_scatter_gather", "/training", JV_OPTIONAL, 0, &psg, st);
     bad |= jv_bool(tj, "pp_overlap_p2p", "/training", JV_OPTIONAL, 1, &pop, st);
     bad |= jv_bool(tj, "tp_async_allreduce", "/training", JV_OPTIONAL, 1, &tpa, st);
     bad |= jv_bool(tj, "grad_accum_fusion", "/training", JV_OPTIONAL, 1, &gaf, st);
+    bad |= jv_bool(tj, "cross_entropy_fusion", "/training", JV_OPTIONAL, 1, &cef, st);
     r->train.no_grad_overlap = !ogr;
     r->train.pp_scatter_gather = psg;
     r->train.pp_no_overlap_p2p = !pop;
     r->train.tp_sync_bwd = !tpa;
     r->train.wgrad_acc_unfused = !gaf;
+    r->train.ce_unfused = !cef;
     return bad;
 }
 
@@ -422,7 +424,8 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
                                            "tp_overlap", "ep_overlap", "overlap_grad_reduce", "grad_dtype",
                                            "adam_moments_dtype", "tokens", "moe_imbalance", "vocab_tiles",
                                            "optimizer_offload", "pp_scatter_gather", "pp_overlap_p2p",
-                                           "tp_async_allreduce", "grad_accum_fusion", NULL};
+                                           "tp_async_allreduce", "grad_accum_fusion", "cross_entropy_fusion",
+                                           NULL};
     if (jv_known(tj, "/training", "training", TRAINING, st)) return -1;
     int64_t seq;
     bad |= jv_int(tj, "seq_len", "/training", JV_REQUIRED, 0, 1, API_MAX_SEQ, &seq, st);

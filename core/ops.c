@@ -266,6 +266,24 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
     double n = T * V / tp;
     push(&b, "loss", MFU_FWD, 0, 5.0 * n, ab * n + 4.0 * n, 4.0 * n);
     push(&b, "loss.bwd", MFU_BWD, 0, 2.0 * n, 4.0 * n + ab * n, 0);
+    if (s->ce_unfused) {
+        /* F-TIME-CE-UNFUSED: Megatron's vocab_parallel_cross_entropy
+         * without --cross-entropy-loss-fusion (the only kind before 2024-06)
+         * makes a pass over the fp32 logits per PyTorch op; "loss" above is
+         * the upcast and the softmax it keeps, these the rest: the max over
+         * the vocabulary (read), the in-place subtraction, exp and division
+         * (read and write), the sum of exponentials (read); in the backward
+         * the gradient's in-place scaling by the output gradient (read and
+         * write), the downcast being "loss.bwd" (megatron/mpu/
+         * cross_entropy.py of v2.5, megatron/core/tensor_parallel/
+         * cross_entropy.py today) */
+        push(&b, "loss.max", MFU_FWD, 0, n, 4.0 * n, 0);
+        push(&b, "loss.sub", MFU_FWD, 0, n, 8.0 * n, 0);
+        push(&b, "loss.exp", MFU_FWD, 0, n, 8.0 * n, 0);
+        push(&b, "loss.sum", MFU_FWD, 0, n, 4.0 * n, 0);
+        push(&b, "loss.div", MFU_FWD, 0, n, 8.0 * n, 0);
+        push(&b, "loss.bwd_scale", MFU_BWD, 0, n, 8.0 * n, 0);
+    }
     return b.n;
 }
 

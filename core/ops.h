@@ -117,6 +117,9 @@ typedef struct mfu_shape {
      * every weight's with wgrad_unfused (no gradient-accumulation fusion) */
     double grad_acc_bytes;
     int wgrad_unfused;
+    /* F-TIME-CE-UNFUSED: the cross-entropy as Megatron's vocab_parallel_
+     * cross_entropy runs it, one PyTorch op per pass over the logits */
+    int ce_unfused;
 } mfu_shape;
 
 /* Routed token slots on the busiest expert rank relative to the mean
@@ -133,7 +136,9 @@ static inline double mfu_moe_load(const mfu_mlp *p, double moe_load)
  * attention with dropout + MoE with a gated shared expert and biases, FP8
  * casts = 87, 98 with unfused gradient accumulation; tests/unit/test_ops.c
  * builds it and checks the margin), the embedding and head at most
- * MFU_MAX_EDGE_OPS, and a model at most MFU_MAX_RUNS runs. */
+ * MFU_MAX_EDGE_OPS (21 with learned positions, dropout, unfused gradient
+ * accumulation and the unfused loss, also built there), and a model at
+ * most MFU_MAX_RUNS runs. */
 #define MFU_MAX_LAYER_OPS 128
 #define MFU_MAX_EDGE_OPS 32
 #define MFU_MAX_OPS (MFU_MAX_RUNS * MFU_MAX_LAYER_OPS + MFU_MAX_EDGE_OPS)

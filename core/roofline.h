@@ -35,6 +35,8 @@ typedef struct mfu_training {
     int wgrad_acc_unfused;      /* weight gradients added to the accumulated ones by a
                                  * separate kernel each micro-batch (no gradient-
                                  * accumulation fusion) */
+    int ce_unfused;             /* the loss as Megatron's separate PyTorch ops, no
+                                 * cross-entropy fusion (F-TIME-CE-UNFUSED) */
     double moe_imbalance;       /* dropless MoE: busiest EP rank's tokens / the mean (0, 1: balanced) */
     /* MaxText memory savers (docs/model.md F-MEM-VOCAB-TILES, F-MEM-OPT-OFFLOAD) */
     int64_t vocab_tiles;        /* num_vocab_tiling: the loss in this many token chunks (0, 1: off) */

@@ -286,14 +286,17 @@ cfgs = run("gpt3-175b 1024xA100", gpt3, 96)
 # stages of 6 layers per rank (96 / 8 = 12 per rank: an even split, no
 # split flags); every layer recomputed (uniform, 1 layer per unit); DP
 # gradient reduction overlapped (the estimate's default); bf16; the fused
-# flash kernel; NullTokenizer's 50256 tokens + EOD = 50257, padded with the
-# default multiple of 128; a 100-step synthetic run.
+# flash kernel; Transformer Engine's one-pass cross-entropy (the estimate's
+# default loss, training.cross_entropy_fusion); NullTokenizer's 50256
+# tokens + EOD = 50257, padded with the default multiple of 128; a 100-step
+# synthetic run.
 GOLDEN = ("--num-layers 96 --hidden-size 12288 --ffn-hidden-size 49152 --num-attention-heads 96 "
           "--seq-length 2048 --max-position-embeddings 2048 --normalization LayerNorm "
           "--position-embedding-type learned_absolute --micro-batch-size 1 --global-batch-size 1536 "
           "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --context-parallel-size 1 "
           "--num-virtual-stages-per-pipeline-rank 2 --recompute-granularity full --recompute-method uniform "
           "--recompute-num-layers 1 --bf16 --overlap-grad-reduce --attention-backend flash "
+          "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te "
           "--tokenizer-type NullTokenizer --vocab-size 50256 --make-vocab-size-divisible-by 128 "
           "--mock-data --train-iters 100 --lr 1e-4").split()
 if cfgs:

@@ -256,6 +256,42 @@ static void t_new_switches_fit(void)
     if (ea) CHECK_NEAR(ea->bytes, 10.0 * 1000 * 256, 1e-9);
 }
 
+/* F-TIME-CE-UNFUSED: the loss over n = 64 tokens x 1000 / 1 logits. Fused:
+ * the upcast and softmax, 2 + 4 bytes forward, 4 + 2 backward. Megatron's
+ * separate ops add six passes over the fp32 logits (megatron/core/
+ * tensor_parallel/cross_entropy.py): forward max 4, subtraction 8, exp 8,
+ * sum 4, division 8; backward scaling 8: 38 n forward and 14 n backward in
+ * all. The widest embedding and head (learned positions, dropout, the
+ * table's add, the unfused loss) are 21 ops, within MFU_MAX_EDGE_OPS: the
+ * table, its gradient, its add, the positions' two, the dropout's two; the
+ * final norm's two, the head's three GEMMs and its add, the loss's eight. */
+static void t_unfused_loss_ops(void)
+{
+    static mfu_model m2;
+    CHECK(load_model_ir("{\"d_model\": 256, \"vocab\": 1000, \"dropout\": true, \"position\": \"learned\", "
+                        "\"max_positions\": 64, \"tie_embeddings\": false, \"layers\": [{\"count\": 1, "
+                        "\"attention\": {\"n_heads\": 8}, \"mlp\": {\"ffn_dim\": 512}}]}", &m2) == 0);
+    mfu_shape s = {1, 64, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_UNFUSED};
+    double n = 64.0 * 1000.0, by[2][2] = {{0}};
+    int nh[2];
+    for (int u = 0; u < 2; u++) {
+        s.ce_unfused = u;
+        nh[u] = mfu_ops_head(&m2, &s, o2, MFU_MAX_OPS);
+        for (int i = 0; i < nh[u]; i++)
+            if (strncmp(o2[i].name, "loss", 4) == 0) by[u][o2[i].phase == MFU_BWD] += o2[i].bytes;
+    }
+    CHECK_NEAR(by[0][0], 6.0 * n, 1e-9);
+    CHECK_NEAR(by[0][1], 6.0 * n, 1e-9);
+    CHECK_NEAR(by[1][0], 38.0 * n, 1e-9);
+    CHECK_NEAR(by[1][1], 14.0 * n, 1e-9);
+    CHECK_EQ_I(nh[1] - nh[0], 6);
+    s.grad_acc_bytes = 10.0;
+    s.wgrad_unfused = 1;
+    int edge = mfu_ops_embed(&m2, &s, o2, MFU_MAX_OPS) + mfu_ops_head(&m2, &s, o2, MFU_MAX_OPS);
+    CHECK_EQ_I(edge, 21);
+    CHECK(edge <= MFU_MAX_EDGE_OPS);
+}
+
 /* F-TIME-WAVE: a GEMM's output tiles run in waves of one 256 x 128 tile per
  * SM (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication
  * Background": A100's 108 SMs, 256 x 128 tiles, a wave of 108 tiles); the
@@ -536,6 +572,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_attention_switches),
     CHECK_CASE(t_shared_gate),
     CHECK_CASE(t_new_switches_fit),
+    CHECK_CASE(t_unfused_loss_ops),
 };
 
 int main(int argc, char **argv)

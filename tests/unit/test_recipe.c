@@ -94,7 +94,8 @@ static int count(const char *hay, const char *needle)
  * 128: no --kv-channels; 4h GeLU MLP: no --swiglu; LayerNorm, learned
  * positions, biases, dropout and tied embeddings are Megatron's defaults,
  * so no flags for them) and the layout (1536 sequences = 1 x 96 x 16;
- * every layer recomputed: uniform, 1 layer per unit; vocabulary 50257 is
+ * every layer recomputed: uniform, 1 layer per unit; the one-pass loss,
+ * Transformer Engine's (F-TIME-CE-UNFUSED); vocabulary 50257 is
  * odd: NullTokenizer's --vocab-size is 50256 plus its EOD token, padded
  * with the default 128). */
 static mfu_config gpt3_175b_layout(setup *s)
@@ -122,7 +123,8 @@ static void t_gpt3_175b(void)
         "--pipeline-model-parallel-size", "8", "--context-parallel-size", "1",
         "--num-virtual-stages-per-pipeline-rank", "2", "--recompute-granularity", "full",
         "--recompute-method", "uniform", "--recompute-num-layers", "1", "--bf16", "--overlap-grad-reduce",
-        "--attention-backend", "flash", "--tokenizer-type", "NullTokenizer", "--vocab-size", "50256",
+        "--attention-backend", "flash", "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te",
+        "--tokenizer-type", "NullTokenizer", "--vocab-size", "50256",
         "--make-vocab-size-divisible-by", "128", "--mock-data", "--train-iters", "100", "--lr", "1e-4"};
     json_t *argv = argv_of(rec, "megatron");
     size_t n = sizeof want / sizeof *want;
@@ -283,11 +285,18 @@ static void t_legacy_flags(void)
     mfu_eval ev;
     json_t *rec = recipes_of(&s, &c, &ev);
     CHECK(find(argv_of(rec, "megatron"), "--no-gradient-accumulation-fusion") < 0);
+    /* F-TIME-CE-UNFUSED: the estimate's one-pass loss is Transformer
+     * Engine's, which Megatron runs only when asked */
+    CHECK(find(argv_of(rec, "megatron"), "--cross-entropy-loss-fusion") >= 0);
+    CHECK_STR(value(argv_of(rec, "megatron"), "--cross-entropy-fusion-impl"), "te");
     json_decref(rec);
     s.sys.train.wgrad_acc_unfused = 1;
     s.sys.train.tp_sync_bwd = 1;
+    s.sys.train.ce_unfused = 1;
     rec = recipes_of(&s, &c, &ev);
     CHECK(find(argv_of(rec, "megatron"), "--no-gradient-accumulation-fusion") >= 0);
+    CHECK(find(argv_of(rec, "megatron"), "--cross-entropy-loss-fusion") < 0);
+    CHECK(find(argv_of(rec, "megatron"), "--cross-entropy-fusion-impl") < 0);
     CHECK(find(argv_of(rec, "megatron"), "--no-async-tensor-model-parallel-allreduce") < 0);
     json_t *notes = json_object_get(json_object_get(rec, "megatron"), "notes");
     int said = 0;
@@ -297,6 +306,7 @@ static void t_legacy_flags(void)
     json_decref(rec);
     s.sys.train.wgrad_acc_unfused = 0;
     s.sys.train.tp_sync_bwd = 0;
+    s.sys.train.ce_unfused = 0;
 }
 
 /* torchtitan: FSDP x CP and an interleaved pipeline with explicit stages */

@@ -288,6 +288,33 @@ static void t_legacy_megatron(void)
     CHECK_NEAR(e2.bound.comm_exposed_s[MFU_COMM_TP], e0.bound.comm_exposed_s[MFU_COMM_TP], 1e-12);
 }
 
+/* F-TIME-CE-UNFUSED: Megatron's cross-entropy without loss fusion, Llama 3
+ * 8B at TP 8, 64 micro-batches of one 4096-token sequence: per micro-batch
+ * n = 4096 x 128256 / 8 = 65,667,072 fp32 logits on each rank, and six
+ * more passes over them than the fused loss (megatron/core/tensor_parallel/
+ * cross_entropy.py: max, read 4 B; subtraction, exp and division in place,
+ * read and write, 8 B each; sum, read 4 B; the backward's scaling, 8 B):
+ * 40 n bytes, 64 x 40 n / 3.35 TB/s = 50.2 ms on the bound's memory roof,
+ * nothing else changed. */
+static void t_unfused_cross_entropy(void)
+{
+    fixture();
+    mfu_config c = cfg(1, 1, 8, 1, 1, 1);
+    c.grad_accum = 64;
+    mfu_eval e0, e1;
+    CHECK(mfu_evaluate(&sys, &c, ops, &e0) == 0);
+    mfu_training t1 = tr;
+    t1.ce_unfused = 1;
+    mfu_system s1;
+    CHECK(mfu_system_init(&s1, &m, &hw, &t1, 8, 0, ops) == MFU_OK);
+    CHECK(mfu_evaluate(&s1, &c, ops, &e1) == 0);
+    double n = 4096.0 * 128256.0 / 8.0;
+    CHECK_NEAR(e1.bound.compute_s - e0.bound.compute_s, 64.0 * 40.0 * n / 3.35e12, 1e-9);
+    CHECK_NEAR(e1.bound.compute_s - e0.bound.compute_s, 0.0502, 1e-3);
+    CHECK_NEAR(e1.bound.comm_exposed_s[MFU_COMM_TP], e0.bound.comm_exposed_s[MFU_COMM_TP], 1e-12);
+    CHECK_NEAR(e1.bound.recompute_s, e0.bound.recompute_s, 1e-12);
+}
+
 static void t_members_per_node(void)
 {
     fixture();
@@ -750,6 +777,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_pp_by_hand),
     CHECK_CASE(t_bubble_rest),
     CHECK_CASE(t_legacy_megatron),
+    CHECK_CASE(t_unfused_cross_entropy),
     CHECK_CASE(t_members_per_node),
     CHECK_CASE(t_fp8),
     CHECK_CASE(t_mxu),
