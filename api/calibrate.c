@@ -88,6 +88,22 @@ typedef struct cal_ctx {
     int obs_run[MFU_FIT_MAX_RUNS], obs_kind[MFU_FIT_MAX_RUNS];
 } cal_ctx;
 
+/* One average layer's forward and backward (and recompute) with its
+ * exposed tensor-parallel communication, per micro-batch (Korthikanti et
+ * al. 2022 Table 4 measures this), under eff (NULL: the bound) and the
+ * step times t of the same profile. */
+static double layer_time(const cal_run *cr, const mfu_efficiency *eff, const mfu_times *t, mfu_op *ops)
+{
+    mfu_shape sh;
+    mfu_config_shape(&cr->sys, &cr->c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&cr->sys, &sh, eff, ops, &k);
+    const mfu_rc_policy *rp = &cr->sys.rc[cr->c.recompute];
+    double L = (double)cr->sys.layers, m = (double)cr->c.grad_accum;
+    return k.avg.fwd_s + k.avg.bwd_s + (rp->kind == MFU_RCK_NONE ? 0.0 : k.avg.rc_s[cr->c.recompute]) +
+           t->comm_exposed_s[MFU_COMM_TP] / (L * m);
+}
+
 static int predict(void *p, const double *theta, double *pred)
 {
     cal_ctx *x = p;
@@ -101,19 +117,7 @@ static int predict(void *p, const double *theta, double *pred)
             pred[o] = x->obs_kind[o] == OBS_GEMM ? ev.expected.compute_gemm_s
                       : x->obs_kind[o] == OBS_ATTENTION ? ev.expected.compute_attention_s
                                                          : ev.expected.comm_total_s[x->obs_kind[o] - OBS_COMM];
-        if (cr->layer) {
-            /* one average layer's forward and backward (and recompute) with
-             * its exposed tensor-parallel communication, per micro-batch
-             * (Korthikanti et al. 2022 Table 4 measures this) */
-            mfu_shape sh;
-            mfu_config_shape(&cr->sys, &cr->c, &sh);
-            mfu_shape_cost k;
-            mfu_shape_costs(&cr->sys, &sh, &cr->r.hw.eff, x->ops, &k);
-            const mfu_rc_policy *rp = &cr->sys.rc[cr->c.recompute];
-            double L = (double)cr->sys.layers, m = (double)cr->c.grad_accum;
-            pred[cr->obs] = k.avg.fwd_s + k.avg.bwd_s + (rp->kind == MFU_RCK_NONE ? 0.0 : k.avg.rc_s[cr->c.recompute]) +
-                            ev.expected.comm_exposed_s[MFU_COMM_TP] / (L * m);
-        }
+        if (cr->layer) pred[cr->obs] = layer_time(cr, &cr->r.hw.eff, &ev.expected, x->ops);
     }
     return 0;
 }
@@ -313,6 +317,13 @@ static json_t *cal_runs_json(const cal_ctx *x, const double *meas, const double 
                               "predicted_before_s", m0 * exp(step_before[i]), "predicted_s",
                               m0 * exp(fitted[i]), "error", expm1(fitted[i]));
         if (have_loo) json_object_set_new(o, "loo_error", json_real(expm1(loo[i])));
+        /* the System Bound of the same measure (the layer's for a layer
+         * time): no profile, so the fit cannot move it; a bound above the
+         * measurement says the model, not the profile, is wrong */
+        mfu_eval ev;
+        if (mfu_evaluate(&cr[i].sys, &cr[i].c, x->ops, &ev) == MFU_OK)
+            json_object_set_new(o, "bound_s", json_real(cr[i].layer ? layer_time(&cr[i], NULL, &ev.bound, x->ops)
+                                                                    : ev.bound.step_time_s));
         /* the trace's components, fitted too */
         json_t *comp = NULL;
         for (int k = cr[i].obs + 1; k < no && x->obs_run[k] == i; k++) {

@@ -212,11 +212,13 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
      * cross-validated relative error, symmetric in log space */
     double u = sys->hw->has_profile ? sys->hw->eff.uncertainty : 0.0;
     json_object_set_new(o, "expected",
-                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "step_time_s", ev->expected.step_time_s,
-                                  "step_time_low_s", ev->expected.step_time_s / (1.0 + u),
-                                  "step_time_high_s", ev->expected.step_time_s * (1.0 + u),
-                                  "interval_rel", u, "mfu", ev->expected.mfu, "hfu", ev->expected.hfu,
-                                  "tokens_per_s", ev->tokens_per_s));
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "step_time_s",
+                                  ev->expected.step_time_s, "step_time_low_s", ev->expected.step_time_s / (1.0 + u),
+                                  "step_time_high_s", ev->expected.step_time_s * (1.0 + u), "interval_rel", u,
+                                  "mfu", ev->expected.mfu, "mfu_low", ev->expected.mfu / (1.0 + u), "mfu_high",
+                                  ev->expected.mfu * (1.0 + u), "hfu", ev->expected.hfu, "tokens_per_s",
+                                  ev->tokens_per_s, "tokens_per_s_low", ev->tokens_per_s / (1.0 + u),
+                                  "tokens_per_s_high", ev->tokens_per_s * (1.0 + u)));
     json_object_set_new(o, "overlap_ratio", ratio);
     json_object_set_new(o, "gap", gap_json(sys, &ev->bound, 0));
     json_object_set_new(o, "gap_expected", gap_json(sys, &ev->expected, 1));

@@ -83,6 +83,15 @@ static void t_distinct_layouts(void)
      * may differ) */
     json_t *c0 = json_array_get(cfgs, 0);
     double hi0 = num(c0, "expected", "step_time_high_s") / num(c0, "global_batch_tokens", NULL);
+    /* MFU and throughput carry the same interval, inverted: the slow end of
+     * the step is the low end of both (H100's interval, u > 0) */
+    double u = num(c0, "expected", "interval_rel");
+    CHECK(u > 0);
+    CHECK_NEAR(num(c0, "expected", "mfu_low") * (1 + u), num(c0, "expected", "mfu"), 1e-12);
+    CHECK_NEAR(num(c0, "expected", "mfu_high"), num(c0, "expected", "mfu") * (1 + u), 1e-12);
+    CHECK_NEAR(num(c0, "expected", "tokens_per_s_low") * num(c0, "expected", "step_time_high_s"),
+               num(c0, "expected", "tokens_per_s") * num(c0, "expected", "step_time_s"), 1e-6);
+    CHECK_NEAR(num(c0, "expected", "tokens_per_s_high") / (1 + u), num(c0, "expected", "tokens_per_s"), 1e-6);
     for (size_t i = 1; i < json_array_size(cfgs); i++) {
         json_t *c = json_array_get(cfgs, i);
         double lo = num(c, "expected", "step_time_low_s") / num(c, "global_batch_tokens", NULL);
