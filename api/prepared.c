@@ -261,6 +261,10 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         json_object_set_new(json_object_get(out, "training"), "grad_accum_fusion", json_false());
     if (out && r->train.ce_unfused)
         json_object_set_new(json_object_get(out, "training"), "cross_entropy_fusion", json_false());
+    /* the recipe changes nothing outside FP8: keyed only there */
+    if (out && r->train.dtype == MFU_DT_FP8 && r->train.fp8_recipe != MFU_FP8_TENSORWISE)
+        json_object_set_new(json_object_get(out, "training"), "fp8_recipe",
+                            json_string(rq_fp8_recipes[r->train.fp8_recipe]));
     if (out && r->train.vocab_tiles > 1)
         json_object_set_new(json_object_get(out, "training"), "vocab_tiles", json_integer(r->train.vocab_tiles));
     if (out && r->train.optimizer_offload)

@@ -306,9 +306,15 @@ static void mg_precision(json_t *argv, json_t *notes, const mfu_system *sys, con
     else if (sys->train.dtype == MFU_DT_FP16) rcp_word(argv, "--fp16");
     if (sys->train.dtype == MFU_DT_FP8) {
         rcp_opt_str(argv, "--fp8-format", "hybrid");
-        rcp_opt_str(argv, "--fp8-recipe", "tensorwise");
-        rcp_note(notes, "FP8 runs with Transformer Engine's per-tensor current scaling (--fp8-recipe tensorwise); "
-                        "mfud does not model the scaling recipe (delayed, blockwise, mxfp8 are the others).");
+        /* training.fp8_recipe: the names are Megatron's (arguments.py
+         * --fp8-recipe choices, core_v0.15.0) */
+        static const char *const names[MFU_FP8_RECIPES] = {"tensorwise", "delayed", "blockwise", "mxfp8"};
+        int rcp = sys->train.fp8_recipe >= 0 && sys->train.fp8_recipe < MFU_FP8_RECIPES ? sys->train.fp8_recipe : 0;
+        rcp_opt_str(argv, "--fp8-recipe", names[rcp]);
+        rcp_note(notes, "FP8 runs with Transformer Engine's %s scaling (--fp8-recipe %s); the estimate counts its "
+                        "passes over each cast tensor (F-TIME-FP8-AMAX), not the GEMMs' speed under block scales "
+                        "(blockwise runs on Hopper only, mxfp8 on Blackwell only).",
+                 rcp == MFU_FP8_TENSORWISE ? "per-tensor current" : names[rcp], names[rcp]);
     }
     if (sys->train.grad_bf16) rcp_word(argv, "--grad-reduce-in-bf16");
 }

@@ -184,6 +184,12 @@ static void tt_tail(FILE *f, json_t *notes, const mfu_system *sys, const mfu_con
         fprintf(f, "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n");
         if (v->moe) fprintf(f, "\n[quantize.grouped_mm.float8]\nfqns = [\"experts\"]\n");
         rcp_note(notes, "FP8 is torchao's float8 training with tensorwise scaling (a prototype for grouped GEMMs).");
+        /* torchao's float8 recipes are tensorwise and rowwise: no delayed
+         * scaling, no block formats on this path */
+        if (sys->train.fp8_recipe != MFU_FP8_TENSORWISE)
+            rcp_note(notes, "The estimate takes the FP8 scale with the cast (training.fp8_recipe); torchao's "
+                            "tensorwise scaling finds each tensor's amax in a pass of its own, so this launch "
+                            "runs somewhat slower than estimated.");
     }
     if (c->ep_overlap && v->moe && ep > 1)
         rcp_note(notes, "torchtitan v0.2.2 overlaps the EP all-to-all only under DualPipeV; the estimate's EP overlap is not applied.");

@@ -59,6 +59,8 @@ static const char *const REMAT_STATES[] = {"remat", "device", "offload", NULL};
 const char *const api_split_names[] = {"even", "account", "first_last", NULL};
 const char *const rq_frameworks[] = {"megatron", "torchtitan", "maxtext", "any", NULL};
 const char *const rq_grad_dtypes[] = {"fp32", "bf16", NULL};
+/* MFU_FP8_* order (core/roofline.h), as Megatron's --fp8-recipe names them */
+const char *const rq_fp8_recipes[] = {"tensorwise", "delayed", "blockwise", "mxfp8", NULL};
 const char *const rq_axes[] = {"dp", "fsdp", "tp", "ep", "pp", "cp", NULL};
 const char *const rq_ranks[] = {"expected", "bound", NULL};
 /* search.distinct: indexed by MFU_DISTINCT_* */
@@ -395,7 +397,8 @@ static int parse_model_and_hardware(json_t *req, api_request *r, api_status *st)
 
 /* The training switches of what overlaps what: the gradient reduction
  * (F-COMM-DP) and, for Megatron-LM before Megatron-Core, the pipeline
- * sends (F-COMM-PP-1F1B). */
+ * sends (F-COMM-PP-1F1B); and of how the framework runs its kernels:
+ * TP collectives, gradient accumulation, the loss, FP8 scaling. */
 static int parse_comm_switches(json_t *tj, api_request *r, api_status *st)
 {
     int bad = 0, ogr = 1, psg = 0, pop = 1, tpa = 1, gaf = 1, cef = 1;
@@ -405,6 +408,8 @@ static int parse_comm_switches(json_t *tj, api_request *r, api_status *st)
     bad |= jv_bool(tj, "tp_async_allreduce", "/training", JV_OPTIONAL, 1, &tpa, st);
     bad |= jv_bool(tj, "grad_accum_fusion", "/training", JV_OPTIONAL, 1, &gaf, st);
     bad |= jv_bool(tj, "cross_entropy_fusion", "/training", JV_OPTIONAL, 1, &cef, st);
+    bad |= jv_enum(tj, "fp8_recipe", "/training", JV_OPTIONAL, MFU_FP8_TENSORWISE, rq_fp8_recipes,
+                   &r->train.fp8_recipe, st);
     r->train.no_grad_overlap = !ogr;
     r->train.pp_scatter_gather = psg;
     r->train.pp_no_overlap_p2p = !pop;
@@ -425,7 +430,7 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
                                            "adam_moments_dtype", "tokens", "moe_imbalance", "vocab_tiles",
                                            "optimizer_offload", "pp_scatter_gather", "pp_overlap_p2p",
                                            "tp_async_allreduce", "grad_accum_fusion", "cross_entropy_fusion",
-                                           NULL};
+                                           "fp8_recipe", NULL};
     if (jv_known(tj, "/training", "training", TRAINING, st)) return -1;
     int64_t seq;
     bad |= jv_int(tj, "seq_len", "/training", JV_REQUIRED, 0, 1, API_MAX_SEQ, &seq, st);

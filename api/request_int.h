@@ -11,7 +11,7 @@
 
 /* names of enumerations as requests spell them (api/request.c) */
 extern const char *const rq_convs[], *const rq_impls[], *const rq_dtypes[], *const rq_frameworks[],
-    *const rq_grad_dtypes[], *const rq_axes[], *const rq_ranks[], *const rq_distinct[];
+    *const rq_grad_dtypes[], *const rq_axes[], *const rq_ranks[], *const rq_distinct[], *const rq_fp8_recipes[];
 
 /* A search request parsed once (api_prepare_search), run by the engines. */
 struct api_prepared {

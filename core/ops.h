@@ -96,6 +96,9 @@ typedef struct mfu_op {
     /* fused softmax attention: the query/key and value head dimensions
      * of its per-head products (F-TIME-MXU); 0 for every other op */
     double head_dim_qk, head_dim_v;
+    /* kernels the op launches, each paying F-TIME-KERNEL's launch and tail
+     * (an FP8 cast under current scaling: amax, scale, cast) */
+    double kernels;
 } mfu_op;
 
 typedef enum { MFU_ATTN_FLASH = 0, MFU_ATTN_UNFUSED } mfu_attn_impl;
@@ -120,6 +123,9 @@ typedef struct mfu_shape {
     /* F-TIME-CE-UNFUSED: the cross-entropy as Megatron's vocab_parallel_
      * cross_entropy runs it, one PyTorch op per pass over the logits */
     int ce_unfused;
+    /* F-TIME-FP8-AMAX: FP8 casts scaled per tensor from the tensor's own
+     * amax, found by a pass of its own first (current scaling) */
+    int fp8_amax;
 } mfu_shape;
 
 /* Routed token slots on the busiest expert rank relative to the mean

@@ -23,6 +23,7 @@ typedef struct builder {
     unsigned mx;     /* MaxText name of the next forward ops' outputs */
     double gacc;     /* F-TIME-WGRAD-ACC: bytes per weight element of an unfused
                       * accumulation (0: fused into the GEMM) */
+    int amax;        /* F-TIME-FP8-AMAX: casts find their amax in a pass first */
 } builder;
 
 
@@ -31,7 +32,7 @@ typedef struct builder {
 static inline builder builder_for(mfu_op *out, int max, int run, double count, const mfu_shape *s)
 {
     builder b = {out, 0, max, run, count, mfu_dtype_bytes(s->dtype), s->dtype == MFU_DT_FP32 ? 4.0 : 2.0,
-                 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0};
+                 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0, s->fp8_amax};
     return b;
 }
 
@@ -71,6 +72,7 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     o->out_bytes = 0.0;
     o->kv_len = 0.0;
     o->head_dim_qk = o->head_dim_v = 0.0;
+    o->kernels = 1.0;
     return o;
 }
 
@@ -94,13 +96,21 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
          * and the weight gradient column-wise (Transformer Engine's
          * cast_transpose / quantizers with rowwise and columnwise usage;
          * Hopper's FP8 GEMMs take only the TN layout), so two 8-bit copies
-         * are written; weights are cast once per step */
+         * are written; weights are cast once per step. F-TIME-FP8-AMAX:
+         * under per-tensor current scaling the tensor's amax is found first,
+         * by a kernel that reads it once more, and the scale by another
+         * (Transformer Engine pytorch/csrc/quantizer.cpp,
+         * Float8CurrentScalingQuantizer::quantize_impl: compute_amax,
+         * compute_scale_from_amax, quantize) */
         unsigned ct = tags & ~(unsigned)(MFU_TAG_MATMUL | MFU_TAG_WGRAD | MFU_TAG_COLPAR);
         unsigned fr = b->fr;
+        double rd = b->amax ? 2.0 * ab : ab, kern = b->amax ? 3.0 : 1.0;
         b->fr = 0u;
-        push(b, "fp8_cast", MFU_FWD, ct, M * K, (ab + 2.0 * eb) * M * K, 0);
+        mfu_op *q = push(b, "fp8_cast", MFU_FWD, ct, M * K, (rd + 2.0 * eb) * M * K, 0);
+        if (q) q->kernels = kern;
         b->fr = fr;
-        push(b, "fp8_cast.bwd", MFU_BWD, ct, M * N, (ab + 2.0 * eb) * M * N, 0);
+        q = push(b, "fp8_cast.bwd", MFU_BWD, ct, M * N, (rd + 2.0 * eb) * M * N, 0);
+        if (q) q->kernels = kern;
     }
     mfu_op *o = push(b, fwd, MFU_FWD, tags, flops, eb * (M * K + wbytes) + ab * M * N, saved);
     /* F-TIME-WAVE: each GEMM's output, forward [M/groups, N], data

@@ -89,7 +89,8 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
             /* per GEMM call: a grouped expert GEMM is one kernel per local expert */
             fixed = eff->gemm_overhead_s * (op->gemm_flops > 0 ? op->flops / op->gemm_flops : 1.0);
         } else {
-            fixed = eff->kernel_overhead_s; /* F-TIME-KERNEL: launch and tail */
+            /* F-TIME-KERNEL: launch and tail of each of the op's kernels */
+            fixed = eff->kernel_overhead_s * (op->kernels > 1.0 ? op->kernels : 1.0);
         }
         be = eff->hbm_eff;
     }

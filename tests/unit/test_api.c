@@ -837,6 +837,50 @@ static void t_legacy_megatron_switches(void)
     CHECK_NEAR(tp_tot[3], tp_tot[0], 1e-12);
 }
 
+/* training.fp8_recipe (F-TIME-FP8-AMAX): one of Megatron's four names, a
+ * 422 at its pointer otherwise; part of the key only in FP8 and when not
+ * the default; delayed scaling (the scale with the cast) runs faster than
+ * per-tensor current scaling (an amax pass first) and the recipe says
+ * which it launches. */
+static void t_fp8_recipe(void)
+{
+#define F8 "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"devices\": 8, " \
+           "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 65536, \"dtype\": \"%s\"%s}, " \
+           "\"search\": {\"top_k\": 1, \"fix\": {\"dp\": 1, \"tp\": 8, \"pp\": 1, \"sp\": true, \"mbs\": 1, " \
+           "\"recompute\": \"none\"}}}"
+    char req[1024], k[5][65];
+    snprintf(req, sizeof req, F8, "fp8", ", \"fp8_recipe\": \"e5m2\"");
+    expect_error(search_sync, req, 422, "/training/fp8_recipe");
+    const char *v[5][2] = {{"fp8", ""}, {"fp8", ", \"fp8_recipe\": \"tensorwise\""},
+                           {"fp8", ", \"fp8_recipe\": \"delayed\""}, {"bf16", ""},
+                           {"bf16", ", \"fp8_recipe\": \"delayed\""}};
+    for (int i = 0; i < 5; i++) {
+        snprintf(req, sizeof req, F8, v[i][0], v[i][1]);
+        key_of(req, k[i]);
+        CHECK(strcmp(k[i], "error") != 0);
+    }
+    CHECK_STR(k[0], k[1]);
+    CHECK(strcmp(k[0], k[2]) != 0);
+    CHECK_STR(k[3], k[4]);
+    double step[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(req, sizeof req, F8, "fp8", i ? ", \"fp8_recipe\": \"delayed\"" : "");
+        json_t *r, *res = search_ok(req, &r);
+        json_t *c0 = json_array_get(json_object_get(res, "configs"), 0);
+        step[i] = json_real_value(json_object_get(json_object_get(c0, "expected"), "step_time_s"));
+        json_t *argv = json_object_get(json_object_get(json_object_get(c0, "recipes"), "megatron"), "argv");
+        int said = 0;
+        for (size_t j = 0; j + 1 < json_array_size(argv); j++)
+            said += !strcmp(json_string_value(json_array_get(argv, j)), "--fp8-recipe") &&
+                    !strcmp(json_string_value(json_array_get(argv, j + 1)), i ? "delayed" : "tensorwise");
+        CHECK_EQ_I(said, 1);
+        json_decref(res);
+        json_decref(r);
+    }
+    CHECK(step[1] < step[0] && step[1] > 0.9 * step[0]);
+#undef F8
+}
+
 static const check_case cases[] = {
     CHECK_CASE(t_sha256_vectors),
     CHECK_CASE(t_cache_key),
@@ -854,6 +898,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_dualpipev_by_name),
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
+    CHECK_CASE(t_fp8_recipe),
     CHECK_CASE(t_pipeline_send_switches),
     CHECK_CASE(t_legacy_megatron_switches),
     CHECK_CASE(t_cpu_offload_switches),

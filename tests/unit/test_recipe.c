@@ -309,6 +309,39 @@ static void t_legacy_flags(void)
     s.sys.train.ce_unfused = 0;
 }
 
+/* F-TIME-FP8-AMAX: Megatron launches the scaling the estimate took
+ * (--fp8-recipe, arguments.py's names); torchtitan's torchao float8 has
+ * tensorwise scaling only, and says so when the estimate took another */
+static int notes_say(json_t *rec, const char *fw, const char *what)
+{
+    json_t *notes = json_object_get(json_object_get(rec, fw), "notes");
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(notes); i++)
+        n += strstr(json_string_value(json_array_get(notes, i)), what) != NULL;
+    return n;
+}
+
+static void t_fp8_recipes(void)
+{
+    static setup s;
+    mk(&s, "llama3-70b", "h100-sxm", 64, 8192, 1024, MFU_DT_FP8);
+    mfu_config c = test_cfg(1, 8, 8, 1, 1, 1);
+    c.sp = 1;
+    c.mbs = 1;
+    c.grad_accum = 128;
+    mfu_eval ev;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    CHECK_STR(value(argv_of(rec, "megatron"), "--fp8-recipe"), "tensorwise");
+    CHECK(notes_say(rec, "torchtitan", "training.fp8_recipe") == 0);
+    json_decref(rec);
+    s.sys.train.fp8_recipe = MFU_FP8_DELAYED;
+    rec = recipes_of(&s, &c, &ev);
+    CHECK_STR(value(argv_of(rec, "megatron"), "--fp8-recipe"), "delayed");
+    CHECK(notes_say(rec, "megatron", "delayed scaling") == 1);
+    CHECK(notes_say(rec, "torchtitan", "training.fp8_recipe") == 1);
+    json_decref(rec);
+}
+
 /* torchtitan: FSDP x CP and an interleaved pipeline with explicit stages */
 static void t_torchtitan(void)
 {
@@ -545,6 +578,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_gpt3_175b),
     CHECK_CASE(t_p2p_wait),
     CHECK_CASE(t_legacy_flags),
+    CHECK_CASE(t_fp8_recipes),
     CHECK_CASE(t_zero),
     CHECK_CASE(t_torchtitan),
     CHECK_CASE(t_moe),

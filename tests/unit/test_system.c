@@ -382,6 +382,28 @@ static void t_fp8(void)
             }
         }
         CHECK_EQ_I(casts, gemms);
+        /* F-TIME-FP8-AMAX: per-tensor current scaling reads the input once
+         * more for its amax and launches the amax and scale kernels too:
+         * (2 + 2 + 1 + 1) B per element of mlp_up's input, three kernels of
+         * 5 us each beside the bytes at 3.35 TB/s x 0.9 */
+        sh.fp8_amax = 1;
+        int na = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+        CHECK_EQ_I(na, n);
+        mfu_efficiency ek;
+        mfu_efficiency_ideal(&ek);
+        ek.hbm_eff = 0.9;
+        ek.kernel_overhead_s = 5e-6;
+        for (int i = 1; i < na; i++)
+            if (!strcmp(ops[i].name, "mlp_up") && ops[i].phase == MFU_FWD) {
+                int k = i - 1;
+                while (k >= 0 && !(ops[k].phase == MFU_FWD && !strcmp(ops[k].name, "fp8_cast"))) k--;
+                CHECK(k >= 0);
+                if (k < 0) break;
+                CHECK_NEAR(ops[k].bytes, 4096.0 * 4096 * (2 + 2 + 1 + 1), 1e-12);
+                CHECK_NEAR(mfu_op_time(&ops[k], &h8, MFU_DT_FP8, &ek),
+                           4096.0 * 4096 * 6 / (3.35e12 * 0.9) + 3 * 5e-6, 1e-9);
+            }
+        sh.fp8_amax = 0;
         /* F-TIME-FP8-ACC: with an ideal curve (efficiency 1 at every size)
          * and fp8_bwd_gemm_scale 0.87, a backward FP8 GEMM takes its FLOPs
          * / (1,978.9 TFLOP/s x 0.87), a forward one its FLOPs / 1,978.9 T */
