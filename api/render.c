@@ -281,6 +281,9 @@ json_t *api_render_pinned(const mfu_system *sys, const mfu_search_opts *o, const
 
 typedef struct sbuf { char *p; size_t n, cap; } sbuf;
 
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
 static void sb_printf(sbuf *b, const char *fmt, ...)
 {
     va_list ap;
