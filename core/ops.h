@@ -103,6 +103,13 @@ typedef struct mfu_op {
 
 typedef enum { MFU_ATTN_FLASH = 0, MFU_ATTN_UNFUSED } mfu_attn_impl;
 
+/* FP8 scaling recipes (Transformer Engine's, as Megatron's --fp8-recipe
+ * names them). Per-tensor current scaling (tensorwise) finds each tensor's
+ * amax in a pass of its own before the cast (F-TIME-FP8-AMAX); the others
+ * take the scale with the cast: delayed from the amax history, blockwise
+ * and MXFP8 per block inside the quantizing kernel. */
+enum { MFU_FP8_TENSORWISE = 0, MFU_FP8_DELAYED, MFU_FP8_BLOCKWISE, MFU_FP8_MXFP8, MFU_FP8_RECIPES };
+
 /* Shapes of one micro-batch on one device. */
 typedef struct mfu_shape {
     double mbs;          /* sequences per micro-batch */
@@ -123,9 +130,8 @@ typedef struct mfu_shape {
     /* F-TIME-CE-UNFUSED: the cross-entropy as Megatron's vocab_parallel_
      * cross_entropy runs it, one PyTorch op per pass over the logits */
     int ce_unfused;
-    /* F-TIME-FP8-AMAX: FP8 casts scaled per tensor from the tensor's own
-     * amax, found by a pass of its own first (current scaling) */
-    int fp8_amax;
+    /* F-TIME-FP8-AMAX: the FP8 scaling recipe (MFU_FP8_*), with dtype fp8 */
+    int fp8_recipe;
 } mfu_shape;
 
 /* Routed token slots on the busiest expert rank relative to the mean

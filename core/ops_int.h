@@ -23,7 +23,7 @@ typedef struct builder {
     unsigned mx;     /* MaxText name of the next forward ops' outputs */
     double gacc;     /* F-TIME-WGRAD-ACC: bytes per weight element of an unfused
                       * accumulation (0: fused into the GEMM) */
-    int amax;        /* F-TIME-FP8-AMAX: casts find their amax in a pass first */
+    int fp8_recipe;  /* F-TIME-FP8-AMAX: MFU_FP8_* */
 } builder;
 
 
@@ -32,7 +32,7 @@ typedef struct builder {
 static inline builder builder_for(mfu_op *out, int max, int run, double count, const mfu_shape *s)
 {
     builder b = {out, 0, max, run, count, mfu_dtype_bytes(s->dtype), s->dtype == MFU_DT_FP32 ? 4.0 : 2.0,
-                 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0, s->fp8_amax};
+                 0u, 0u, 0u, s->wgrad_unfused ? s->grad_acc_bytes : 0.0, s->fp8_recipe};
     return b;
 }
 
@@ -101,10 +101,16 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
          * by a kernel that reads it once more, and the scale by another
          * (Transformer Engine pytorch/csrc/quantizer.cpp,
          * Float8CurrentScalingQuantizer::quantize_impl: compute_amax,
-         * compute_scale_from_amax, quantize) */
+         * compute_scale_from_amax, quantize). A grouped GEMM's input is
+         * cast per expert (extensions/cast.cpp split_quantize ->
+         * multi_tensor_quantize_impl): one fused kernel for all of them
+         * under delayed scaling only (nvte_multi_cast_transpose), each
+         * expert's own quantize otherwise */
         unsigned ct = tags & ~(unsigned)(MFU_TAG_MATMUL | MFU_TAG_WGRAD | MFU_TAG_COLPAR);
         unsigned fr = b->fr;
-        double rd = b->amax ? 2.0 * ab : ab, kern = b->amax ? 3.0 : 1.0;
+        int cur = b->fp8_recipe == MFU_FP8_TENSORWISE;
+        double rd = cur ? 2.0 * ab : ab;
+        double kern = (cur ? 3.0 : 1.0) * (b->fp8_recipe == MFU_FP8_DELAYED ? 1.0 : groups);
         b->fr = 0u;
         mfu_op *q = push(b, "fp8_cast", MFU_FWD, ct, M * K, (rd + 2.0 * eb) * M * K, 0);
         if (q) q->kernels = kern;

@@ -133,10 +133,12 @@ double mfu_attention_intensity(double T, double S, double H, double H_kv)
  *    (cpp_extensions/gemm.py general_grouped_gemm ->
  *    common/gemm/cublaslt_gemm.cu) builds the cuBLASLt descriptors and
  *    queries the heuristic for every expert's GEMM;
- *  - FP8 (Transformer Engine current scaling): amax, scale and cast of
- *    each GEMM's input in the forward and of its output gradient before
- *    the data-gradient GEMM, per expert (split_quantize); the weight
- *    gradient GEMM reuses them;
+ *  - FP8: the casts of each GEMM's input in the forward and of its output
+ *    gradient before the data-gradient GEMM (the weight gradient GEMM
+ *    reuses them) are inventory ops whose kernel count is their host op
+ *    count (F-TIME-FP8-AMAX: amax, scale and cast under current scaling,
+ *    per expert of a grouped GEMM -- split_quantize -- unless delayed
+ *    scaling fuses them into one);
  *  - an MoE layer's forward issues about 61 (56-66) ops besides its
  *    expert GEMMs: router softmax/top-k/maps (10-12), aux-loss scores
  *    (7-8) and loss (7), dispatcher metadata with its all-gather (7),
@@ -147,22 +149,20 @@ double mfu_attention_intensity(double T, double S, double H, double H_kv)
  *    (router GEMM, top-k before the sync; dispatch, activation, combine
  *    after) and 6 of the backward's. */
 #define MFU_HOST_GEMM_CALL 1.0
-#define MFU_HOST_FP8_QUANT 3.0
 #define MFU_HOST_MOE_FWD_PRE 49.0  /* about 51 before the sync, 2 in the inventory */
 #define MFU_HOST_MOE_FWD_POST 8.0  /* about 11 after it, 3 in the inventory */
 #define MFU_HOST_MOE_BWD 30.0      /* about 36, 6 in the inventory */
 
 /* F-TIME-DISPATCH: host ops per inventory op. A GEMM op of `calls`
  * equal GEMMs (a grouped expert GEMM: one per local expert) costs one
- * host op per GEMM, and with FP8 its input quantization; everything else
- * is one op (the counts above). */
+ * host op per GEMM; every other op one per kernel it launches (an FP8
+ * cast its amax, scale and cast kernels, per expert: the counts above). */
 double mfu_op_host_kernels(const mfu_op *op, mfu_dtype dt)
 {
-    if (!(op->tags & MFU_TAG_MATMUL)) return 1.0;
+    (void)dt;
+    if (!(op->tags & MFU_TAG_MATMUL)) return op->kernels > 1.0 ? op->kernels : 1.0;
     double calls = op->gemm_flops > 0 ? op->flops / op->gemm_flops : 1.0;
-    if (calls < 1.0) calls = 1.0;
-    double q = dt == MFU_DT_FP8 && !(op->tags & (MFU_TAG_WGRAD | MFU_TAG_HIGH_PREC)) ? MFU_HOST_FP8_QUANT : 0.0;
-    return calls * (MFU_HOST_GEMM_CALL + q);
+    return (calls < 1.0 ? 1.0 : calls) * MFU_HOST_GEMM_CALL;
 }
 
 void mfu_moe_host_kernels(mfu_dtype dt, double *fwd_pre, double *fwd_post, double *bwd)

@@ -13,13 +13,6 @@
 #include "model.h"
 #include "ops.h"
 
-/* FP8 scaling recipes (Transformer Engine's, as Megatron's --fp8-recipe
- * names them). Per-tensor current scaling (tensorwise) finds each tensor's
- * amax in a pass of its own before the cast (F-TIME-FP8-AMAX); the others
- * take the scale with the cast: delayed from the amax history, blockwise
- * and MXFP8 per block inside the quantizing kernel. */
-enum { MFU_FP8_TENSORWISE = 0, MFU_FP8_DELAYED, MFU_FP8_BLOCKWISE, MFU_FP8_MXFP8, MFU_FP8_RECIPES };
-
 typedef struct mfu_training {
     int64_t seq;                /* sequence length */
     double global_batch_tokens; /* tokens per optimizer step */

@@ -201,7 +201,7 @@ void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s)
     s->grad_acc_bytes = (sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0) + 2.0 * sys->grad_bytes;
     s->wgrad_unfused = sys->train.wgrad_acc_unfused;
     s->ce_unfused = sys->train.ce_unfused;
-    s->fp8_amax = sys->train.dtype == MFU_DT_FP8 && sys->train.fp8_recipe == MFU_FP8_TENSORWISE;
+    s->fp8_recipe = sys->train.fp8_recipe;
 }
 
 /* The recompute policies that can be used at all: not an empty selective

@@ -360,6 +360,7 @@ static void t_fp8(void)
         mfu_hardware h8;
         CHECK(load_hw("h100-sxm", &h8) == 0);
         mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_FP8, MFU_ATTN_FLASH};
+        sh.fp8_recipe = MFU_FP8_DELAYED; /* the scale with the cast: one pass */
         int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
         int casts = 0, gemms = 0;
         for (int i = 0; i < n; i++) {
@@ -386,7 +387,7 @@ static void t_fp8(void)
          * more for its amax and launches the amax and scale kernels too:
          * (2 + 2 + 1 + 1) B per element of mlp_up's input, three kernels of
          * 5 us each beside the bytes at 3.35 TB/s x 0.9 */
-        sh.fp8_amax = 1;
+        sh.fp8_recipe = MFU_FP8_TENSORWISE;
         int na = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
         CHECK_EQ_I(na, n);
         mfu_efficiency ek;
@@ -403,7 +404,7 @@ static void t_fp8(void)
                 CHECK_NEAR(mfu_op_time(&ops[k], &h8, MFU_DT_FP8, &ek),
                            4096.0 * 4096 * 6 / (3.35e12 * 0.9) + 3 * 5e-6, 1e-9);
             }
-        sh.fp8_amax = 0;
+        sh.fp8_recipe = MFU_FP8_DELAYED;
         /* F-TIME-FP8-ACC: with an ideal curve (efficiency 1 at every size)
          * and fp8_bwd_gemm_scale 0.87, a backward FP8 GEMM takes its FLOPs
          * / (1,978.9 TFLOP/s x 0.87), a forward one its FLOPs / 1,978.9 T */
@@ -644,8 +645,11 @@ static void t_dispatch(void)
      * host's, so the step's host excess is the host op count in seconds:
      * per MoE layer, the inventory's ops (a GEMM op: one per local
      * expert), plus the 49 + 8 forward and 30 backward ops of Megatron's
-     * routing and permutation the inventory does not hold; with FP8, 3
-     * quantize ops per GEMM call except the weight gradient's. */
+     * routing and permutation the inventory does not hold; with FP8
+     * (per-tensor current scaling), each cast of a GEMM's input or output
+     * gradient is amax, scale and cast, per local expert for the experts'
+     * GEMMs (Transformer Engine's split_quantize casts each expert's
+     * rows): 3, or 3 x 4. */
     {
         const char *ir = "{\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"count\": 4, "
                          "\"attention\": {\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 32, "
@@ -678,8 +682,8 @@ static void t_dispatch(void)
                 if (ops[i].tags & MFU_TAG_MATMUL) {
                     k = ops[i].flops / ops[i].gemm_flops;
                     if (ops[i].tags & MFU_TAG_EXPERT) expert_gemm_calls += k;
-                    /* the router stays 16-bit: no quantize ops */
-                    if (fp8 && !(ops[i].tags & (MFU_TAG_WGRAD | MFU_TAG_HIGH_PREC))) k *= 4;
+                } else if (!strncmp(ops[i].name, "fp8_cast", 8)) {
+                    k = 3.0 * ((ops[i].tags & MFU_TAG_EXPERT) ? 4 : 1);
                 }
                 host += k;
             }
