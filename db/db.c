@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int is_pg_url(const char *path)
+int db_is_pg_url(const char *path)
 {
     return !strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11);
 }
@@ -25,7 +25,7 @@ int db_open_pool(const char *path, int64_t cache_max_bytes, int threads, struct 
                  size_t errlen)
 {
     *out = NULL;
-    if (!is_pg_url(path)) return db_sqlite_open(path, cache_max_bytes, out, err, errlen);
+    if (!db_is_pg_url(path)) return db_sqlite_open(path, cache_max_bytes, out, err, errlen);
     /* A replica's name in the rows it owns: host, pid and a start time,
      * distinct across restarts of the same pid. */
     char host[64] = "?", owner[128];
@@ -52,7 +52,7 @@ void db_redact(const char *url, char *out, size_t n)
 {
     if (n == 0) return;
     snprintf(out, n, "%s", url);
-    if (!is_pg_url(url)) return;
+    if (!db_is_pg_url(url)) return;
     /* scheme://user:password@host... */
     char *auth = strstr(out, "://");
     if (auth) {

@@ -96,6 +96,8 @@ int db_open_pool(const char *path, int64_t cache_max_bytes, int threads, struct 
                  size_t errlen);
 /* Finalize statements, checkpoint the WAL and close. NULL is a no-op. */
 void db_close(struct mfu_db *db);
+/* 1 if path is a postgresql:// (or postgres://) URL, the shared store. */
+int db_is_pg_url(const char *path);
 const char *db_errmsg(struct mfu_db *db);
 /* Is the store usable? SQLite: is the file at the path still the one
  * opened (0, and why, when it was deleted or replaced while open: the

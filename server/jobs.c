@@ -3,6 +3,8 @@
  * and stop. */
 #include "jobs_int.h"
 
+#include <errno.h>
+
 static void persist_started(void)
 {
     for (struct job *j = jobs_app.active; j; j = j->next) {
@@ -166,21 +168,45 @@ void srv_process_init(const struct srv_config *cfg)
     srv_metrics_init(cfg->workers);
 }
 
+/* Open the store. A shared PostgreSQL store that cannot be reached is
+ * tried again, the pause doubling from 0.2 s to 5 s, for cfg->db_wait_s:
+ * replicas started with the database (an orchestrator brings both up at
+ * once) wait for it instead of exiting; once running, pg_conn.c
+ * reconnects on its own. A SQLite file that cannot be opened fails at
+ * once (waiting will not fix a path or a permission). */
+static int open_store(const struct srv_config *cfg)
+{
+    char err[512], shown[sizeof cfg->db_path];
+    db_redact(cfg->db_path, shown, sizeof shown);
+    double waited_s = 0.0, pause_s = 0.2;
+    for (;;) {
+        if (db_open_pool(cfg->db_path, cfg->cache_max, 1 + cfg->http_threads, &jobs_app.db, err, sizeof err) ==
+            DB_OK)
+            return 0;
+        double left_s = cfg->db_wait_s - waited_s;
+        if (!db_is_pg_url(cfg->db_path) || left_s <= 0.0) break;
+        double d = pause_s < left_s ? pause_s : left_s;
+        srv_log(SRV_LOG_WARN, "msg=\"database not reachable, retrying\" path=\"%s\" err=\"%s\" retry_in_s=%.1f waited_s=%.1f",
+                shown, err, d, waited_s);
+        struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        waited_s += d;
+        pause_s = pause_s * 2.0 < 5.0 ? pause_s * 2.0 : 5.0;
+    }
+    srv_log(SRV_LOG_ERROR, "msg=\"cannot open the database\" path=\"%s\" err=\"%s\" waited_s=%.1f", shown, err,
+            waited_s);
+    return -1;
+}
+
 int srv_jobs_init(const struct srv_config *cfg)
 {
     jobs_app.cfg = cfg;
     jobs_app.loop = uv_default_loop();
-    char err[512];
     /* the store's callers: the loop, and the HTTP threads reading done
      * results where the store allows it (srv_jobs_read_done); workers never
      * call it (their outcomes are stored by the loop) */
-    if (uv_rwlock_init(&jobs_app.db_rw) != 0 ||
-        db_open_pool(cfg->db_path, cfg->cache_max, 1 + cfg->http_threads, &jobs_app.db, err, sizeof err) != DB_OK) {
-        char shown[sizeof cfg->db_path];
-        db_redact(cfg->db_path, shown, sizeof shown);
-        srv_log(SRV_LOG_ERROR, "msg=\"cannot open the database\" path=\"%s\" err=\"%s\"", shown, err);
-        return -1;
-    }
+    if (uv_rwlock_init(&jobs_app.db_rw) != 0 || open_store(cfg) != 0) return -1;
     atomic_store(&jobs_app.db_ok, 1);
     jobs_app.work_ended = maybe_finish_shutdown;
     atomic_store(&jobs_app.store_ok, 1);

@@ -49,6 +49,8 @@ static void usage(FILE *f)
             "  --port N           TCP port, 0 = ephemeral (MFUD_PORT, default 8080)\n"
             "  --bind ADDR        bind address (MFUD_BIND, default 127.0.0.1)\n"
             "  --db PATH          SQLite file (MFUD_DB, default ./var/mfud.db)\n"
+            "  --db-wait S        at start, retry an unreachable postgresql:// --db for S\n"
+            "                     seconds before giving up (MFUD_DB_WAIT, 30; 0 = at once)\n"
             "  --workers N        search worker threads (MFUD_WORKERS, default: CPUs)\n"
             "  --http-threads N   HTTP threads (MFUD_HTTP_THREADS, default 2)\n"
             "  --max-body BYTES   request body limit (MFUD_MAX_BODY, default 1048576)\n"
@@ -152,6 +154,7 @@ static void set_defaults(struct srv_config *cfg)
     cfg->max_conns = 1024;
     cfg->conn_timeout_s = 30;
     cfg->default_wait_s = 2.0;
+    cfg->db_wait_s = 30.0;
     cfg->max_wait_s = 60.0;
     cfg->max_search_s = 60.0;
     cfg->log_level = SRV_LOG_INFO;
@@ -249,6 +252,7 @@ int main(int argc, char **argv)
         {"--port", "MFUD_PORT", 0, &cfg.port, sizeof(int), 0, 65535},
         {"--bind", "MFUD_BIND", 1, cfg.bind, sizeof cfg.bind, 0, 0},
         {"--db", "MFUD_DB", 1, cfg.db_path, sizeof cfg.db_path, 0, 0},
+        {"--db-wait", "MFUD_DB_WAIT", 2, &cfg.db_wait_s, sizeof(double), 0, 0},
         {"--workers", "MFUD_WORKERS", 0, &cfg.workers, sizeof(int), 1, 1024},
         {"--http-threads", "MFUD_HTTP_THREADS", 0, &cfg.http_threads, sizeof(int), 1, 64},
         {"--max-body", "MFUD_MAX_BODY", 0, &max_body, sizeof(int64_t), 1024, 1LL << 30},

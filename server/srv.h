@@ -32,6 +32,7 @@ struct srv_config {
     int max_conns;             /* concurrent connections */
     int conn_timeout_s;        /* idle connection timeout (slowloris) */
     double default_wait_s;     /* POST /search waits this long before 202 */
+    double db_wait_s;          /* at start, keep trying an unreachable PostgreSQL this long */
     double max_wait_s;         /* cap on Prefer: wait=N */
     double max_search_s;       /* cap on a request's search.deadline_s */
     int log_level;             /* SRV_LOG_* */

@@ -37,7 +37,7 @@ if ! pg_start; then
     finish
 fi
 # an mfud without libpq says so at once: skip, visibly
-if $MFUD --port 0 --db "postgresql:///nothing?host=/nonexistent" 2>&1 | grep -q "built without PostgreSQL"; then
+if $MFUD --port 0 --db "postgresql:///nothing?host=/nonexistent" --db-wait 0 2>&1 | grep -q "built without PostgreSQL"; then
     skip "replicas (this mfud was built without libpq: install libpq-dev and rebuild)"
     finish
 fi
@@ -120,4 +120,25 @@ PIDS="$PIDS $PID"
 wait_port "$T/r4.log" 20
 check "a fourth replica starts on the migrated schema" [ -n "$PORT" ]
 check "/readyz names the backend" sh -c "curl -s $BASE/readyz | grep -q postgresql"
+# started while the database is down (an orchestrator brings both up at
+# once): a replica keeps trying for --db-wait seconds and serves once the
+# database is up; if it stays down, the replica exits saying so
+kill -TERM "$PID" 2>/dev/null
+sleep 1
+pg_down
+$MFUD --port 0 --db "$PG_URL" --db-wait 1 >"$T/r5.log" 2>&1
+rc=$?
+check "a replica whose database stays down exits after --db-wait 1 (rc $rc)" [ "$rc" -ne 0 ]
+check "... saying it could not open the database after waiting" \
+    sh -c "grep -q 'cannot open the database' '$T/r5.log' && grep -q 'waited_s=1.0' '$T/r5.log'"
+$MFUD --port 0 --db "$PG_URL" --db-wait 30 >"$T/r6.log" 2>&1 &
+PID=$!
+PIDS="$PIDS $PID"
+sleep 1
+check "a replica started while the database is down is waiting, not gone" kill -0 "$PID"
+pg_up
+wait_port "$T/r6.log" 30
+check "it listens once the database is up" [ -n "$PORT" ]
+check "... ready (/readyz 200)" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' $BASE/readyz)\" = 200 ]"
+check "... and its log says it retried" grep -q "database not reachable, retrying" "$T/r6.log"
 finish
