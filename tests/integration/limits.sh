@@ -40,17 +40,12 @@ wait_port "$LOG"
 if [ -z "$PORT" ]; then bad "daemon did not start"; cat "$LOG"; finish; fi
 BASE=http://127.0.0.1:$PORT
 
-# req METHOD PATH [curl args...] -> CODE, body in $T/body, headers in $T/hdr
-req() {
-    local m=$1 p=$2; shift 2
-    : >"$T/body"
-    CODE=$(curl -s -X "$m" -o "$T/body" -D "$T/hdr" -w '%{http_code}' --max-time 30 "$@" "$BASE$p")
-}
+# req METHOD PATH [curl args...] (tests/lib.sh) -> CODE, the body in $BODY,
+# the headers in $HDR, every response recorded for the contract check below
 post() { local p=$1 f=$2; shift 2; req POST "$p" -H 'Content-Type: application/json' --data-binary @"$f" "$@"; }
-hdr() { grep -i "^$1:" "$T/hdr" | head -n 1 | sed 's/^[^:]*: *//' | tr -d '\r'; }
 # jq-like: js FILE EXPR (d is the document)
 js() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-perr() { js "$T/body" 'd["errors"][0]["pointer"]'; }
+perr() { js "$BODY" 'd["errors"][0]["pointer"]'; }
 alive() { kill -0 "$PID" 2>/dev/null && [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/healthz")" = 200 ]; }
 
 # gen NAME PYTHON-EXPR: write json.dumps(EXPR) to $T/NAME.json; base() is a
@@ -88,7 +83,7 @@ gen big '"{\"model\": \"" + "x" * 300000 + "\"}"'
 # turn that into a reset, curl code 000.)
 post /search "$T/big.json" -H 'Expect: 100-continue'
 check "413 over --max-body (Content-Length) ($CODE)" [ "$CODE" = 413 ]
-check "413 is problem+json" bash -c "grep -qi '^Content-Type: application/problem+json' '$T/hdr'"
+check "413 is problem+json" bash -c "grep -qi '^Content-Type: application/problem+json' '$HDR'"
 req POST /search -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary @"$T/big.json"
 check "413 over --max-body (chunked, no Content-Length) ($CODE)" [ "$CODE" = 413 ]
 
@@ -100,11 +95,11 @@ gen d65 'base(model={"preset": "llama3-8b", "x": deep(63)})'
 gen d3000 'base(model={"preset": "llama3-8b", "x": deep(3000)})'
 P65="/model/x$(printf '/0%.0s' $(seq 1 62))"
 post /search "$T/d64.json"
-check "64 levels: not a depth error ($CODE)" bash -c "! grep -q 'deeper than' '$T/body'"
+check "64 levels: not a depth error ($CODE)" bash -c "! grep -q 'deeper than' '$BODY'"
 post /search "$T/d65.json"
 check "65 levels: 422 ($CODE)" [ "$CODE" = 422 ]
 check "65 levels: pointer at the 65th container" [ "$(perr)" = "$P65" ]
-check "65 levels: detail names the limit" bash -c "grep -q 'deeper than 64 levels' '$T/body'"
+check "65 levels: detail names the limit" bash -c "grep -q 'deeper than 64 levels' '$BODY'"
 post /search "$T/d3000.json"
 check "3000 levels: 422, not jansson's 400 ($CODE)" [ "$CODE" = 422 ]
 check "3000 levels: same pointer" [ "$(perr)" = "$P65" ]
@@ -122,10 +117,10 @@ gen s1 'base(search={"rank_by": "e" * 4097})'
 post /search "$T/s1.json"
 check "string of 4097 bytes: 422 ($CODE)" [ "$CODE" = 422 ]
 check "string: pointer /search/rank_by" [ "$(perr)" = /search/rank_by ]
-check "string: detail names the limit" bash -c "grep -q 'limit of 4096' '$T/body'"
+check "string: detail names the limit" bash -c "grep -q 'limit of 4096' '$BODY'"
 gen s2 'base(search={"rank_by": "e" * 4096})'
 post /search "$T/s2.json"
-check "string of 4096 bytes: not a length error ($CODE)" bash -c "[ '$CODE' = 422 ] && ! grep -q 'longer than' '$T/body'"
+check "string of 4096 bytes: not a length error ($CODE)" bash -c "[ '$CODE' = 422 ] && ! grep -q 'longer than' '$BODY'"
 gen k1 'base(hardware={"preset": "h100-sxm", "k" * 5000: 1})'
 post /search "$T/k1.json"
 check "key of 5000 bytes: 422 ($CODE)" [ "$CODE" = 422 ]
@@ -172,22 +167,22 @@ t1=$(date +%s.%N)
 secs=$("$PY" -c "print(round($t1 - $t0, 2))")
 check "devices 2^20, server cap 0.2 s: 200 in ${secs}s ($CODE)" bash -c "[ '$CODE' = 200 ] && "$PY" -c 'import sys; sys.exit(0 if $secs < 10 else 1)'"
 check "cap: truncated true, truncated_by deadline_s" \
-    [ "$(js "$T/body" 'd["result"]["search"]["truncated"], d["result"]["search"]["truncated_by"]')" = "(True, 'deadline_s')" ]
-check "cap: the space size is reported ($(js "$T/body" 'd["result"]["search"]["space_size"]'))" \
-    [ "$(js "$T/body" 'd["result"]["search"]["space_size"] > d["result"]["search"]["evaluated"] > 0')" = True ]
+    [ "$(js "$BODY" 'd["result"]["search"]["truncated"], d["result"]["search"]["truncated_by"]')" = "(True, 'deadline_s')" ]
+check "cap: the space size is reported ($(js "$BODY" 'd["result"]["search"]["space_size"]'))" \
+    [ "$(js "$BODY" 'd["result"]["search"]["space_size"] > d["result"]["search"]["evaluated"] > 0')" = True ]
 gen huge2 'base(model={"preset": "llama3-70b"}, devices=2**20, training={"seq_len": 8192}, search={"top_k": 3, "batch_seqs": [1, 1000000], "frameworks": ["any"], "deadline_s": 3600})'
-id1=$(js "$T/body" 'd["id"]')
+id1=$(js "$BODY" 'd["id"]')
 post /search "$T/huge2.json" -H 'Prefer: wait=20'
 check "deadline_s 3600 clamped to the cap: the default's job, a cache hit ($CODE)" \
-    bash -c "[ '$CODE' = 200 ] && [ '$(js "$T/body" 'd["id"]')' = '$id1' ]"
+    bash -c "[ '$CODE' = 200 ] && [ '$(js "$BODY" 'd["id"]')' = '$id1' ]"
 gen me 'base(devices=1024, search={"top_k": 3, "max_evaluations": 100})'
 post /search "$T/me.json" -H 'Prefer: wait=20'
 check "max_evaluations: truncated_by max_evaluations ($CODE)" \
-    [ "$(js "$T/body" 'd["result"]["search"]["truncated_by"]')" = max_evaluations ]
+    [ "$(js "$BODY" 'd["result"]["search"]["truncated_by"]')" = max_evaluations ]
 gen dl 'base(model={"preset": "deepseek-v3"}, devices=2**20, training={"seq_len": 4096, "global_batch_tokens": 16777216}, search={"top_k": 3, "deadline_s": 0.05, "frameworks": ["any"], "batch_seqs": [1, 100000]})'
 post /search "$T/dl.json" -H 'Prefer: wait=20'
 check "request deadline_s 0.05 on 2^20 devices (MoE): truncated_by deadline_s ($CODE)" \
-    [ "$(js "$T/body" 'd["result"]["search"]["truncated_by"]')" = deadline_s ]
+    [ "$(js "$BODY" 'd["result"]["search"]["truncated_by"]')" = deadline_s ]
 
 # ---- 6. finite numbers ------------------------------------------------------------------
 echo "[section 6 at ${SECONDS}s]" >&2
@@ -208,7 +203,7 @@ for spec in \
     for route in /roofline /search; do
         post "$route" "$T/p$n.json" -H 'Prefer: wait=20'
         check "pathological $n $route: 200/202/422, not $CODE" bash -c "[ '$CODE' = 200 ] || [ '$CODE' = 202 ] || [ '$CODE' = 422 ]"
-        check "pathological $n $route: finite JSON" finite "$T/body"
+        check "pathological $n $route: finite JSON" finite "$BODY"
     done
 done
 
@@ -294,4 +289,7 @@ for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done
 if ! kill -0 "$PID" 2>/dev/null; then wait "$PID"; rc=$?; fi
 check "SIGTERM: clean exit ($rc)" [ "$rc" = 0 ]
 [ "$rc" = 0 ] && PID=""
+# every answer above (the limits' 413s and 422s too) against openapi.yaml
+add_checker oas_check 20 python3 tests/integration/oas_check.py openapi.yaml "$REC"
+echo "note: oas_check.py over $(wc -l <"$REC") responses: $LINE"
 finish

@@ -37,13 +37,10 @@ stop() {
     wait "$PID" 2>/dev/null
     PID=""
 }
-# req METHOD PATH [curl args...] -> CODE, body in $T/body, headers in $T/hdr
-req() {
-    local m=$1 p=$2; shift 2
-    CODE=$(curl -s -X "$m" -o "$T/body" -D "$T/hdr" -w '%{http_code}' --max-time 30 "$@" "$BASE$p")
-}
-hdr() { grep -i "^$1:" "$T/hdr" | head -n 1 | sed 's/^[^:]*: *//' | tr -d '\r'; }
-is_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/body" 2>/dev/null; }
+# req METHOD PATH [curl args...] (tests/lib.sh) -> CODE, the body in $BODY,
+# the headers in $HDR, every response recorded for the contract check at
+# the end
+is_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$BODY" 2>/dev/null; }
 alive() { kill -0 "$PID" 2>/dev/null && [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$BASE/healthz")" = 200 ]; }
 JSONH=(-H 'Content-Type: application/json')
 
@@ -92,15 +89,15 @@ for s in "${SQLS[@]}"; do
     ir_req "$s" $((8 * i)) >"$T/sql.$i.json"
     req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' --data-binary @"$T/sql.$i.json"
     check "SQL name $i: search answered 200 ($CODE)" [ "$CODE" = 200 ]
-    got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["result"]["model"]["name"])' "$T/body" 2>/dev/null)
+    got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["result"]["model"]["name"])' "$BODY" 2>/dev/null)
     check "SQL name $i: echoed verbatim" [ "$got" = "$s" ]
-    SQL_IDS+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/body" 2>/dev/null)")
+    SQL_IDS+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$BODY" 2>/dev/null)")
 done
 req GET "/results?limit=100"
 check "list 200 after SQL names" [ "$CODE" = 200 ]
-n_items=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$T/body" 2>/dev/null)
+n_items=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$BODY" 2>/dev/null)
 check "all ${#SQLS[@]} rows listed ($n_items)" [ "$n_items" = "${#SQLS[@]}" ]
-python3 - "$T/body" "${SQLS[@]}" <<'PY' && ok || bad "listed model names are the SQL strings verbatim"
+python3 - "$BODY" "${SQLS[@]}" <<'PY' && ok || bad "listed model names are the SQL strings verbatim"
 import json, sys
 d = json.load(open(sys.argv[1]))
 names = sorted(i["model"] for i in d["items"])
@@ -138,13 +135,13 @@ start --log-level info
 ir_req "$FMT $MARK" 64 >"$T/fmt.json"
 req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' --data-binary @"$T/fmt.json"
 check "format-string names: search 200 ($CODE)" [ "$CODE" = 200 ]
-got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["result"]["model"]["name"])' "$T/body" 2>/dev/null)
+got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["result"]["model"]["name"])' "$BODY" 2>/dev/null)
 check "format-string name echoed verbatim" [ "$got" = "$FMT $MARK" ]
 # invalid values: the unknown preset is named back in the problem
 req POST /search "${JSONH[@]}" -d "{\"model\": {\"preset\": \"$FMT $MARK\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"devices\": 8}"
 check "format-string preset: 422 ($CODE)" [ "$CODE" = 422 ]
 check "422 is JSON" is_json
-check "422 detail does not expand the format" bash -c "! grep -q '(null)' '$T/body' && ! grep -q '(nil)' '$T/body'"
+check "422 detail does not expand the format" bash -c "! grep -q '(null)' '$BODY' && ! grep -q '(nil)' '$BODY'"
 # an unknown key with the format string: named in the pointer
 req POST /search "${JSONH[@]}" -d "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"devices\": 8, \"$FMT$MARK\": 1}"
 check "format-string key: 4xx ($CODE)" [ "${CODE:0:1}" = 4 ]
@@ -153,7 +150,7 @@ if [ "$CODE" = 422 ]; then
     check "the pointer names the key verbatim" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-sys.exit(0 if any(e["pointer"] == "/" + sys.argv[2] for e in d["errors"]) else 1)' "$T/body" "$FMT$MARK"
+sys.exit(0 if any(e["pointer"] == "/" + sys.argv[2] for e in d["errors"]) else 1)' "$BODY" "$FMT$MARK"
 fi
 # malformed JSON whose text is the format string and the marker
 req POST /search "${JSONH[@]}" -d "{\"x\": $FMT $MARK"
@@ -192,7 +189,7 @@ auth_checks() { # auth_checks LABEL
     local l=$1
     req POST /search "${JSONH[@]}" -d "$(ir_req auth 16)"
     check "$l: POST /search without a token: 401 ($CODE)" [ "$CODE" = 401 ]
-    check "$l: 401 has WWW-Authenticate: Bearer" bash -c "grep -qi '^WWW-Authenticate: Bearer' '$T/hdr'"
+    check "$l: 401 has WWW-Authenticate: Bearer" bash -c "grep -qi '^WWW-Authenticate: Bearer' '$HDR'"
     check "$l: 401 is problem+json" [ "$(hdr Content-Type | cut -d';' -f1)" = application/problem+json ]
     req POST /search "${JSONH[@]}" -H "Authorization: Bearer wrong-$TOKEN" -d "$(ir_req auth 16)"
     check "$l: wrong token: 401 ($CODE)" [ "$CODE" = 401 ]
@@ -205,7 +202,7 @@ auth_checks() { # auth_checks LABEL
     req POST /search "${JSONH[@]}" -H "Authorization: Bearer $TOKEN" -H 'Prefer: wait=60' -d "$(ir_req auth 16)"
     check "$l: right token: 200 ($CODE)" [ "$CODE" = 200 ]
     local id
-    id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/body" 2>/dev/null)
+    id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$BODY" 2>/dev/null)
     req POST /roofline "${JSONH[@]}" -H "Authorization: Bearer $TOKEN" --data-binary @"$T/fmt.json"
     check "$l: right token on /roofline: 200 ($CODE)" [ "$CODE" = 200 ]
     req GET "/results/$id"
@@ -229,4 +226,7 @@ start
 req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d "$(ir_req auth 16)"
 check "no --auth-token: POST accepted without a token ($CODE)" [ "$CODE" = 200 ]
 stop
+# every answer above (the 401s, the hostile names' 200s and 422s) against openapi.yaml
+add_checker oas_check 20 python3 tests/integration/oas_check.py openapi.yaml "$REC"
+echo "note: oas_check.py over $(wc -l <"$REC") responses: $LINE"
 finish
