@@ -82,6 +82,7 @@ static const char *const OBS_NAMES[] = {"step", "gemm", "attention"};
 typedef struct cal_ctx {
     cal_run *runs;
     int n;
+    int prior_components; /* "prior": "components" (cal_component_request) */
     int ids[CP_COUNT], np;
     mfu_op *ops;
     int n_obs;
@@ -208,7 +209,7 @@ static void cal_trace_obs(cal_ctx *x, int i, json_t *req, double *meas, int *use
     /* a trace also gives the run's GEMM and attention kernel time: two
      * more observations (recomputed forwards run GEMMs the model counts
      * as recompute, so only runs without recompute) */
-    if (x->runs[i].layer) return; /* req was a copy, released: nothing to read */
+    if (x->runs[i].layer) return; /* one layer's time: no step to read kernels of */
     json_t *tr = json_object_get(json_object_get(req, "measured"), "trace");
     if (json_is_object(tr) && x->runs[i].sys.rc[x->runs[i].c.recompute].kind == MFU_RCK_NONE) {
         double v[2 + MFU_COMM_COUNT];
@@ -230,36 +231,46 @@ static void cal_trace_obs(cal_ctx *x, int i, json_t *req, double *meas, int *use
     }
 }
 
-/* Run i: parsed (its errors under its own pointer), its observations. */
-static int cal_load_run(cal_ctx *x, json_t *run, int i, double *meas, int *use, api_status *st)
+/* "prior": "components": a copy of req whose preset hardware has its
+ * component-benchmark profile (the preset's efficiency_components, where
+ * bench/calibrate starts) as its efficiency, the run's own keys beside
+ * "preset" on top (as api_resolve_hardware applies them). NULL, with the
+ * error at the run's pointer rp, for an inline description: it is its
+ * own prior. */
+static json_t *cal_component_request(json_t *req, const char *rp, api_status *st)
 {
-        json_t *req = json_object_get(run, "request") ? json_object_get(run, "request") : run;
-    char rp[64];
-    jv_ptr_i(rp, sizeof rp, "/runs", (size_t)i);
-    api_status s1;
-    api_status_init(&s1);
-    /* measured.layer_time_s (a layer's measurement) instead of step_time_s */
-    json_t *lt = json_object_get(json_object_get(req, "measured"), "layer_time_s");
-    json_t *owned = NULL;
-    if (lt) {
-        owned = json_deep_copy(req);
-        json_t *mm = json_object_get(owned, "measured");
-        json_object_set(mm, "step_time_s", lt);
-        json_object_del(mm, "layer_time_s");
-        req = owned;
-        x->runs[i].layer = 1;
+    json_t *hw = json_object_get(req, "hardware");
+    json_t *name = json_object_get(hw, "preset");
+    json_t *pre = json_is_string(name) ? api_preset_hardware(json_string_value(name)) : NULL;
+    if (!pre) {
+        api_fail(st, 422, rp, "prior \"components\" needs a hardware preset (an inline description is its own prior)");
+        return NULL;
     }
-    int bad_run = api_request_measured(req, &x->runs[i].r, &x->runs[i].sys, &x->runs[i].c, &x->runs[i].measured_s, x->ops, &s1);
-    json_decref(owned);
+    json_t *out = json_deep_copy(req);
+    json_t *h = json_deep_copy(json_object_get(pre, "hardware"));
+    json_t *comp = json_object_get(pre, "efficiency_components");
+    if (comp) json_object_set_new(h, "efficiency", json_deep_copy(comp));
+    const char *k;
+    json_t *v;
+    json_object_foreach(hw, k, v) if (strcmp(k, "preset")) json_object_set(h, k, v);
+    json_object_set_new(out, "hardware", h);
+    return out;
+}
+
+/* cal_load_run's rest, with the request as it is fitted. */
+static int cal_load_parsed(cal_ctx *x, json_t *run, json_t *req, int i, const char *rp, double *meas, int *use,
+                           api_status *s1, api_status *st)
+{
+    int bad_run = api_request_measured(req, &x->runs[i].r, &x->runs[i].sys, &x->runs[i].c, &x->runs[i].measured_s, x->ops, s1);
     if (bad_run) {
         /* the run's errors, under its pointer */
-        for (int k = 0; k < s1.n_errors; k++) {
+        for (int k = 0; k < s1->n_errors; k++) {
             char ep[256];
             snprintf(ep, sizeof ep, "%s%s%s", rp, json_object_get(run, "request") ? "/request" : "",
-                     s1.errors[k].pointer);
-            api_fail(st, s1.status, ep, "%s", s1.errors[k].detail);
+                     s1->errors[k].pointer);
+            api_fail(st, s1->status, ep, "%s", s1->errors[k].detail);
         }
-        if (!st->status) api_fail(st, s1.status ? s1.status : 422, rp, "invalid run");
+        if (!st->status) api_fail(st, s1->status ? s1->status : 422, rp, "invalid run");
         api_request_free(&x->runs[i].r);
         return -1;
     }
@@ -285,6 +296,35 @@ static int cal_load_run(cal_ctx *x, json_t *run, int i, double *meas, int *use, 
     /* a description without a profile starts from the ideal one */
     x->runs[i].r.hw.has_profile = 1;
     return 0;
+}
+
+/* Run i: parsed (its errors under its own pointer), its observations. */
+static int cal_load_run(cal_ctx *x, json_t *run, int i, double *meas, int *use, api_status *st)
+{
+    json_t *req = json_object_get(run, "request") ? json_object_get(run, "request") : run;
+    char rp[64];
+    jv_ptr_i(rp, sizeof rp, "/runs", (size_t)i);
+    api_status s1;
+    api_status_init(&s1);
+    json_t *owned = NULL; /* a modified copy of req, kept until the end */
+    if (x->prior_components) {
+        char hp[96];
+        snprintf(hp, sizeof hp, "%s%s/hardware", rp, json_object_get(run, "request") ? "/request" : "");
+        if (!(owned = cal_component_request(req, hp, st))) return -1;
+        req = owned;
+    }
+    /* measured.layer_time_s (a layer's measurement) instead of step_time_s */
+    json_t *lt = json_object_get(json_object_get(req, "measured"), "layer_time_s");
+    if (lt) {
+        if (!owned) req = owned = json_deep_copy(req);
+        json_t *mm = json_object_get(owned, "measured");
+        json_object_set(mm, "step_time_s", lt);
+        json_object_del(mm, "layer_time_s");
+        x->runs[i].layer = 1;
+    }
+    int rc = cal_load_parsed(x, run, req, i, rp, meas, use, &s1, st);
+    json_decref(owned);
+    return rc;
 }
 
 /* The fitted parameters, each with its meaning, prior, value, spread and
@@ -396,7 +436,7 @@ static json_t *cal_answer(const cal_ctx *x, const mfu_hardware *hw, json_t *para
 static json_t *calibrate_run(json_t *doc, api_status *st)
 {
     if (!json_is_object(doc)) {
-        api_fail(st, 422, "", "must be an object {runs, parameters, cross_validate}");
+        api_fail(st, 422, "", "must be an object {runs, parameters, cross_validate, prior}");
         return NULL;
     }
     if (api_check_limits(doc, st)) return NULL;
@@ -409,6 +449,13 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
     if (jv_bool(doc, "cross_validate", "", JV_OPTIONAL, 1, &cv, st)) return NULL;
     cal_ctx x;
     memset(&x, 0, sizeof x);
+    /* the priors: the hardware description as given (a preset's shipped
+     * profile, for A100 and H100 their training-set fit) or a preset's
+     * component-benchmark profile, as bench/calibrate fits from */
+    static const char *const PRIORS[] = {"preset", "components", NULL};
+    int pr = 0;
+    if (jv_enum(doc, "prior", "", JV_OPTIONAL, 0, PRIORS, &pr, st)) return NULL;
+    x.prior_components = pr == 1;
     if (cal_param_names(doc, &x, st)) return NULL;
     int n = (int)json_array_size(runs);
     cal_run *cr = api_calloc((size_t)n, sizeof *cr);

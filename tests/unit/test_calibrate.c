@@ -174,6 +174,58 @@ static void t_recover(void)
     json_decref(preset);
 }
 
+/* "prior": "components": the fit starts from the preset's component-
+ * benchmark profile (efficiency_components in presets/hardware/
+ * h100-sxm.json: gemm_scale 1, step_overhead_s 0.02), not from its shipped
+ * training-set fit (gemm_scale 0.93, 0.14 s per step); an inline
+ * description is its own prior (422 at the run's hardware), and an
+ * unknown prior a 422 at /prior. */
+static void t_prior_components(void)
+{
+    json_t *preset = json_pack("{s:s}", "preset", "h100-sxm");
+    json_t *pre = api_preset_hardware("h100-sxm");
+    json_t *comp = json_object_get(pre, "efficiency_components");
+    json_t *ship = json_object_get(json_object_get(pre, "hardware"), "efficiency");
+    CHECK(comp != NULL && ship != NULL);
+    double want[2][2] = {{json_number_value(json_object_get(ship, "gemm_scale")),
+                          json_number_value(json_object_get(ship, "step_overhead_s"))},
+                         {json_number_value(json_object_get(comp, "gemm_scale")),
+                          json_number_value(json_object_get(comp, "step_overhead_s"))}};
+    CHECK_NEAR(want[1][0], 1.0, 1e-12);
+    CHECK_NEAR(want[1][1], 0.02, 1e-12);
+    CHECK(fabs(want[0][0] - want[1][0]) > 0.01);
+    for (int c = 0; c < 2; c++) {
+        json_t *doc = json_pack("{s:[{s:o},{s:o},{s:o}],s:[s,s],s:b}", "runs", "request",
+                                run_req(preset, 8, 1, 1, 1, 64, 20.0), "request", run_req(preset, 16, 2, 1, 1, 64, 11.0),
+                                "request", run_req(preset, 32, 4, 2, 1, 256, 22.0), "parameters", "gemm_scale",
+                                "step_overhead_s", "cross_validate", 0);
+        if (c) json_object_set_new(doc, "prior", json_string("components"));
+        api_status st;
+        api_status_init(&st);
+        json_t *cal = api_calibrate(doc, &st);
+        CHECK(cal != NULL);
+        for (int j = 0; cal && j < 2; j++)
+            CHECK_NEAR(json_number_value(json_object_get(json_array_get(json_object_get(cal, "parameters"), (size_t)j),
+                                                         "prior")), want[c][j], 1e-9);
+        json_decref(cal);
+        json_decref(doc);
+    }
+    json_t *h = h100_description();
+    json_t *inl = json_pack("{s:[{s:o}],s:s}", "runs", "request", run_req(h, 8, 1, 1, 1, 64, 20.0), "prior", "components");
+    api_status st;
+    api_status_init(&st);
+    CHECK(api_calibrate(inl, &st) == NULL);
+    CHECK_EQ_I(st.status, 422);
+    CHECK_STR(st.errors[0].pointer, "/runs/0/request/hardware");
+    json_object_set_new(inl, "prior", json_string("fitted"));
+    api_status_init(&st);
+    CHECK(api_calibrate(inl, &st) == NULL);
+    CHECK_STR(st.errors[0].pointer, "/prior");
+    json_decref(inl);
+    json_decref(h);
+    json_decref(preset);
+}
+
 /* FP8 runs determine fp8_gemm_scale (F-TIME-FP8): the "true" cluster runs
  * BF16 GEMMs at 0.8 of the H100 curve and FP8 ones at 0.75 of that again.
  * From BF16 and FP8 runs of several layouts, timed under the truth, both
@@ -328,6 +380,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_toy),
     CHECK_CASE(t_recover),
     CHECK_CASE(t_recover_fp8),
+    CHECK_CASE(t_prior_components),
     CHECK_CASE(t_trace),
 };
 
