@@ -16,6 +16,10 @@ static void roof_shape(const mfu_training *t, mfu_shape *s)
     s->tp = s->cp = s->ep = s->etp = 1;
     s->dtype = t->dtype;
     s->attn_impl = t->attn_impl;
+    /* the ideal's FP8 casts take their scale in one pass (F-TIME-FP8-AMAX):
+     * a recipe's amax pass is a gap, as the unfused loss and gradient
+     * accumulation are (roof_shape leaves those out too) */
+    s->fp8_recipe = MFU_FP8_DELAYED;
 }
 
 /* Add ops[0..n) to out. */

@@ -4,9 +4,12 @@
  * The bytes choose a model (a preset, or up to 3 layer runs of small
  * dimensions: mha/mla/gla attention, dense/moe MLP), hardware (a preset, or
  * bounded numbers with an optional efficiency profile), devices (<= 4096),
- * training (seq, batch, dtype, attention kernel, convention) and search
- * options (top_k <= 16, max_evaluations <= 4000, fixed switches, allowed
- * axis values, a batch range). Model and hardware go through the API's
+ * training (seq, batch, dtype, attention kernel, convention, and -- read
+ * last, so older corpus entries keep their meaning -- the framework
+ * switches: gradient-reduction overlap, legacy pipeline sends, TP sync,
+ * unfused accumulation and loss, the FP8 recipe) and search options
+ * (top_k <= 16, max_evaluations <= 4000, fixed switches, allowed axis
+ * values, a batch range). Model and hardware go through the API's
  * validator (render -> parse) so the core only sees what a request could
  * give it. Then mfu_search runs (twice) and abort()s on any violation of:
  *   - no NaN/Inf in any field of a ranked evaluation, scores > 0, sorted;
@@ -19,7 +22,9 @@
  *     (rel. 1e-9) and to T_step - T_roofline/N in seconds;
  *   - the statistics add up (evaluated <= space_size, ...);
  *   - the same input gives bit-identical output;
- *   - the head's evaluation equals a fresh mfu_evaluate of its config. */
+ *   - the head's evaluation equals a fresh mfu_evaluate of its config,
+ *     and mfu_step_time_below (the search's pruning) answers its step or,
+ *     only for a limit below it, +inf. */
 #include <stdint.h>
 
 #include "fuzz_util.h"
@@ -427,6 +432,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tr.global_batch_tokens = (double)(o.batch_max_seqs * tr.seq);
         FZ_CHECK(mfu_system_init(&sys, &m, &hw, &tr, devices, custom, ops) == MFU_OK, "system init");
     }
+    unsigned fsw = u8(&r); /* the framework switches (docs/model.md) */
+    if (fsw) {
+        tr.no_grad_overlap = fsw & 1;
+        tr.pp_scatter_gather = fsw >> 1 & 1;
+        tr.pp_no_overlap_p2p = fsw >> 2 & 1;
+        tr.tp_sync_bwd = fsw >> 3 & 1;
+        tr.wgrad_acc_unfused = fsw >> 4 & 1;
+        tr.ce_unfused = fsw >> 5 & 1;
+        tr.fp8_recipe = (int)(fsw >> 6 & 3);
+        FZ_CHECK(mfu_system_init(&sys, &m, &hw, &tr, devices, custom, ops) == MFU_OK, "system init");
+    }
 
     if (!cache) cache = malloc(mfu_search_cache_bytes());
     mfu_search_scratch sc = {ops, cache, part_buf};
@@ -456,6 +472,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_CHECK(fabs(ev.mem.total_bytes - top_a[0].eval.mem.total_bytes) <=
                      1e-9 * top_a[0].eval.mem.total_bytes,
                  "memory: evaluate %.17g != search %.17g", ev.mem.total_bytes, top_a[0].eval.mem.total_bytes);
+        /* the pruning: the step itself, or +inf only below it. The
+         * evaluation holds an expected step a hair below the bound's at
+         * the bound (F-GAP, mfu_evaluate_costs); the search ranks by the
+         * step as computed */
+        mfu_shape sh;
+        mfu_config_shape(&sys, &top_a[0].config, &sh);
+        mfu_shape_cost k[2];
+        mfu_shape_costs2(&sys, &sh, ops, &k[0], &k[1]);
+        for (int pr = 0; pr < 2; pr++) {
+            double step = pr ? ev.expected.step_time_s : ev.bound.step_time_s;
+            double at = mfu_step_time_below(&sys, &top_a[0].config, &k[pr], pr, INFINITY);
+            FZ_CHECK(at == step || (pr && step == ev.bound.step_time_s && at < step),
+                     "profile %d: step_time_below %.17g != evaluate %.17g", pr, at, step);
+            double half = mfu_step_time_below(&sys, &top_a[0].config, &k[pr], pr, 0.5 * at);
+            FZ_CHECK(half == at || isinf(half), "profile %d: the pruning changed the step", pr);
+            FZ_CHECK(mfu_step_time_below(&sys, &top_a[0].config, &k[pr], pr, at) == at,
+                     "profile %d: pruned at its own step", pr);
+        }
     }
     return 0;
 }

@@ -405,6 +405,24 @@ static void t_fp8(void)
                            4096.0 * 4096 * 6 / (3.35e12 * 0.9) + 3 * 5e-6, 1e-9);
             }
         sh.fp8_recipe = MFU_FP8_DELAYED;
+        /* the roofline casts in one pass whatever the recipe, (2 + 1 + 1)
+         * B per element: a system with a one-pass recipe never beats it
+         * (the fuzzer found the roofline taking the default recipe's amax
+         * pass while the system had none: system MFU above the roofline's) */
+        for (int rcp = MFU_FP8_TENSORWISE; rcp <= MFU_FP8_DELAYED; rcp++) {
+            mfu_training t8 = {4096, 4096.0 * 8, MFU_DT_FP8, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+            t8.fp8_recipe = rcp;
+            mfu_roofline roof;
+            CHECK(mfu_roofline_compute(&m, &h8, &t8, ops, MFU_MAX_OPS, &roof) == MFU_OK);
+            int rcasts = 0;
+            for (int i = 0; i < roof.n_ops && i < MFU_MAX_OPS; i++)
+                if (!strcmp(ops[i].name, "fp8_cast") && ops[i].flops > 0) {
+                    rcasts++;
+                    CHECK_NEAR(ops[i].bytes / ops[i].flops, 4.0, 1e-12);
+                }
+            CHECK(rcasts > 0);
+        }
+        n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS); /* the scratch again */
         /* F-TIME-FP8-ACC: with an ideal curve (efficiency 1 at every size)
          * and fp8_bwd_gemm_scale 0.87, a backward FP8 GEMM takes its FLOPs
          * / (1,978.9 TFLOP/s x 0.87), a forward one its FLOPs / 1,978.9 T */
