@@ -234,9 +234,11 @@ static void cal_trace_obs(cal_ctx *x, int i, json_t *req, double *meas, int *use
 /* "prior": "components": a copy of req whose preset hardware has its
  * component-benchmark profile (the preset's efficiency_components, where
  * bench/calibrate starts) as its efficiency, the run's own keys beside
- * "preset" on top (as api_resolve_hardware applies them). NULL, with the
- * error at the run's pointer rp, for an inline description: it is its
- * own prior. */
+ * "preset" on top (as api_resolve_hardware applies them). A preset
+ * without efficiency_components (the TPUs: no fit or carry touched their
+ * profile, only its interval) is its component profile already. NULL,
+ * with the error at the run's pointer rp, for an inline description: it
+ * is its own prior. */
 static json_t *cal_component_request(json_t *req, const char *rp, api_status *st)
 {
     json_t *hw = json_object_get(req, "hardware");

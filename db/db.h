@@ -43,6 +43,8 @@
 #define DB_ELOST     (-8) /* set_running/finish: this replica's lease on the row was lost
                            * (another replica took the job over); nothing written */
 #define DB_EUNSUPPORTED (-9) /* db_open: a backend this build lacks (no libpq) */
+#define DB_EUNREACHABLE (-10) /* db_open: the PostgreSQL server refused or did not answer
+                               * the connection (it may be starting: try again later) */
 
 /* Current schema version (PRAGMA user_version after migrations). */
 #define DB_SCHEMA_VERSION 2

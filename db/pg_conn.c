@@ -69,6 +69,19 @@ static void set_err(const char *what, const char *msg)
     while (n && (tl_err[n - 1] == '\n' || tl_err[n - 1] == ' ')) tl_err[--n] = '\0';
 }
 
+/* A connection to url. A host that drops packets holds a connect attempt
+ * for the kernel's TCP timeout (minutes); libpq's connect_timeout bounds
+ * it at 10 s unless the URL sets its own (the dbname keyword takes the
+ * whole URL, expanded, and the keywords after it apply on top:
+ * PQconnectdbParams with expand_dbname). */
+static PGconn *connect_url(const char *url)
+{
+    if (strstr(url, "connect_timeout")) return PQconnectdb(url);
+    const char *const keys[] = {"dbname", "connect_timeout", NULL};
+    const char *const vals[] = {url, "10", NULL};
+    return PQconnectdbParams(keys, vals, 1);
+}
+
 /* The calling thread's connection: found, or made now (NULL when the pool
  * is full or out of memory). */
 static struct pg_conn *conn_of(struct pg_db *db)
@@ -82,7 +95,7 @@ static struct pg_conn *conn_of(struct pg_db *db)
         pc = &db->conns[db->n_conns++];
         memset(pc, 0, sizeof *pc);
         pc->thread = self;
-        pc->c = PQconnectdb(db->url); /* a failure is retried by ensure() */
+        pc->c = connect_url(db->url); /* a failure is retried by ensure() */
     }
     pthread_mutex_unlock(&db->lock);
     if (!pc) set_err("", "the connection pool is full (more threads call the store than it was sized for)");
@@ -280,8 +293,9 @@ int pg_open(const struct db_ops *ops, const char *url, int64_t cache_max_bytes, 
     if (!pc || !pc->c || PQstatus(pc->c) != CONNECTION_OK) {
         set_err("", pc && pc->c ? PQerrorMessage(pc->c) : "out of memory");
         snprintf(err, errlen, "connect to PostgreSQL: %s", tl_err);
+        int unreachable = pc && pc->c;
         pg_close(&db->base);
-        return DB_ERROR;
+        return unreachable ? DB_EUNREACHABLE : DB_ENOMEM;
     }
     /* the notices of CREATE ... IF NOT EXISTS are not errors: quiet */
     pg_exec_ok(db, "SET client_min_messages = warning", 0, NULL);

@@ -168,34 +168,42 @@ void srv_process_init(const struct srv_config *cfg)
     srv_metrics_init(cfg->workers);
 }
 
-/* Open the store. A shared PostgreSQL store that cannot be reached is
- * tried again, the pause doubling from 0.2 s to 5 s, for cfg->db_wait_s:
+static double mono_now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Open the store. A shared PostgreSQL store whose server refuses or does
+ * not answer the connection (DB_EUNREACHABLE) is tried again, the pause
+ * doubling from 0.2 s to 5 s, until cfg->db_wait_s after the first try
+ * (each attempt bounded by libpq's connect_timeout, db/pg_conn.c):
  * replicas started with the database (an orchestrator brings both up at
  * once) wait for it instead of exiting; once running, pg_conn.c
- * reconnects on its own. A SQLite file that cannot be opened fails at
- * once (waiting will not fix a path or a permission). */
+ * reconnects on its own. Anything waiting cannot fix fails at once: a
+ * build without libpq, a schema newer than this mfud, a failed
+ * migration, a SQLite file that cannot be opened. */
 static int open_store(const struct srv_config *cfg)
 {
     char err[512], shown[sizeof cfg->db_path];
     db_redact(cfg->db_path, shown, sizeof shown);
-    double waited_s = 0.0, pause_s = 0.2;
+    double t0 = mono_now_s(), pause_s = 0.2;
     for (;;) {
-        if (db_open_pool(cfg->db_path, cfg->cache_max, 1 + cfg->http_threads, &jobs_app.db, err, sizeof err) ==
-            DB_OK)
-            return 0;
-        double left_s = cfg->db_wait_s - waited_s;
-        if (!db_is_pg_url(cfg->db_path) || left_s <= 0.0) break;
+        int rc = db_open_pool(cfg->db_path, cfg->cache_max, 1 + cfg->http_threads, &jobs_app.db, err, sizeof err);
+        if (rc == DB_OK) return 0;
+        double left_s = cfg->db_wait_s - (mono_now_s() - t0);
+        if (rc != DB_EUNREACHABLE || left_s <= 0.0) break;
         double d = pause_s < left_s ? pause_s : left_s;
         srv_log(SRV_LOG_WARN, "msg=\"database not reachable, retrying\" path=\"%s\" err=\"%s\" retry_in_s=%.1f waited_s=%.1f",
-                shown, err, d, waited_s);
+                shown, err, d, mono_now_s() - t0);
         struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
-        waited_s += d;
         pause_s = pause_s * 2.0 < 5.0 ? pause_s * 2.0 : 5.0;
     }
     srv_log(SRV_LOG_ERROR, "msg=\"cannot open the database\" path=\"%s\" err=\"%s\" waited_s=%.1f", shown, err,
-            waited_s);
+            mono_now_s() - t0);
     return -1;
 }
 

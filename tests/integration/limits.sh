@@ -290,6 +290,6 @@ if ! kill -0 "$PID" 2>/dev/null; then wait "$PID"; rc=$?; fi
 check "SIGTERM: clean exit ($rc)" [ "$rc" = 0 ]
 [ "$rc" = 0 ] && PID=""
 # every answer above (the limits' 413s and 422s too) against openapi.yaml
-add_checker oas_check 20 python3 tests/integration/oas_check.py openapi.yaml "$REC"
+add_checker oas_check 20 "$PY" tests/integration/oas_check.py openapi.yaml "$REC"
 echo "note: oas_check.py over $(wc -l <"$REC") responses: $LINE"
 finish

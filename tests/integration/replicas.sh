@@ -130,7 +130,7 @@ $MFUD --port 0 --db "$PG_URL" --db-wait 1 >"$T/r5.log" 2>&1
 rc=$?
 check "a replica whose database stays down exits after --db-wait 1 (rc $rc)" [ "$rc" -ne 0 ]
 check "... saying it could not open the database after waiting" \
-    sh -c "grep -q 'cannot open the database' '$T/r5.log' && grep -q 'waited_s=1.0' '$T/r5.log'"
+    sh -c "grep -q 'cannot open the database' '$T/r5.log' && grep -q 'waited_s=1\.' '$T/r5.log'"
 $MFUD --port 0 --db "$PG_URL" --db-wait 30 >"$T/r6.log" 2>&1 &
 PID=$!
 PIDS="$PIDS $PID"
@@ -141,4 +141,15 @@ wait_port "$T/r6.log" 30
 check "it listens once the database is up" [ -n "$PORT" ]
 check "... ready (/readyz 200)" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' $BASE/readyz)\" = 200 ]"
 check "... and its log says it retried" grep -q "database not reachable, retrying" "$T/r6.log"
+# what waiting cannot fix fails at once: a schema newer than this mfud
+kill -TERM "$PID" 2>/dev/null
+sleep 1
+pg_sql "UPDATE mfud_schema SET version = version + 100" >/dev/null
+t0=$(date +%s)
+$MFUD --port 0 --db "$PG_URL" --db-wait 30 >"$T/r7.log" 2>&1
+rc=$?
+t1=$(date +%s)
+pg_sql "UPDATE mfud_schema SET version = version - 100" >/dev/null
+check "a newer schema: exits at once, not after --db-wait 30 (rc $rc, $((t1 - t0)) s)" \
+    sh -c "[ $rc -ne 0 ] && [ $((t1 - t0)) -lt 10 ] && ! grep -q retrying '$T/r7.log'"
 finish

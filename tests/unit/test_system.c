@@ -388,7 +388,7 @@ static void t_fp8(void)
          * (2 + 2 + 1 + 1) B per element of mlp_up's input, three kernels of
          * 5 us each beside the bytes at 3.35 TB/s x 0.9 */
         sh.fp8_recipe = MFU_FP8_TENSORWISE;
-        int na = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+        int na = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS), seen = 0;
         CHECK_EQ_I(na, n);
         mfu_efficiency ek;
         mfu_efficiency_ideal(&ek);
@@ -403,7 +403,9 @@ static void t_fp8(void)
                 CHECK_NEAR(ops[k].bytes, 4096.0 * 4096 * (2 + 2 + 1 + 1), 1e-12);
                 CHECK_NEAR(mfu_op_time(&ops[k], &h8, MFU_DT_FP8, &ek),
                            4096.0 * 4096 * 6 / (3.35e12 * 0.9) + 3 * 5e-6, 1e-9);
+                seen++;
             }
+        CHECK_EQ_I(seen, 1);
         sh.fp8_recipe = MFU_FP8_DELAYED;
         /* the roofline casts in one pass whatever the recipe, (2 + 1 + 1)
          * B per element: a system with a one-pass recipe never beats it
