@@ -140,7 +140,9 @@ static int communicators(const mfu_system *sys, const mfu_config *c)
     return n;
 }
 
-void mfu_stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t r, mfu_stage_state *out)
+/* What rank r holds whatever the schedule, micro-batch and policy
+ * (mfu_stage_state, core/system.h). */
+static void stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t r, mfu_stage_state *out)
 {
     mfu_memory m;
     int64_t ls = mfu_stage_layers(sys, c, r);
@@ -254,7 +256,7 @@ void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shap
 {
     mfu_stage_state st;
     mfu_memory fixed;
-    mfu_stage_state_of(sys, c, r, &st);
+    stage_state_of(sys, c, r, &st);
     stage_fixed(sys, c, k, r, &st, &fixed);
     stage_finish(sys, c, k, &fixed, out);
 }
@@ -283,7 +285,7 @@ static const mfu_memory *base_stage(const mfu_system *sys, const mfu_config *c,
         int64_t ranks[3] = {0, 1, pp - 1};
         mfu_stage_state own, *st = b->memo ? &b->memo[i] : &own;
         if (!b->memo || !(*b->memo_ready & (1u << i))) {
-            mfu_stage_state_of(sys, c, ranks[i], st);
+            stage_state_of(sys, c, ranks[i], st);
             if (b->memo) *b->memo_ready |= 1u << i;
         }
         stage_fixed(sys, c, k, ranks[i], st, &b->stage[i]);

@@ -408,7 +408,6 @@ typedef struct mfu_stage_state {
     int64_t layers;
     double weights_bytes, grads_bytes, optimizer_bytes, host_bytes, reserve_bytes;
 } mfu_stage_state;
-void mfu_stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t stage, mfu_stage_state *out);
 /* The part of the candidate stages' memory every recompute policy shares
  * (states, buffers, in-flight count, the embedding's and the loss's
  * tensors, the fixed reserve): computed once, finished per policy. Needs
