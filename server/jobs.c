@@ -264,6 +264,14 @@ void srv_jobs_run(void)
     db_close(jobs_app.db);
     jobs_app.db = NULL;
     uv_rwlock_wrunlock(&jobs_app.db_rw);
-    uv_mutex_destroy(&jobs_app.qlock);
     srv_log(SRV_LOG_INFO, "msg=stopped");
+}
+
+void srv_jobs_fini(void)
+{
+    /* after the HTTP threads are gone: until then a request may still take
+     * the command queue's lock to find the loop closed (srv_jobs_submit's
+     * 503); destroying it in srv_jobs_run raced with them (TSan, load.sh:
+     * SIGTERM under load) */
+    uv_mutex_destroy(&jobs_app.qlock);
 }

@@ -300,6 +300,7 @@ int main(int argc, char **argv)
     log_listening(&cfg, port);
     srv_jobs_run();
     srv_http_stop(d);
+    srv_jobs_fini();
     srv_rcache_clear();
     return 0;
 }

@@ -275,6 +275,8 @@ void srv_process_init(const struct srv_config *cfg);
 int srv_jobs_init(const struct srv_config *cfg);
 /* Run the loop on the calling thread until shutdown; then close the DB. */
 void srv_jobs_run(void);
+/* After srv_http_stop: what the HTTP threads shared with the loop. */
+void srv_jobs_fini(void);
 /* From any thread: hand r to the loop. Returns 0, or -1 when the loop is
  * closed (the caller answers 503 itself). The connection must already be
  * suspended. */
