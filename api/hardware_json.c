@@ -174,6 +174,9 @@ static int hw_efficiency(json_t *eff, const char *p, mfu_hardware *out, int *bad
                   &out->eff.attn_half_tokens, st);
     *bad |= jv_num(eff, "gemm_wave_elems", p, JV_OPTIONAL, 0.0, 0.0, 1e12,
                   &out->eff.gemm_wave_elems, st);
+    *bad |= jv_num(eff, "gemm_half_k", p, JV_OPTIONAL, 0.0, 0.0, 1e6, &out->eff.gemm_half_k, st);
+    *bad |= jv_num(eff, "fp8_gemm_half_k", p, JV_OPTIONAL, 0.0, 0.0, 1e6,
+                  &out->eff.fp8_gemm_half_k, st);
     *bad |= jv_num(eff, "hbm", p, JV_OPTIONAL, 1.0, 0.01, 1.0, &out->eff.hbm_eff, st);
     *bad |= jv_num(eff, "step_overhead_s", p, JV_OPTIONAL, 0.0, 0.0, 1e3,
                   &out->eff.step_overhead_s, st);
@@ -288,6 +291,9 @@ json_t *api_hardware_to_json(const mfu_hardware *hw)
             json_object_set_new(ej, "attention_half_tokens", json_real(e->attn_half_tokens));
         if (e->gemm_wave_elems > 0)
             json_object_set_new(ej, "gemm_wave_elems", json_real(e->gemm_wave_elems));
+        if (e->gemm_half_k > 0) json_object_set_new(ej, "gemm_half_k", json_real(e->gemm_half_k));
+        if (e->fp8_gemm_half_k > 0)
+            json_object_set_new(ej, "fp8_gemm_half_k", json_real(e->fp8_gemm_half_k));
         json_object_set_new(o, "efficiency", ej);
     }
     return o;

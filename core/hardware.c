@@ -14,6 +14,8 @@ void mfu_efficiency_ideal(mfu_efficiency *e)
     e->attn_eff = 1.0;
     e->attn_half_tokens = 0.0;
     e->gemm_wave_elems = 0.0;
+    e->gemm_half_k = 0.0;
+    e->fp8_gemm_half_k = 0.0;
     e->hbm_eff = 1.0;
     for (int i = 0; i < MFU_MAX_TIERS; i++) {
         e->net_eff[i] = 1.0;

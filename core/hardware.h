@@ -29,6 +29,9 @@ typedef struct mfu_net_tier {
 /* The key length the presets' attention efficiencies are stated at ("typical
  * training lengths": docs/hardware-presets.md) */
 #define MFU_ATTN_REF_TOKENS 4096.0
+/* The reduction length the GEMM curve's plateau stands for (the square
+ * shapes of its sources reach it at 4096: docs/hardware-presets.md) */
+#define MFU_GEMM_REF_K 4096.0
 
 typedef struct mfu_efficiency {
     int n_gemm;
@@ -46,6 +49,13 @@ typedef struct mfu_efficiency {
      * GPU's SMs x one output tile each); a GEMM whose output spans w such
      * waves runs at w / (w + 1/2) of the curve. 0: no wave term (TPUs) */
     double gemm_wave_elems;
+    /* F-TIME-GEMM-K: a GEMM whose reduction dimension K is shorter than
+     * MFU_GEMM_REF_K runs at the curve x k(K) / k(MFU_GEMM_REF_K), k(K) =
+     * K / (K + this): each output tile's fixed prologue and epilogue
+     * against a main loop over K. 16-bit GEMMs and FP8 GEMMs; 0: no K
+     * dependence (TPUs) */
+    double gemm_half_k;
+    double fp8_gemm_half_k;
     double hbm_eff;         /* achieved / peak HBM bandwidth */
     double net_eff[MFU_MAX_TIERS];
     /* message-size dependence of collective bandwidth per tier: a collective

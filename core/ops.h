@@ -86,6 +86,7 @@ typedef struct mfu_op {
     double bytes;       /* HBM bytes per invocation */
     double gemm_flops;  /* FLOPs of one GEMM call (for the efficiency curve) */
     double gemm_out;    /* output elements of one GEMM call (F-TIME-WAVE); 0: not known */
+    double gemm_k;      /* reduction length of one GEMM call (F-TIME-GEMM-K); 0: not known */
     double saved_bytes; /* fwd only: bytes kept for the backward */
     unsigned rc_free;   /* MFU_RCM_*: recomputing any of these frees saved_bytes */
     unsigned rc_rerun;  /* MFU_RCM_*: recomputing any of these runs this fwd op again */

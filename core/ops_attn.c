@@ -128,10 +128,21 @@ static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a,
     double fs = 2.0 * S * dqk, fv = 2.0 * S * dv;
     /* scores: saves Q and K (Korthikanti: 4sbh) */
     /* batched over heads: one call's output is every head's (F-TIME-WAVE) */
+    /* F-TIME-GEMM-K: the reductions run over the head dimension (QK^T,
+     * dP = dO V^T) or the keys / queries (PV, dQ = dS K, dK = dS^T Q, dV =
+     * P^T dO); a backward op of two equal-FLOP GEMMs takes the harmonic
+     * mean of their lengths (its time is the sum of both) */
+    double sq = (double)s->seq / cp, sk = (double)s->seq;
     mfu_op *g = push(b, "attn_scores", MFU_FWD, tm, fs, ab * (q + k + S), ab * (q + T * Hkv * dqk));
-    if (g) g->gemm_out = S;
+    if (g) {
+        g->gemm_out = S;
+        g->gemm_k = dqk;
+    }
     g = push(b, "attn_scores.bwd", MFU_BWD, tm, 2.0 * fs, ab * (2.0 * q + 2.0 * k + S), 0);
-    if (g) g->gemm_out = q + k;
+    if (g) {
+        g->gemm_out = q + k;
+        g->gemm_k = 2.0 / (1.0 / sk + 1.0 / sq);
+    }
     /* softmax: saves its output (2as^2b) -- what core_attn recompute frees */
     rc(b, MFU_RCM_CORE_ATTN, MFU_RCM_CORE_ATTN);
     /* with sinks the softmax runs over one more column per row; the sink
@@ -147,9 +158,15 @@ static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a,
     /* PV: saves V (2sbh); P is the softmax (or dropout) output saved above. */
     rc(b, qkv_free, MFU_RCM_CORE_ATTN);
     g = push(b, "attn_av", MFU_FWD, tm, fv, ab * (S + v + o), ab * T * Hkv * dv);
-    if (g) g->gemm_out = o;
+    if (g) {
+        g->gemm_out = o;
+        g->gemm_k = sk;
+    }
     g = push(b, "attn_av.bwd", MFU_BWD, tm, 2.0 * fv, ab * (S + v + 2.0 * o + S + v), 0);
-    if (g) g->gemm_out = S + v;
+    if (g) {
+        g->gemm_out = S + v;
+        g->gemm_k = 2.0 / (1.0 / dv + 1.0 / sq);
+    }
 }
 
 void mfu_ops_attn_core(builder *b, const mfu_model *m, const mfu_attention *a,

@@ -65,6 +65,7 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     o->bytes = bytes;
     o->gemm_flops = (tags & MFU_TAG_MATMUL) ? flops : 0.0;
     o->gemm_out = 0.0;
+    o->gemm_k = 0.0;
     o->saved_bytes = ph == MFU_FWD ? saved : 0.0;
     o->rc_free = ph == MFU_FWD ? b->fr : 0u;
     o->rc_rerun = ph == MFU_FWD ? b->rr : 0u;
@@ -124,17 +125,21 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
      * experts share the SMs four at a time (Transformer Engine runs them
      * on its 4 compute streams: common/util/multi_stream.cpp
      * get_num_compute_streams, gemm/cublaslt_gemm.cu
-     * multi_stream_cublas_gemm), so their tiles fill waves together */
+     * multi_stream_cublas_gemm), so their tiles fill waves together.
+     * F-TIME-GEMM-K: each one's reduction runs over K (forward), N (data
+     * gradient) and one expert's tokens (weight gradient) */
     double conc = groups < MFU_GROUPED_STREAMS ? groups : MFU_GROUPED_STREAMS;
     if (o) {
         o->gemm_flops = flops / groups;
         o->gemm_out = M * N / groups * conc;
+        o->gemm_k = K;
         o->out_bytes = ab * M * N;
     }
     o = push(b, dgrad, MFU_BWD, tags, flops, eb * (M * N + wbytes) + ab * M * K, 0);
     if (o) {
         o->gemm_flops = flops / groups;
         o->gemm_out = M * K / groups * conc;
+        o->gemm_k = N;
     }
     /* fused, the GEMM reads and writes the fp32 sum; unfused, it writes
      * the gradient for the add below */
@@ -143,6 +148,7 @@ static inline void matmul3(builder *b, const char *fwd, const char *dgrad, const
     if (o) {
         o->gemm_flops = flops / groups;
         o->gemm_out = K * N * conc;
+        o->gemm_k = M / groups; /* one expert's tokens */
     }
     /* F-TIME-WGRAD-ACC: without gradient-accumulation fusion the weight
      * gradient is added to the accumulated one by its own kernel each

@@ -1,5 +1,6 @@
 /* core/optime.c -- the time of one operator (docs/model.md F-ROOF,
- * F-TIME-OP, F-TIME-FP8, F-TIME-ATTN-LEN, F-TIME-KERNEL, F-TIME-DISPATCH):
+ * F-TIME-OP, F-TIME-FP8, F-TIME-ATTN-LEN, F-TIME-WAVE, F-TIME-GEMM-K,
+ * F-TIME-KERNEL, F-TIME-DISPATCH):
  * its roofs, the efficiency profile's GEMM curve, attention and HBM
  * fractions and fixed costs, and the host ops it issues. Split from
  * core/ops.c (issue 15), which builds the inventory. */
@@ -78,6 +79,13 @@ double mfu_op_time(const mfu_op *op, const mfu_hardware *hw, mfu_dtype dt,
             } else {
                 e = mfu_gemm_eff(eff, op->gemm_flops);
             }
+            /* F-TIME-GEMM-K: a short reduction leaves each output tile's
+             * fixed prologue and epilogue less main loop to hide behind
+             * (K-sweeps at fixed M, N: bench/gemm_k); no credit above the
+             * curve's reference length */
+            double kh = (dt == MFU_DT_FP8 && !(op->tags & MFU_TAG_HIGH_PREC)) ? eff->fp8_gemm_half_k : eff->gemm_half_k;
+            if (kh > 0 && op->gemm_k > 0 && op->gemm_k < MFU_GEMM_REF_K)
+                e *= op->gemm_k / (op->gemm_k + kh) * (MFU_GEMM_REF_K + kh) / MFU_GEMM_REF_K;
             if (eff->gemm_wave_elems > 0 && op->gemm_out > 0) {
                 /* F-TIME-WAVE: the last wave of output tiles leaves part of
                  * the SMs idle, half a wave on average; an output of less

@@ -797,6 +797,47 @@ static void t_hardware_wave_field(void)
     CHECK(step[1] > 0 && step[1] < step[0]);
 }
 
+/* F-TIME-GEMM-K's gemm_half_k and fp8_gemm_half_k: a negative value is a
+ * 422 at its pointer; the H100 preset echoes its fitted 262 and 831
+ * (bench/gemm_k), TPUs nothing; with both 0 a fine-grained MoE in FP8
+ * (Qwen3-30B-A3B: experts reduce over 768) runs strictly faster -- the
+ * term only ever costs time, and it reaches the engine. */
+static void t_hardware_gemm_k_field(void)
+{
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": "
+                 "\"h100-sxm\", \"efficiency\": {\"fp8_gemm_half_k\": -1}}, \"devices\": 8, \"training\": "
+                 "{\"seq_len\": 4096, \"global_batch_tokens\": 1048576}}", 422,
+                 "/hardware/efficiency/fp8_gemm_half_k");
+    const char *req[3] = {
+        "{\"model\": {\"preset\": \"qwen3-30b-a3b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+        "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"dtype\": "
+        "\"fp8\"}, \"search\": {\"top_k\": 1}}",
+        "{\"model\": {\"preset\": \"qwen3-30b-a3b\"}, \"hardware\": {\"preset\": \"h100-sxm\", "
+        "\"efficiency\": {\"gemm_half_k\": 0, \"fp8_gemm_half_k\": 0}}, \"devices\": 8, \"training\": "
+        "{\"seq_len\": 4096, \"global_batch_tokens\": 1048576, \"dtype\": \"fp8\"}, \"search\": "
+        "{\"top_k\": 1}}",
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, \"devices\": 8, "
+        "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}}"};
+    double step[2] = {0, 0};
+    for (int i = 0; i < 3; i++) {
+        json_t *r, *res = search_ok(req[i], &r);
+        json_t *e = json_object_get(json_object_get(res, "hardware"), "efficiency");
+        json_t *k16 = json_object_get(e, "gemm_half_k"), *k8 = json_object_get(e, "fp8_gemm_half_k");
+        if (i == 0) {
+            CHECK_NEAR(json_number_value(k16), 262.0, 0);
+            CHECK_NEAR(json_number_value(k8), 831.0, 0);
+        } else {
+            CHECK(k16 == NULL && k8 == NULL);
+        }
+        if (i < 2)
+            step[i] = json_number_value(json_object_get(json_object_get(json_array_get(json_object_get(res,
+                                        "configs"), 0), "expected"), "step_time_s"));
+        json_decref(res);
+        json_decref(r);
+    }
+    CHECK(step[1] > 0 && step[1] < step[0]);
+}
+
 /* training.tp_async_allreduce and grad_accum_fusion (F-COMM-TP-SYNC,
  * F-TIME-WGRAD-ACC): booleans at their pointers; in the key only when off
  * (a request that states the defaults keeps its key), and they reach the
@@ -888,6 +929,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_measured_batch),
     CHECK_CASE(t_overrides),
     CHECK_CASE(t_hardware_wave_field),
+    CHECK_CASE(t_hardware_gemm_k_field),
     CHECK_CASE(t_problem_shape),
     CHECK_CASE(t_presets),
     CHECK_CASE(t_search_contract),
