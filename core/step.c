@@ -503,6 +503,47 @@ static void comm_fsdp(step_ctx *x)
     }
 }
 
+/* F-COMM-DP-CHUNKS: how much of the step's gradient reduction (t_sync,
+ * its last bucket t_bucket) shows. One model chunk per stage: the buckets
+ * reduce under the last micro-batch's backward (recompute included), the
+ * last bucket after it (Megatron-Core's rank 0 enables the sync before its
+ * last backward; the other ranks reduce after theirs, which end earlier:
+ * pipeline_parallel/schedules.py, forward_backward_pipelining_without_
+ * interleaving). Interleaved (v chunks of a stage), each chunk's gradients
+ * are reduced, all its buckets at once, after that chunk's last backward,
+ * at the same moment on every stage (forward_backward_pipelining_with_
+ * interleaving: grad_sync_func at virtual micro-batch id - rank,
+ * --align-grad-reduce by default; each chunk is its own
+ * DistributedDataParallel), and the cool-down runs the chunks' last
+ * backwards from chunk v-1 down to 0, g micro-batches (the group, p)
+ * apart: chunk j's reduction has j g chunk-steps of backward, w = g b / v
+ * each, after it. On one communication stream, s = t_sync / v per chunk,
+ * the queue ends max(s, v s - (v-1) w) past the last backward. */
+static double dp_sync_exposed(const step_ctx *x, double t_sync, double t_bucket)
+{
+    double b = x->t_b + x->t_rc, v = (double)x->c->vpp;
+    if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0)
+        return mfu_dmax(t_bucket, t_sync - b);
+    double s = t_sync / v, w = fmin(x->pp, x->mb) * b / v;
+    return mfu_dmax(s, v * s - (v - 1.0) * w);
+}
+
+/* The ZeRO parameter all-gather of the next step under its forward. One
+ * chunk: prefetched bucket by bucket under the first micro-batch's
+ * forward. Interleaved, Megatron-Core gathers chunks 0 and 1 at the step's
+ * start and chunk j + 1 when chunk j's first forward begins
+ * (forward_backward_pipelining_with_interleaving, param_sync_func): chunk
+ * 0 waits for its own gather (beyond what its first forward hides), each
+ * later one for what g chunk-forwards do not cover. */
+static double dp_gather_exposed(const step_ctx *x, double t_gather)
+{
+    double f = x->t_f, v = (double)x->c->vpp;
+    if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0)
+        return mfu_dmax(0.0, t_gather - f);
+    double g = t_gather / v;
+    return mfu_dmax(0.0, g - f / v) + (v - 1.0) * mfu_dmax(0.0, g - fmin(x->pp, x->mb) * f / v);
+}
+
 /* DP gradient sync and ZeRO gathers (F-COMM-DP). */
 static void comm_dp(step_ctx *x)
 {
@@ -548,7 +589,7 @@ static void comm_dp(step_ctx *x)
          * ZeRO-2's earlier reduce-scatters run under the rest of the step
          * (later micro-batches' compute), only their excess is exposed. */
         double rest = mb * (t_f + t_b) - (t_f + t_b);
-        exp_[MFU_COMM_DP] = mfu_dmax(t_bucket, t_sync - t_b) + mfu_dmax(0.0, t_gather - t_f) +
+        exp_[MFU_COMM_DP] = dp_sync_exposed(x, t_sync, t_bucket) + dp_gather_exposed(x, t_gather) +
                             mfu_dmax(0.0, (n_sync - 1.0) * t_sync - rest);
         exp_[MFU_COMM_DP] = fmin(exp_[MFU_COMM_DP], tot[MFU_COMM_DP]);
         /* no overlap of the gradient reduction (Megatron without
