@@ -22,6 +22,10 @@ skip() { echo "SKIPPED: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # check "name" test-args...: one check, passed when the command succeeds
 check() { local name=$1; shift; if "$@"; then ok; else bad "$name"; fi; }
+# check_sh "name" 'condition' args...: one check of a shell condition over
+# $1.. (the args), e.g. '[ "$1" = 422 ] && [ "$2" = /runs ]': `check NAME
+# [ a ] && [ b ]` would check only a (the shell ends check's arguments at &&)
+check_sh() { local name=$1 cond=$2; shift 2; if bash -c "$cond" _ "$@"; then ok; else bad "$name"; fi; }
 finish() {
     echo "$pass passed, $fail failed"
     [ "$fail" -eq 0 ]

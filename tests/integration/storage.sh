@@ -70,6 +70,6 @@ for id in $ACKED; do
     s=$(curl -s "$BASE/results/$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null)
     [ "$s" = done ] && good=$((good + 1))
 done
-check "after kill -9 and a restart: all $n acknowledged results done ($good)" [ "$n" -ge 3 ] && [ "$good" = "$n" ]
+check_sh "after kill -9 and a restart: all $n acknowledged results done ($good)" '[ "$1" -ge 3 ] && [ "$2" = "$1" ]' "$n" "$good"
 kill "$PID"; wait "$PID" 2>/dev/null; PID=""
 finish
