@@ -273,6 +273,15 @@ json_t *api_resolve_hardware(json_t *hw, json_t **overridden, api_status *st)
         api_fail(st, 422, "/hardware", "must be an object: {\"preset\": name} or a hardware description");
         return NULL;
     }
+    if (json_object_get(hw, "profile")) {
+        /* a stored calibrated profile: mfud replaces it by its description
+         * before the request gets here (server/commands.c); anywhere else
+         * (the CLI) it names nothing */
+        api_fail(st, 422, "/hardware/profile",
+                 "a stored calibrated profile (POST /calibrate's profile.id) is resolved by mfud; here give the "
+                 "description itself (mfu calibrate --hardware writes it; mfu search --hw-file reads it)");
+        return NULL;
+    }
     json_t *preset = json_object_get(hw, "preset");
     if (!preset) return json_incref(hw);
     if (!json_is_string(preset)) {

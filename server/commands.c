@@ -1,6 +1,7 @@
 /* server/commands.c -- what each request asks of the loop: search,
  * result, listing, traces, roofline and calibration (server/jobs_int.h). */
 #include "jobs_int.h"
+#include "sha256.h"
 
 /* ---- commands ---------------------------------------------------------- */
 
@@ -72,6 +73,7 @@ static json_t *stored_trace(const char *id)
         size_t n = 0;
         const char *t = srv_rentry_result(e, &n);
         doc = t ? json_loadb(t, n, 0, NULL) : NULL;
+        srv_rcache_unref(e);
     } else {
         struct db_row row;
         if (db_get(jobs_app.db, id, 1, &row) == DB_OK) {
@@ -121,6 +123,173 @@ static int resolve_traces(struct srv_req *r, json_t *doc)
         return 0;
     }
     return resolve_trace(r, json_object_get(doc, "measured"), "/measured/trace");
+}
+
+/* ---- stored hardware profiles (POST /calibrate, GET /profiles/{id}) ---- */
+
+/* A stored result document by id (memory cache, else the store), or NULL.
+ * Loop thread. */
+static json_t *stored_doc(const char *id)
+{
+    json_t *doc = NULL;
+    struct srv_rentry *e = srv_rcache_get(id, 0);
+    if (e) {
+        size_t n = 0;
+        const char *t = srv_rentry_result(e, &n);
+        doc = t ? json_loadb(t, n, 0, NULL) : NULL;
+        srv_rcache_unref(e);
+        return doc;
+    }
+    struct db_row row;
+    if (db_get(jobs_app.db, id, 1, &row) == DB_OK) {
+        if (!strcmp(row.status, "done") && row.result) doc = json_loads(row.result, 0, NULL);
+        db_row_fini(&row);
+    }
+    return doc;
+}
+
+#define PROFILE_FORMAT "hardware-profile"
+
+/* h = {"profile": id, overrides...}: the stored description with the
+ * overrides on top (as a preset's), a new reference; NULL with *bad = 0
+ * when h names no profile, NULL with *bad = 1 when answered (a 422 at ptr,
+ * or out of memory; not resumed). */
+static json_t *profile_resolved(struct srv_req *r, json_t *h, const char *ptr, int *bad)
+{
+    *bad = 0;
+    json_t *pid = json_object_get(h, "profile");
+    if (!pid) return NULL;
+    *bad = 1;
+    const char *id = json_string_value(pid);
+    json_t *doc = id && strlen(id) == 64 && strspn(id, "0123456789abcdef") == 64 ? stored_doc(id) : NULL;
+    json_t *stored = json_object_get(doc, "hardware");
+    const char *fmt = json_string_value(json_object_get(doc, "format"));
+    if (!json_is_object(stored) || !fmt || strcmp(fmt, PROFILE_FORMAT)) {
+        json_decref(doc);
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 422, ptr, "no stored hardware profile has this id (POST /calibrate answers profile.id; "
+                                "stored results may be evicted: calibrate again, or send the description)");
+        srv_answer_json(r, 422, api_problem_json(&st));
+        return NULL;
+    }
+    json_t *out = json_deep_copy(stored);
+    json_decref(doc);
+    if (!out) {
+        srv_answer_problem(r, 503, "Service Unavailable", "out of memory");
+        return NULL;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(h, k, v) if (strcmp(k, "profile")) json_object_set(out, k, v);
+    *bad = 0;
+    return out;
+}
+
+/* holder.hardware naming a stored profile: replaced by its description
+ * (ptr: the pointer of holder's /hardware). 0, or -1 answered. */
+static int resolve_profile(struct srv_req *r, json_t *holder, const char *ptr)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/profile", ptr);
+    int bad;
+    json_t *out = profile_resolved(r, json_object_get(holder, "hardware"), p, &bad);
+    if (out) json_object_set_new(holder, "hardware", out);
+    return bad ? -1 : 0;
+}
+
+/* A comparison's hardware: its base's and every vary.hardware entry's. */
+static int compare_profiles(struct srv_req *r, json_t *in)
+{
+    if (resolve_profile(r, json_object_get(in, "base"), "/base/hardware")) return -1;
+    json_t *hs = json_object_get(json_object_get(in, "vary"), "hardware");
+    for (size_t i = 0; i < json_array_size(hs); i++) {
+        char p[64];
+        snprintf(p, sizeof p, "/vary/hardware/%zu/profile", i);
+        int bad;
+        json_t *out = profile_resolved(r, json_array_get(hs, i), p, &bad);
+        if (bad) return -1;
+        if (out) json_array_set_new(hs, i, out);
+    }
+    return 0;
+}
+
+/* A search or comparison naming a stored profile (routes.c left it
+ * unprepared): the description in its place, then prepared here as
+ * routes.c prepares the others. 1 when answered. */
+static int search_resolve_profile(struct srv_req *r)
+{
+    int compare = r->route == ROUTE_COMPARE;
+    json_t *in = json_loads(r->input, 0, NULL);
+    if (!in) {
+        srv_answer_problem(r, 503, "Service Unavailable", "out of memory");
+        srv_http_resume(r);
+        return 1;
+    }
+    if (compare ? compare_profiles(r, in) : resolve_profile(r, in, "/hardware")) {
+        json_decref(in);
+        srv_http_resume(r);
+        return 1;
+    }
+    api_status st;
+    api_status_init(&st);
+    int rc = srv_prepare_search(r, in, &st);
+    json_decref(in);
+    r->profile_pending = 0;
+    if (rc) {
+        srv_answer_status(r, &st);
+        srv_http_resume(r);
+        return 1;
+    }
+    return 0;
+}
+
+/* POST /calibrate's fitted description, stored as a result any request
+ * can name ({"hardware": {"profile": id}}): the id is the SHA-256 of
+ * "profile" and the description's canonical JSON, so the same fit is one
+ * profile. The answer gains profile {id, href}; nothing is promised that
+ * is not stored (a store that fails leaves the answer without it). Loop. */
+static void store_profile(json_t *res)
+{
+    json_t *hw = json_object_get(res, "hardware");
+    char *canon = json_is_object(hw) ? json_dumps(hw, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    size_t n = canon ? strlen(canon) : 0;
+    char *key = canon ? malloc(n + 9) : NULL;
+    char id[65];
+    if (!key) {
+        free(canon);
+        return;
+    }
+    memcpy(key, "profile\n", 8);
+    memcpy(key + 8, canon, n + 1);
+    mfu_sha256_hex(key, n + 8, id);
+    free(key);
+    json_t *doc = json_pack("{s:s,s:O,s:O,s:O}", "format", PROFILE_FORMAT, "hardware", hw, "summary",
+                            json_object_get(res, "summary"), "parameters", json_object_get(res, "parameters"));
+    json_t *cur = doc ? stored_doc(id) : NULL;
+    int ok = cur != NULL; /* stored before: the same description */
+    json_decref(cur);
+    char *text = doc && !ok ? json_dumps(doc, JSON_COMPACT) : NULL;
+    if (text) {
+        int64_t now = srv_now_ms();
+        json_t *nd = json_pack("{s:{s:s}}", "profile", "hardware", id);
+        char *norm = nd ? json_dumps(nd, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(nd);
+        struct db_new_job nj = {id, norm ? norm : "{}", NULL,
+                                json_string_value(json_object_get(hw, "name")), "profile", 0, now};
+        ok = db_put_job(jobs_app.db, &nj) == DB_OK &&
+             db_finish(jobs_app.db, id, "done", text, NULL, 0, 0.0, 0, now) == DB_OK;
+        if (!ok) srv_log(SRV_LOG_ERROR, "msg=\"db store profile failed\" err=\"%s\"", db_errmsg(jobs_app.db));
+        free(norm);
+    }
+    free(text);
+    json_decref(doc);
+    free(canon);
+    if (ok) {
+        char href[80];
+        snprintf(href, sizeof href, "/profiles/%s", id);
+        json_object_set_new(res, "profile", json_pack("{s:s,s:s}", "id", id, "href", href));
+    }
 }
 
 struct twork {
@@ -223,7 +392,8 @@ static void cmd_result(struct srv_req *r);
 static void recover_corrupt(struct srv_req *r, struct db_row *row, int may_wait)
 {
     srv_log(SRV_LOG_ERROR, "msg=\"stored result failed its checksum; not served\" id=%.12s", r->id);
-    int trace = row->request && !strncmp(row->request, "{\"trace\"", 8);
+    /* an uploaded trace or a stored profile: nothing to run again */
+    int trace = row->request && (!strncmp(row->request, "{\"trace\"", 8) || !strncmp(row->request, "{\"profile\"", 10));
     int64_t created = row->created_ms;
     db_row_fini(row);
     if (trace) {
@@ -374,6 +544,7 @@ static void cmd_search(struct srv_req *r)
 {
     int64_t created = 0;
     int rc = DB_ENOTFOUND;
+    if (r->profile_pending && search_resolve_profile(r)) return;
     if (search_known(r, &created, &rc)) return;
     srv_metrics_cache(0);
     if (search_refused(r) || search_with_traces(r)) return;
@@ -524,6 +695,20 @@ static void cmd_results(struct srv_req *r)
 }
 
 
+/* A calibration's runs may name a stored profile each
+ * (runs[i].request.hardware or runs[i].hardware). 0, or -1 answered. */
+static int calibrate_profiles(struct srv_req *r)
+{
+    json_t *runs = json_object_get(r->roofline_req, "runs");
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *run = json_array_get(runs, i), *rq = json_object_get(run, "request");
+        char ptr[96];
+        snprintf(ptr, sizeof ptr, "/runs/%zu%s/hardware", i, rq ? "/request" : "");
+        if (resolve_profile(r, rq ? rq : run, ptr)) return -1;
+    }
+    return 0;
+}
+
 static void roofline_work(uv_work_t *w)
 {
     struct rwork *rw = container_of(w, struct rwork, work);
@@ -532,7 +717,9 @@ static void roofline_work(uv_work_t *w)
     api_status_init(&st);
     json_t *res = r->route == ROUTE_CALIBRATE ? api_calibrate(r->roofline_req, &st)
                                                 : api_roofline(r->roofline_req, &st);
-    if (res && srv_roofline_svg_answer(r, res)) {
+    if (res && r->route == ROUTE_CALIBRATE) {
+        rw->res = res; /* stored as a profile, then answered, on the loop */
+    } else if (res && srv_roofline_svg_answer(r, res)) {
         /* answered as SVG (Accept: image/svg+xml, server/page.c) */
     } else if (res) {
         srv_answer_json(r, 200, res);
@@ -545,7 +732,13 @@ static void roofline_work(uv_work_t *w)
 static void roofline_after(uv_work_t *w, int status)
 {
     struct rwork *rw = container_of(w, struct rwork, work);
-    if (status == UV_ECANCELED) jobs_answer_overloaded(rw->r, "the server is shutting down");
+    if (status == UV_ECANCELED) {
+        jobs_answer_overloaded(rw->r, "the server is shutting down");
+        json_decref(rw->res);
+    } else if (rw->res) {
+        store_profile(rw->res);
+        srv_answer_json(rw->r, 200, rw->res);
+    }
     srv_http_resume(rw->r);
     free(rw);
     jobs_app.n_roofline--;
@@ -554,7 +747,8 @@ static void roofline_after(uv_work_t *w, int status)
 
 static void cmd_roofline(struct srv_req *r)
 {
-    if (r->route == ROUTE_CALIBRATE && resolve_traces(r, r->roofline_req)) {
+    if ((r->route == ROUTE_CALIBRATE && (resolve_traces(r, r->roofline_req) || calibrate_profiles(r))) ||
+        (r->route == ROUTE_ROOFLINE && resolve_profile(r, r->roofline_req, "/hardware"))) {
         srv_http_resume(r);
         return;
     }

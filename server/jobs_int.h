@@ -111,6 +111,7 @@ struct sub_result {
 struct rwork {
     uv_work_t work;
     struct srv_req *r;
+    json_t *res; /* POST /calibrate's result, answered on the loop (stored first) */
 };
 
 struct held {

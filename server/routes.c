@@ -49,9 +49,14 @@ enum srv_route http_match_route(const char *url, char *id_out, int *artifact)
         memcpy(id_out, url + 9, 65);
         return ROUTE_RESULT;
     }
-    /* /traces/{id}: a stored trace measurement is a result like any other */
+    /* /traces/{id}: a stored trace measurement is a result like any other;
+     * so is /profiles/{id}, a calibrated hardware profile */
     if (strncmp(url, "/traces/", 8) == 0 && strlen(url + 8) == 64 && is_hex64(url + 8)) {
         memcpy(id_out, url + 8, 65);
+        return ROUTE_RESULT;
+    }
+    if (strncmp(url, "/profiles/", 10) == 0 && strlen(url + 10) == 64 && is_hex64(url + 10)) {
+        memcpy(id_out, url + 10, 65);
         return ROUTE_RESULT;
     }
     /* /results/{id}/charts/{gap,memory,timeline,compare}.svg, /results/{id}/trace */
@@ -259,26 +264,31 @@ int http_cached(struct srv_req *r, int hit)
     return 1;
 }
 
-static enum MHD_Result handle_search(struct srv_req *r)
+/* hardware {"profile": id}, a stored calibrated profile (POST /calibrate):
+ * in a search, or in a comparison's base or vary.hardware */
+static int names_profile(json_t *req, int compare)
 {
-    json_t *req = NULL;
-    finish_body_parse(r, &req);
-    if (!req) return http_queue_answer(r);
-    api_status st;
-    api_status_init(&st);
+    json_t *h = json_object_get(compare ? json_object_get(req, "base") : req, "hardware");
+    if (json_object_get(h, "profile")) return 1;
+    json_t *hs = compare ? json_object_get(json_object_get(req, "vary"), "hardware") : NULL;
+    for (size_t i = 0; i < json_array_size(hs); i++)
+        if (json_object_get(json_array_get(hs, i), "profile")) return 1;
+    return 0;
+}
+
+int srv_prepare_search(struct srv_req *r, json_t *req, api_status *st)
+{
     int compare = r->route == ROUTE_COMPARE;
     /* a search is parsed once, here; the job runs the prepared object */
     json_t *norm = NULL;
     if (compare) {
-        norm = api_compare_normalize(req, &st);
-    } else if ((r->prep = api_prepare_search(req, &st))) {
+        norm = api_compare_normalize(req, st);
+    } else if ((r->prep = api_prepare_search(req, st))) {
         norm = json_incref(api_prepared_normal(r->prep));
     }
     if (!norm) {
-        json_decref(req);
-        if (!st.status) api_fail(&st, 422, "", "invalid request");
-        srv_answer_status(r, &st);
-        return http_queue_answer(r);
+        if (!st->status) api_fail(st, 422, "", "invalid request");
+        return -1;
     }
     /* The server's time budget (--max-search-s): a longer deadline_s (the
      * default is 60 s) is clamped in the normal form, so the key is the one
@@ -294,6 +304,8 @@ static enum MHD_Result handle_search(struct srv_req *r)
         if (json_is_object(in)) json_object_set_new(in, "deadline_s", json_real(http_cfg->max_search_s));
     }
     int key_rc = api_cache_key(norm, r->id);
+    free(r->normalized);
+    free(r->input);
     r->normalized = key_rc ? NULL : json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);
     r->input = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
     /* a comparison is listed by its base's model, "compare" and its base's devices */
@@ -303,9 +315,36 @@ static enum MHD_Result handle_search(struct srv_req *r)
     json_t *dev = json_object_get(sumn, "devices");
     r->devices = json_is_integer(dev) ? json_integer_value(dev) : (json_int_t)json_number_value(dev);
     json_decref(norm);
-    json_decref(req);
-    if (!r->normalized || !r->input) return http_queue_problem(r, 500, "Internal Server Error", "out of memory");
+    if (!r->normalized || !r->input) {
+        api_fail(st, 500, "", "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static enum MHD_Result handle_search(struct srv_req *r)
+{
+    json_t *req = NULL;
+    finish_body_parse(r, &req);
+    if (!req) return http_queue_answer(r);
+    api_status st;
+    api_status_init(&st);
     parse_prefer(r, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Prefer"));
+    if (names_profile(req, r->route == ROUTE_COMPARE)) {
+        /* the profile is read from the store on the loop thread, which
+         * then prepares the search (server/commands.c) */
+        r->input = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+        r->profile_pending = 1;
+        json_decref(req);
+        if (!r->input) return http_queue_problem(r, 500, "Internal Server Error", "out of memory");
+        return suspend_and_submit(r);
+    }
+    int rc = srv_prepare_search(r, req, &st);
+    json_decref(req);
+    if (rc) {
+        srv_answer_status(r, &st);
+        return http_queue_answer(r);
+    }
     /* Done and in the memory cache: 200 here, no loop hop (the hit is
      * counted in /metrics now and in the database at the next flush). */
     if (http_cached(r, 1)) {

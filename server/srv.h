@@ -125,6 +125,8 @@ struct srv_req {
     json_t *roofline_req;      /* owned: POST /roofline or /calibrate body */
     struct api_prepared *prep; /* owned: POST /search parsed once (api_prepare_search),
                                 * handed to the job that runs it */
+    int profile_pending;       /* POST /search or /compare naming a stored hardware
+                                * profile: input holds the request, not yet prepared */
     int prefer_async;
     double wait_s;             /* how long POST /search may wait */
     int limit, offset;         /* GET /results */
@@ -192,6 +194,10 @@ void srv_answer_json(struct srv_req *r, int code, json_t *body);
 /* The answer of an api_status (its problem document). */
 struct api_status;
 void srv_answer_status(struct srv_req *r, const struct api_status *st);
+/* Parse and normalize a POST /search or /compare body (server/routes.c):
+ * r's prepared search, normal form, key (id), input and summary names. 0,
+ * or -1 with the problem in st. Any thread; req stays the caller's. */
+int srv_prepare_search(struct srv_req *r, json_t *req, struct api_status *st);
 /* Drop whatever answer r holds. */
 void srv_answer_reset(struct srv_req *r);
 /* Free r and all it owns, its answer too (NULL: nothing; server/http.c). */

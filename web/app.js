@@ -728,12 +728,16 @@ async function loadRecent() {
   }
   const ol = $('#recent');
   ol.replaceChildren(...list.items.map((it) => {
-    const what = it.hardware === 'compare'
-      ? `${it.model}: comparison`
+    /* an uploaded trace or a calibrated profile is a stored document, not
+       a search the page renders: a link to its JSON */
+    const doc = it.hardware === 'trace' ? 'traces' : it.hardware === 'profile' ? 'profiles' : null;
+    const what = doc === 'traces' ? `${it.model || 'trace'}: profiler trace`
+      : doc ? `${it.model || 'hardware'}: calibrated profile`
+      : it.hardware === 'compare' ? `${it.model}: comparison`
       : `${it.model} on ${fmtInt(it.devices)} × ${it.hardware}`;
     const when = new Date(it.created_at);
     return el('li', { class: it.id === state.id ? 'current' : '' },
-      el('a', { href: `#/results/${it.id}`, 'aria-current': it.id === state.id ? 'page' : null, text: what }),
+      el('a', { href: doc ? `/${doc}/${it.id}` : `#/results/${it.id}`, 'aria-current': it.id === state.id ? 'page' : null, text: what }),
       el('span', { class: 'hint' }, ' ',
         it.status !== 'done' ? it.status : it.best_mfu !== null ? pct(it.best_mfu) + ' MFU' : '',
         ' · ', el('time', { datetime: it.created_at, text: when.toLocaleTimeString('en-GB', { hour12: false }) })));

@@ -207,11 +207,11 @@ check "HTTP and CLI give the same fit" \
 code=$(curl -s -o "$T/bad.json" -w '%{http_code}' -H 'Content-Type: application/json' \
     -d '{"runs": [{"request": {"model": {"preset": "llama3-8b"}, "hardware": {"preset": "h100-sxm"}, "devices": 8, "training": {"seq_len": 4096, "global_batch_tokens": 262144}}}]}' \
     "$BASE/calibrate")
-check "a run without measured: 422 /runs/0/request/measured ($code $(js "$T/bad.json" 'd["errors"][0]["pointer"]'))" \
-    [ "$code" = 422 ] && [ "$(js "$T/bad.json" 'd["errors"][0]["pointer"]')" = /runs/0/request/measured ]
+check_sh "a run without measured: 422 /runs/0/request/measured ($code $(js "$T/bad.json" 'd["errors"][0]["pointer"]'))" \
+    '[ "$1" = 422 ] && [ "$2" = /runs/0/request/measured ]' "$code" "$(js "$T/bad.json" 'd["errors"][0]["pointer"]')"
 code=$(curl -s -o "$T/bad2.json" -w '%{http_code}' -H 'Content-Type: application/json' \
     -d '{"runs": [], "parameters": ["gemm_scale"]}' "$BASE/calibrate")
-check "no runs: 422 /runs ($code)" [ "$code" = 422 ] && [ "$(js "$T/bad2.json" 'd["errors"][0]["pointer"]')" = /runs ]
+check_sh "no runs: 422 /runs ($code)" '[ "$1" = 422 ] && [ "$2" = /runs ]' "$code" "$(js "$T/bad2.json" 'd["errors"][0]["pointer"]')"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/calibrate")
 check "GET /calibrate: 405 ($code)" [ "$code" = 405 ]
 
@@ -235,8 +235,61 @@ print("ok" if abs(tf / tt - 1) < 0.02 and abs(tp / tt - 1) > 0.1 else "bad")
 PY
 check "a search with the fitted description predicts the truth, the preset does not ($(head -1 "$T/cmp.txt"))" \
     [ "$(tail -1 "$T/cmp.txt")" = ok ]
+# ---- the stored profile: POST /calibrate stores the fit, any request names it ----
+PID_ID=$(js "$T/http.json" 'd["profile"]["id"]')
+check "POST /calibrate names its stored profile ($PID_ID)" \
+    [ "$(js "$T/http.json" 'len(d["profile"]["id"]) == 64 and d["profile"]["href"] == "/profiles/" + d["profile"]["id"]')" = True ]
+req GET "/profiles/$PID_ID"
+check_sh "GET /profiles/{id}: 200, the fitted description ($CODE)" '[ "$1" = 200 ] && [ "$2" = True ]' "$CODE" \
+    "$(json "$BODY" 'd["result"]["format"] == "hardware-profile" and d["result"]["hardware"]["efficiency"]["gemm_scale"] == d["result"]["parameters"][0]["value"]')"
+"$PY" - "$T" "$PID_ID" <<'PY'
+import json, sys
+t, pid = sys.argv[1], sys.argv[2]
+fit = json.load(open(t + "/http.json"))["hardware"]
+base = {"model": {"preset": "llama3-8b"}, "devices": 64,
+        "training": {"seq_len": 4096, "global_batch_tokens": 512 * 4096}, "search": {"top_k": 1}}
+json.dump(dict(base, hardware={"profile": pid}), open(t + "/by_id.json", "w"))
+json.dump(dict(base, hardware=fit), open(t + "/inline.json", "w"))
+json.dump(dict(base, hardware={"profile": "0" * 64}), open(t + "/unknown.json", "w"))
+json.dump(dict(base, hardware={"profile": pid, "hbm_bytes": 40e9}), open(t + "/override.json", "w"))
+json.dump({"model": {"preset": "llama3-8b"}, "hardware": {"profile": pid},
+           "training": {"seq_len": 4096, "global_batch_tokens": 4096}}, open(t + "/roof.json", "w"))
+json.dump({"base": dict(base, hardware={"preset": "h100-sxm"}),
+           "vary": {"hardware": [{"preset": "h100-sxm"}, {"profile": pid}]}}, open(t + "/cmp_id.json", "w"))
+PY
+req POST /search -H 'Content-Type: application/json' -H 'Prefer: wait=60' --data-binary @"$T/by_id.json"
+ID_BY=$(json "$BODY" 'd["id"]'); STEP_BY=$(json "$BODY" 'd["result"]["configs"][0]["expected"]["step_time_s"]')
+req POST /search -H 'Content-Type: application/json' -H 'Prefer: wait=60' --data-binary @"$T/inline.json"
+check_sh "a search naming the profile is the search with the description inline: one key, one answer" \
+    '[ -n "$1" ] && [ "$1" = "$2" ] && [ -n "$3" ] && [ "$3" = "$4" ]' "$ID_BY" "$(json "$BODY" 'd["id"]')" \
+    "$STEP_BY" "$(json "$BODY" 'd["result"]["configs"][0]["expected"]["step_time_s"]')"
+req POST /search -H 'Content-Type: application/json' --data-binary @"$T/unknown.json"
+check_sh "an unknown profile: 422 at /hardware/profile ($CODE)" '[ "$1" = 422 ] && [ "$2" = /hardware/profile ]' \
+    "$CODE" "$(json "$BODY" 'd["errors"][0]["pointer"]')"
+req POST /search -H 'Content-Type: application/json' -H 'Prefer: wait=60' --data-binary @"$T/override.json"
+check_sh "a profile with an override, as a preset's ($CODE)" '[ "$1" = 200 ] && [ "$2" = 40000000000.0 ]' \
+    "$CODE" "$(json "$BODY" 'd["result"]["hardware"]["hbm_bytes"]')"
+req POST /roofline -H 'Content-Type: application/json' --data-binary @"$T/roof.json"
+check_sh "POST /roofline resolves it ($CODE)" '[ "$1" = 200 ] && [ -n "$2" ] && [ "$2" = "$3" ]' "$CODE" \
+    "$(json "$BODY" 'd["hardware"]["efficiency"]["gemm_scale"]')" "$(js "$T/http.json" 'd["hardware"]["efficiency"]["gemm_scale"]')"
+req POST /compare -H 'Content-Type: application/json' -H 'Prefer: wait=120' --data-binary @"$T/cmp_id.json"
+check "POST /compare resolves it in vary.hardware ($CODE)" [ "$CODE" = 200 ]
+"$MFU" search "$T/by_id.json" >/dev/null 2>"$T/cli_id.err"
+check "the CLI has no store: exit 2 at /hardware/profile ($?)" \
+    [ "$(js "$T/cli_id.err" 'd["errors"][0]["pointer"]')" = /hardware/profile ]
+
 kill -TERM "$PID"
 wait "$PID"
 check "SIGTERM: clean exit" [ $? -eq 0 ]
 PID=""
+# the profile outlives the daemon (the store keeps it)
+"$MFUD" --port 0 --db "$T/mfud.db" --log-level info 2>"$T/log2" &
+PID=$!
+wait_port "$T/log2"
+req GET "/profiles/$PID_ID"
+check "after a restart the profile is still there ($CODE)" [ "$CODE" = 200 ]
+kill -TERM "$PID"
+wait "$PID"
+PID=""
+add_checker oas_check 20 "$PY" tests/integration/oas_check.py openapi.yaml "$REC"
 finish

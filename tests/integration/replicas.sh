@@ -111,6 +111,16 @@ done
 check "/readyz 200 within 10 s of the database coming back" [ "$code" = 200 ]
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -H 'Prefer: respond-async' -d "$body" "$B1/search")
 check "the same search is acknowledged once the database is back (got $code)" sh -c "[ $code = 202 ] || [ $code = 200 ]"
+# a calibrated profile stored through one replica is named through another
+B2=http://127.0.0.1:$(echo $PORTS | cut -d' ' -f3) # replica 3: the driver killed replica 2
+curl -s -o "$T/cal.json" -H 'Content-Type: application/json' --data-binary @examples/calibration.json "$B1/calibrate"
+pid_id=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['profile']['id'])" "$T/cal.json" 2>/dev/null)
+code=$(curl -s -o /dev/null -w '%{http_code}' "$B2/profiles/$pid_id")
+check_sh "a profile POST /calibrate stored on one replica: GET /profiles/{id} on another 200 (got $code)" \
+    '[ -n "$1" ] && [ "$2" = 200 ]' "$pid_id" "$code"
+body2="{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"profile\": \"$pid_id\"}, \"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}}"
+code=$(curl -s -o "$T/prof_search" -w '%{http_code}' -H 'Content-Type: application/json' -H 'Prefer: respond-async' -d "$body2" "$B2/search")
+check "... and a search there names it (got $code: $(head -c 200 "$T/prof_search"))" sh -c "[ $code = 202 ] || [ $code = 200 ]"
 for p in $PIDS; do kill -0 "$p" 2>/dev/null && kill -TERM "$p"; done
 sleep 1
 # a second start finds the schema current and migrates nothing
