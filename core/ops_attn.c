@@ -131,7 +131,8 @@ static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a,
     /* F-TIME-GEMM-K: the reductions run over the head dimension (QK^T,
      * dP = dO V^T) or the keys / queries (PV, dQ = dS K, dK = dS^T Q, dV =
      * P^T dO); a backward op of two equal-FLOP GEMMs takes the harmonic
-     * mean of their lengths (its time is the sum of both) */
+     * mean of their lengths, each capped at the curve's reference first
+     * (its time is the sum of both, and no GEMM gains above it) */
     double sq = (double)s->seq / cp, sk = (double)s->seq;
     mfu_op *g = push(b, "attn_scores", MFU_FWD, tm, fs, ab * (q + k + S), ab * (q + T * Hkv * dqk));
     if (g) {
@@ -141,7 +142,7 @@ static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a,
     g = push(b, "attn_scores.bwd", MFU_BWD, tm, 2.0 * fs, ab * (2.0 * q + 2.0 * k + S), 0);
     if (g) {
         g->gemm_out = q + k;
-        g->gemm_k = 2.0 / (1.0 / sk + 1.0 / sq);
+        g->gemm_k = 2.0 / (1.0 / fmin(sk, MFU_GEMM_REF_K) + 1.0 / fmin(sq, MFU_GEMM_REF_K));
     }
     /* softmax: saves its output (2as^2b) -- what core_attn recompute frees */
     rc(b, MFU_RCM_CORE_ATTN, MFU_RCM_CORE_ATTN);
@@ -165,7 +166,7 @@ static void core_unfused(builder *b, const mfu_model *m, const mfu_attention *a,
     g = push(b, "attn_av.bwd", MFU_BWD, tm, 2.0 * fv, ab * (S + v + 2.0 * o + S + v), 0);
     if (g) {
         g->gemm_out = S + v;
-        g->gemm_k = 2.0 / (1.0 / dv + 1.0 / sq);
+        g->gemm_k = 2.0 / (1.0 / fmin(dv, MFU_GEMM_REF_K) + 1.0 / fmin(sq, MFU_GEMM_REF_K));
     }
 }
 

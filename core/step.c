@@ -522,10 +522,14 @@ static void comm_fsdp(step_ctx *x)
 static double dp_sync_exposed(const step_ctx *x, double t_sync, double t_bucket)
 {
     double b = x->t_b + x->t_rc, v = (double)x->c->vpp;
-    if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0)
-        return mfu_dmax(t_bucket, t_sync - b);
+    double one = mfu_dmax(t_bucket, t_sync - b);
+    if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0) return one;
     double s = t_sync / v, w = fmin(x->pp, x->mb) * b / v;
-    return mfu_dmax(s, v * s - (v - 1.0) * w);
+    double chunks = mfu_dmax(s, v * s - (v - 1.0) * w);
+    /* the bound: whichever hides more -- without the alignment
+     * (--no-align-grad-reduce, torch.distributed.pipelining) a chunk's
+     * buckets reduce under its own last backward too */
+    return x->eff ? chunks : fmin(one, chunks);
 }
 
 /* The ZeRO parameter all-gather of the next step under its forward. One
@@ -538,10 +542,11 @@ static double dp_sync_exposed(const step_ctx *x, double t_sync, double t_bucket)
 static double dp_gather_exposed(const step_ctx *x, double t_gather)
 {
     double f = x->t_f, v = (double)x->c->vpp;
-    if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0)
-        return mfu_dmax(0.0, t_gather - f);
+    double one = mfu_dmax(0.0, t_gather - f);
+    if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0) return one;
     double g = t_gather / v;
-    return mfu_dmax(0.0, g - f / v) + (v - 1.0) * mfu_dmax(0.0, g - fmin(x->pp, x->mb) * f / v);
+    double chunks = mfu_dmax(0.0, g - f / v) + (v - 1.0) * mfu_dmax(0.0, g - fmin(x->pp, x->mb) * f / v);
+    return x->eff ? chunks : fmin(one, chunks); /* the bound: as dp_sync_exposed's */
 }
 
 /* DP gradient sync and ZeRO gathers (F-COMM-DP). */

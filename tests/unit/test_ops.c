@@ -380,27 +380,30 @@ static void t_gemm_waves(void)
 }
 
 /* F-TIME-GEMM-K: a GEMM with a short reduction runs slower.
- * 1. By hand, the H100 preset's FP8 K_half 831 (bench/gemm_k, fitted to
- *    tile-lang's H800 K-sweeps): K = 512 runs at (512/1343)/(4096/4927) =
- *    0.4586 of the curve, K >= 4096 at the curve; 16-bit at K = 512,
+ * 1. By hand, the H100 preset's K_half (bench/gemm_k, fitted to tile-lang's
+ *    H800 K-sweeps): FP8 458 -- K = 512 runs at (512/970)/(4096/4554) =
+ *    0.5869 of the curve, K >= 4096 at the curve; 16-bit 262 -- K = 512 at
  *    (512/774)/(4096/4358) = 0.7038.
- * 2. Cross-checked on an independent source: DeepGEMM's FP8 dense GEMMs on
- *    H800 (deepseek-ai/DeepGEMM README, initial commit a6d97a1, M = 4096:
- *    N, K, TFLOP/s). The H800 preset's component profile (curve at scale
- *    1, waves, K term) predicts each within 12 %; without the K term the
- *    K = 512 shape is 2.3x too fast. Their scaling is 1x128 / 128x128
- *    blocks with promotion, the preset's forward runs fast accumulation:
- *    the comparison is of shape dependence, a few percent of level. */
+ * 2. Against an independent table, DeepGEMM's FP8 dense GEMMs on H800
+ *    (deepseek-ai/DeepGEMM README, initial commit a6d97a1, M = 4096: N, K,
+ *    TFLOP/s), through the H800 preset's component profile (curve at scale
+ *    1, waves, K term). Its long-K shapes (K >= 7168, no K term) within 5
+ *    %. Its kernels scale per 1x128 / 128x128 block with promotion and
+ *    lose more at a short K than tile-lang's per-tensor ones (K_half ~ 900
+ *    to 1,300 would fit them): the term takes the K = 512 shape from 2.30x
+ *    too fast to 1.36x, K = 1536 from 1.41x to 1.22x, K = 2048 from 1.24x
+ *    to 1.13x -- closer every time, still optimistic for that recipe
+ *    (docs/model.md). */
 static void t_gemm_k(void)
 {
     mfu_hardware hw;
     CHECK(load_hw("h100-sxm", &hw) == 0);
     CHECK_NEAR(hw.eff.gemm_half_k, 262.0, 0);
-    CHECK_NEAR(hw.eff.fp8_gemm_half_k, 831.0, 0);
+    CHECK_NEAR(hw.eff.fp8_gemm_half_k, 458.0, 0);
     mfu_efficiency e;
     mfu_efficiency_ideal(&e);
     e.gemm_half_k = 262.0;
-    e.fp8_gemm_half_k = 831.0;
+    e.fp8_gemm_half_k = 458.0;
     mfu_op op;
     memset(&op, 0, sizeof op);
     op.tags = MFU_TAG_MATMUL;
@@ -408,7 +411,7 @@ static void t_gemm_k(void)
     op.bytes = 1.0;
     double p8 = hw.peak_flops[MFU_DT_FP8], p16 = hw.peak_flops[MFU_DT_BF16];
     op.gemm_k = 512;
-    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_FP8, &e), 1e12 / (p8 * 0.4586), 1e-4);
+    CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_FP8, &e), 1e12 / (p8 * 0.5869), 1e-4);
     CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_BF16, &e), 1e12 / (p16 * 0.7038), 1e-4);
     op.gemm_k = 4096;
     CHECK_NEAR(mfu_op_time(&op, &hw, MFU_DT_FP8, &e), 1e12 / p8, 1e-12);
@@ -425,8 +428,11 @@ static void t_gemm_k(void)
     c.gemm_scale = 1.0;
     c.fp8_gemm_scale = 1.0;
     c.gemm_overhead_s = 0.0;
-    static const double dg[6][3] = {{2112, 7168, 1058}, {24576, 1536, 990}, {32768, 512, 590},
-                                    {7168, 16384, 1358}, {4096, 7168, 1304}, {7168, 2048, 1025}};
+    /* N, K, measured TFLOP/s; then predicted / measured with and without
+     * the K term, worked out above (checked to 0.03) */
+    static const double dg[6][5] = {{2112, 7168, 1058, 1.04, 1.04}, {24576, 1536, 990, 1.22, 1.41},
+                                    {32768, 512, 590, 1.36, 2.30}, {7168, 16384, 1358, 1.00, 1.00},
+                                    {4096, 7168, 1304, 0.96, 0.96}, {7168, 2048, 1025, 1.13, 1.24}};
     for (int i = 0; i < 6; i++) {
         double M = 4096, N = dg[i][0], K = dg[i][1];
         memset(&op, 0, sizeof op);
@@ -435,14 +441,15 @@ static void t_gemm_k(void)
         op.bytes = M * K + N * K + 2.0 * M * N;
         op.gemm_out = M * N;
         op.gemm_k = K;
-        double tflops = op.flops / mfu_op_time(&op, &h8, MFU_DT_FP8, &c) / 1e12;
-        if (fabs(tflops / dg[i][2] - 1.0) > 0.12)
-            fprintf(stderr, "DeepGEMM N %.0f K %.0f: %.0f TFLOP/s predicted, %.0f measured\n", N, K, tflops, dg[i][2]);
-        CHECK(fabs(tflops / dg[i][2] - 1.0) <= 0.12);
-        if (K == 512) {
-            op.gemm_k = 0;
-            CHECK(op.flops / mfu_op_time(&op, &h8, MFU_DT_FP8, &c) / 1e12 > 2.0 * dg[i][2]);
-        }
+        double with = op.flops / mfu_op_time(&op, &h8, MFU_DT_FP8, &c) / 1e12 / dg[i][2];
+        op.gemm_k = 0;
+        double without = op.flops / mfu_op_time(&op, &h8, MFU_DT_FP8, &c) / 1e12 / dg[i][2];
+        if (fabs(with - dg[i][3]) > 0.03 || fabs(without - dg[i][4]) > 0.03)
+            fprintf(stderr, "DeepGEMM N %.0f K %.0f: predicted / measured %.3f with, %.3f without\n", N, K, with,
+                    without);
+        CHECK(fabs(with - dg[i][3]) <= 0.03 && fabs(without - dg[i][4]) <= 0.03);
+        CHECK(with <= without + 1e-12);
+        if (K >= 7168) CHECK(fabs(with - 1.0) <= 0.05);
     }
 }
 

@@ -528,19 +528,21 @@ static mfu_config dp8(mfu_system *s8)
     return cfg(8, 1, 1, 1, 1, 1);
 }
 
-/* F-COMM-DP-CHUNKS by hand: Llama-3-8B on 16 ideal devices, dp 4 x pp 4,
- * 8 micro-batches per replica, ZeRO-1, a slow network between the replicas
- * (2 GB/s, no latency, inside the node too) so that the reduction outlasts the
- * backward. The bound's t_sync (reduce-scatter of fp32 gradients, 4 B) and
- * t_gather (all-gather of bf16 parameters, 2 B) split the DP total 2 : 1.
- * 1F1B: max(last bucket, t_sync - b) + max(0, t_gather - f) with b and f
- * one micro-batch's backward and forward on the stage. Interleaved, v = 4
- * chunks of 2 layers: Megatron-Core reduces each chunk after its last
+/* F-COMM-DP-CHUNKS by hand: Llama-3-8B on 16 devices of ideal efficiency,
+ * dp 4 x pp 4, 8 micro-batches per replica, ZeRO-1, a slow network (2
+ * GB/s, no latency, inside the node too) so that the gradient reduction
+ * outlasts the backward. t_sync (reduce-scatter of fp32 gradients, 4 B)
+ * and t_gather (all-gather of bf16 parameters, 2 B) split the DP total
+ * 2 : 1. 1F1B: max(last bucket, t_sync - b) + max(0, t_gather - f), b and
+ * f one micro-batch's backward (its recompute included) and forward on
+ * the stage; with and without full recompute. Interleaved, v = 4 chunks
+ * of 2 layers, expected: Megatron-Core reduces each chunk after its last
  * backward, the chunks g = 4 micro-batches apart in the cool-down
  * (schedules.py, grad_sync_func at virtual micro-batch id - rank): s =
  * t_sync / v, w = g b / v, max(s, v s - (v-1) w); the parameter gathers
  * of chunks 0 and 1 start with the step, chunk j+1's with chunk j's first
- * forward: max(0, t_gather/v - f/v) + (v-1) max(0, t_gather/v - g f/v). */
+ * forward: max(0, t_gather/v - f/v) + (v-1) max(0, t_gather/v - g f/v).
+ * The bound takes, for each, the smaller of that and the one-chunk form. */
 static void t_dp_chunks(void)
 {
     fixture();
@@ -551,30 +553,36 @@ static void t_dp_chunks(void)
     mfu_config c = cfg(4, 1, 1, 1, 4, 1);
     c.zero = 1;
     c.grad_accum = 8;
-    double exposed[2];
-    for (int i = 0; i < 2; i++) {
-        c.schedule = i ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
-        c.vpp = i ? 4 : 1;
+    double exposed[3];
+    for (int i = 0; i < 3; i++) {
+        c.schedule = i == 2 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
+        c.vpp = i == 2 ? 4 : 1;
+        c.recompute = i == 1 ? MFU_RC_FULL : MFU_RC_NONE;
         CHECK(mfu_config_default_split(&s16, &c) == MFU_OK);
         mfu_eval ev;
         CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
-        const mfu_times *t = &ev.bound;
+        const mfu_times *t = &ev.expected;
         double f = t->compute_fwd_s / 8, b = (t->compute_s - t->compute_fwd_s + t->recompute_s) / 8;
         double sync = t->comm_total_s[MFU_COMM_DP] * 2 / 3, gather = t->comm_total_s[MFU_COMM_DP] / 3;
-        double want;
-        if (!i) {
-            /* Megatron's bucket: 40 M fp32 gradients, 3/4 of it over the link */
-            want = fmax(0.75 * 40e6 * 4 / 2e9, sync - b) + fmax(0, gather - f);
-        } else {
+        /* Megatron's bucket: 40 M fp32 gradients, 3/4 of it over the link */
+        double one = fmax(0.75 * 40e6 * 4 / 2e9, sync - b) + fmax(0, gather - f), want = one;
+        if (i == 1) CHECK(t->recompute_s > 0);
+        if (i == 2) {
             double v = 4, s = sync / v, w = 4 * b / v, g = gather / v;
-            want = fmax(s, v * s - (v - 1) * w) + fmax(0, g - f / v) + (v - 1) * fmax(0, g - 4 * f / v);
+            double cs = fmax(s, v * s - (v - 1) * w), cg = fmax(0, g - f / v) + (v - 1) * fmax(0, g - 4 * f / v);
+            want = cs + cg;
             CHECK(v * s - (v - 1) * w > s); /* the case where the queue backs up */
+            CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_DP],
+                       fmin(fmax(0.75 * 40e6 * 4 / 2e9, sync - b), cs) + fmin(fmax(0, gather - f), cg), 1e-9);
+        } else {
+            CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_DP], want, 1e-9);
         }
         CHECK_NEAR(t->comm_exposed_s[MFU_COMM_DP], want, 1e-9);
         exposed[i] = t->comm_exposed_s[MFU_COMM_DP];
     }
-    /* the chunks' earlier reductions hide more of it */
+    /* a recomputed backward hides more; so do the chunks' earlier reductions */
     CHECK(exposed[1] < exposed[0]);
+    CHECK(exposed[2] < exposed[0]);
 }
 
 static void t_dp_allreduce(void)
