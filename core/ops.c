@@ -129,6 +129,18 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
     double slots = Ts * h;
     push(b, "moe_dispatch", MFU_FWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);
     push(b, "moe_dispatch.bwd", MFU_BWD, t | MFU_TAG_EXPERT, 0, ab * (Te * h + slots), 0);
+    /* F-MOE-SORT: with more than one local expert the received slots are
+     * sorted by local expert after the all-to-all and back before it
+     * ("Permutation 2" / "Unpermutation 2", sort_chunks_by_idxs; a
+     * transpose copy when padded to capacity: Megatron-Core core_v0.15.0
+     * moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher.
+     * dispatch_postprocess / combine_preprocess): each a copy of the slots
+     * (read and write; the probabilities, fp32, with the first), again in
+     * the backward */
+    if (local > 1.0) {
+        push(b, "moe_sort", MFU_FWD, t | MFU_TAG_EXPERT, 0, 2.0 * (ab * slots + 4.0 * Ts), 0);
+        push(b, "moe_sort.bwd", MFU_BWD, t | MFU_TAG_EXPERT, 0, 2.0 * (ab * slots + 4.0 * Ts), 0);
+    }
     double I = (double)p->expert_ffn_dim;
     double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
     unsigned te = t | MFU_TAG_EXPERT;
@@ -154,6 +166,10 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
     rc(b, MFU_RCM_MOE, MFU_RCM_MOE);
     /* combine: the k (already weighted) expert outputs summed back into
      * token order; its backward gathers the output gradient to the slots */
+    if (local > 1.0) {
+        push(b, "moe_unsort", MFU_FWD, te, 0, 2.0 * ab * slots, 0);
+        push(b, "moe_unsort.bwd", MFU_BWD, te, 0, 2.0 * ab * slots, 0);
+    }
     push(b, "moe_combine", MFU_FWD, te, slots, ab * (slots + Te * h), 0);
     push(b, "moe_combine.bwd", MFU_BWD, te, 0, ab * (slots + Te * h), 0);
     mx(b, 0);

@@ -155,11 +155,13 @@ double mfu_attention_intensity(double T, double S, double H, double H_kv)
  *    sorts, the all-to-alls, SwiGLU and unpermute (about 10); its
  *    backward about 36 (29-43). The inventory holds 5 of the forward's
  *    (router GEMM, top-k before the sync; dispatch, activation, combine
- *    after) and 6 of the backward's. */
+ *    after) and 6 of the backward's, 7 and 8 with the chunk sorts of more
+ *    than one local expert (F-MOE-SORT). */
 #define MFU_HOST_GEMM_CALL 1.0
 #define MFU_HOST_MOE_FWD_PRE 49.0  /* about 51 before the sync, 2 in the inventory */
-#define MFU_HOST_MOE_FWD_POST 8.0  /* about 11 after it, 3 in the inventory */
-#define MFU_HOST_MOE_BWD 30.0      /* about 36, 6 in the inventory */
+#define MFU_HOST_MOE_FWD_POST 6.0  /* about 11 after it, 5 in the inventory (with the
+                                    * chunk sorts, F-MOE-SORT, of more than one local expert) */
+#define MFU_HOST_MOE_BWD 28.0      /* about 36, 8 in the inventory (the sorts' too) */
 
 /* F-TIME-DISPATCH: host ops per inventory op. A GEMM op of `calls`
  * equal GEMMs (a grouped expert GEMM: one per local expert) costs one

@@ -379,6 +379,37 @@ static void t_gemm_waves(void)
     }
 }
 
+/* F-MOE-SORT: with more than one local expert Megatron-Core's all-to-all
+ * dispatcher sorts the received slots by local expert and back
+ * (token_dispatcher.py, dispatch_postprocess / combine_preprocess), each
+ * a copy of the slots, forward and backward. By hand: 8 experts top 2,
+ * 64 tokens, h 256, bf16, ep 1 (8 local): 128 slots x 256 = 32768
+ * elements; the sort moves 2 x (2 B x 32768 + 4 B x 128 fp32
+ * probabilities) = 132096 bytes, the unsort 2 x 2 x 32768 = 131072. With
+ * ep 8 (one local expert) neither runs. */
+static void t_moe_sort(void)
+{
+    static mfu_model me;
+    CHECK(load_model_ir("{\"d_model\": 256, \"vocab\": 1000, \"layers\": [{\"count\": 1, \"attention\": "
+                        "{\"n_heads\": 8}, \"mlp\": {\"type\": \"moe\", \"n_experts\": 8, \"top_k\": 2, "
+                        "\"expert_ffn_dim\": 128}}]}", &me) == 0);
+    for (int ep = 1; ep <= 8; ep += 7) {
+        mfu_shape s64 = {1, 64, 1, 1, ep, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+        int n = mfu_ops_layer(&me, 0, &s64, ops, MFU_MAX_OPS), seen = 0;
+        for (int i = 0; i < n; i++) {
+            if (!strcmp(ops[i].name, "moe_sort") || !strcmp(ops[i].name, "moe_sort.bwd")) {
+                seen++;
+                CHECK_NEAR(ops[i].bytes, 132096.0, 1e-12);
+            }
+            if (!strcmp(ops[i].name, "moe_unsort") || !strcmp(ops[i].name, "moe_unsort.bwd")) {
+                seen++;
+                CHECK_NEAR(ops[i].bytes, 131072.0, 1e-12);
+            }
+        }
+        CHECK_EQ_I(seen, ep == 1 ? 4 : 0);
+    }
+}
+
 /* F-TIME-GEMM-K: a GEMM with a short reduction runs slower.
  * 1. By hand, the H100 preset's K_half (bench/gemm_k, fitted to tile-lang's
  *    H800 K-sweeps): FP8 458 -- K = 512 runs at (512/970)/(4096/4554) =
@@ -645,6 +676,7 @@ static void t_roofline_70b(void)
 static const check_case cases[] = {
     CHECK_CASE(t_gemm_waves),
     CHECK_CASE(t_gemm_k),
+    CHECK_CASE(t_moe_sort),
     CHECK_CASE(t_attention_length),
     CHECK_CASE(t_inventory_uncut),
     CHECK_CASE(t_intensities),

@@ -721,8 +721,9 @@ static void t_dispatch(void)
      * an absurd 1 s per host op every GPU time (ms) vanishes beside the
      * host's, so the step's host excess is the host op count in seconds:
      * per MoE layer, the inventory's ops (a GEMM op: one per local
-     * expert), plus the 49 + 8 forward and 30 backward ops of Megatron's
-     * routing and permutation the inventory does not hold; with FP8
+     * expert; with 4 local experts the chunk sorts, F-MOE-SORT, are
+     * among them), plus the 49 + 6 forward and 28 backward ops of
+     * Megatron's routing and permutation the inventory does not hold; with FP8
      * (per-tensor current scaling), each cast of a GEMM's input or output
      * gradient is amax, scale and cast, per local expert for the experts'
      * GEMMs (Transformer Engine's split_quantize casts each expert's
@@ -753,7 +754,7 @@ static void t_dispatch(void)
             /* count the layer's host ops by the rule above */
             mfu_shape sh = {1, 4096, 1, 1, 8, 1, 0, dt, MFU_ATTN_FLASH};
             int n = mfu_ops_layer(&toy, 0, &sh, ops, MFU_MAX_OPS);
-            double host = 49 + 8 + 30, expert_gemm_calls = 0;
+            double host = 49 + 6 + 28, expert_gemm_calls = 0, sorts = 0;
             for (int i = 0; i < n; i++) {
                 double k = 1;
                 if (ops[i].tags & MFU_TAG_MATMUL) {
@@ -761,9 +762,12 @@ static void t_dispatch(void)
                     if (ops[i].tags & MFU_TAG_EXPERT) expert_gemm_calls += k;
                 } else if (!strncmp(ops[i].name, "fp8_cast", 8)) {
                     k = 3.0 * ((ops[i].tags & MFU_TAG_EXPERT) ? 4 : 1);
+                } else if (strstr(ops[i].name, "sort")) {
+                    sorts++;
                 }
                 host += k;
             }
+            CHECK_NEAR(sorts, 4, 0); /* moe_sort, moe_unsort, forward and backward */
             /* up and down projections, forward + data and weight gradients,
              * 4 local experts each */
             CHECK_NEAR(expert_gemm_calls, 2 * 3 * 4, 1e-9);
