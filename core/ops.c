@@ -144,6 +144,19 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
     double I = (double)p->expert_ffn_dim;
     double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
     unsigned te = t | MFU_TAG_EXPERT;
+    /* F-MOE-FP8-PAD: in FP8 the grouped GEMM wants each expert's rows a
+     * multiple of 16 (32 MXFP8): Megatron-Core's TEGroupedMLP pads its
+     * input and the probabilities (Transformer Engine Fp8Padding,
+     * fused_multi_row_padding) and unpads its output (Fp8Unpadding), a
+     * copy each unless every expert's count is already aligned, which
+     * random routing almost never gives (--moe-router-padding-for-fp8,
+     * off by default, aligns them in the router instead): core_v0.15.0
+     * moe/experts.py TEGroupedMLP.forward; TE module/fp8_padding.py */
+    int pad = b->eb < ab;
+    if (pad) {
+        push(b, "expert_fp8_pad", MFU_FWD, te, 0, 2.0 * (ab * slots + 4.0 * Ts), 0);
+        push(b, "expert_fp8_pad.bwd", MFU_BWD, te, 0, 2.0 * ab * slots, 0);
+    }
     matmul3(b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
             slots);
     double n_out = Ts * I / etp;
@@ -164,6 +177,10 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
     matmul3(b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
             n_out);
     rc(b, MFU_RCM_MOE, MFU_RCM_MOE);
+    if (pad) {
+        push(b, "expert_fp8_unpad", MFU_FWD, te, 0, 2.0 * ab * slots, 0);
+        push(b, "expert_fp8_unpad.bwd", MFU_BWD, te, 0, 2.0 * ab * slots, 0);
+    }
     /* combine: the k (already weighted) expert outputs summed back into
      * token order; its backward gathers the output gradient to the slots */
     if (local > 1.0) {

@@ -386,7 +386,7 @@ static void t_gemm_waves(void)
  * 64 tokens, h 256, bf16, ep 1 (8 local): 128 slots x 256 = 32768
  * elements; the sort moves 2 x (2 B x 32768 + 4 B x 128 fp32
  * probabilities) = 132096 bytes, the unsort 2 x 2 x 32768 = 131072. With
- * ep 8 (one local expert) neither runs. */
+ * ep 8 (one local expert) neither runs. Then F-MOE-FP8-PAD's copies. */
 static void t_moe_sort(void)
 {
     static mfu_model me;
@@ -407,6 +407,24 @@ static void t_moe_sort(void)
             }
         }
         CHECK_EQ_I(seen, ep == 1 ? 4 : 0);
+    }
+    /* F-MOE-FP8-PAD: in FP8 the grouped GEMM's input (with the fp32
+     * probabilities) is padded and its output unpadded, forward and
+     * backward: 2 x (2 B x 32768 + 4 B x 128) and 2 x 2 B x 32768 bytes by
+     * hand (activations stay 16-bit around the casts); none in BF16 */
+    for (int fp8 = 0; fp8 <= 1; fp8++) {
+        mfu_shape s8 = {1, 64, 1, 1, 8, 1, 0, fp8 ? MFU_DT_FP8 : MFU_DT_BF16, MFU_ATTN_FLASH};
+        int n = mfu_ops_layer(&me, 0, &s8, ops, MFU_MAX_OPS), seen = 0;
+        for (int i = 0; i < n; i++) {
+            if (!strcmp(ops[i].name, "expert_fp8_pad")) {
+                seen++;
+                CHECK_NEAR(ops[i].bytes, 132096.0, 1e-12);
+            } else if (!strncmp(ops[i].name, "expert_fp8_", 11)) {
+                seen++;
+                CHECK_NEAR(ops[i].bytes, 131072.0, 1e-12);
+            }
+        }
+        CHECK_EQ_I(seen, fp8 ? 4 : 0);
     }
 }
 
