@@ -135,11 +135,12 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
      * transpose copy when padded to capacity: Megatron-Core core_v0.15.0
      * moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher.
      * dispatch_postprocess / combine_preprocess): each a copy of the slots
-     * (read and write; the probabilities, fp32, with the first), again in
+     * (read and write; the probabilities, in the router's dtype -- the
+     * activations' unless --moe-router-dtype -- with the first), again in
      * the backward */
-    if (local > 1.0) {
-        push(b, "moe_sort", MFU_FWD, t | MFU_TAG_EXPERT, 0, 2.0 * (ab * slots + 4.0 * Ts), 0);
-        push(b, "moe_sort.bwd", MFU_BWD, t | MFU_TAG_EXPERT, 0, 2.0 * (ab * slots + 4.0 * Ts), 0);
+    if (local > 1.0 && !s->moe_no_copies) {
+        push(b, "moe_sort", MFU_FWD, t | MFU_TAG_EXPERT, 0, 2.0 * ab * (slots + Ts), 0);
+        push(b, "moe_sort.bwd", MFU_BWD, t | MFU_TAG_EXPERT, 0, 2.0 * ab * (slots + Ts), 0);
     }
     double I = (double)p->expert_ffn_dim;
     double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
@@ -152,10 +153,10 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
      * random routing almost never gives (--moe-router-padding-for-fp8,
      * off by default, aligns them in the router instead): core_v0.15.0
      * moe/experts.py TEGroupedMLP.forward; TE module/fp8_padding.py */
-    int pad = b->eb < ab;
+    int pad = b->eb < ab && !s->moe_no_copies;
     if (pad) {
-        push(b, "expert_fp8_pad", MFU_FWD, te, 0, 2.0 * (ab * slots + 4.0 * Ts), 0);
-        push(b, "expert_fp8_pad.bwd", MFU_BWD, te, 0, 2.0 * ab * slots, 0);
+        push(b, "expert_fp8_pad", MFU_FWD, te, 0, 2.0 * ab * (slots + Ts), 0);
+        push(b, "expert_fp8_pad.bwd", MFU_BWD, te, 0, 2.0 * ab * (slots + Ts), 0);
     }
     matmul3(b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
             slots);
@@ -183,7 +184,7 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
     }
     /* combine: the k (already weighted) expert outputs summed back into
      * token order; its backward gathers the output gradient to the slots */
-    if (local > 1.0) {
+    if (local > 1.0 && !s->moe_no_copies) {
         push(b, "moe_unsort", MFU_FWD, te, 0, 2.0 * ab * slots, 0);
         push(b, "moe_unsort.bwd", MFU_BWD, te, 0, 2.0 * ab * slots, 0);
     }

@@ -133,6 +133,12 @@ typedef struct mfu_shape {
     int ce_unfused;
     /* F-TIME-FP8-AMAX: the FP8 scaling recipe (MFU_FP8_*), with dtype fp8 */
     int fp8_recipe;
+    /* an MoE layer whose slots move only to and from their experts,
+     * without Megatron-Core's chunk sorts (F-MOE-SORT, which one expert per
+     * rank avoids) or FP8 padding copies (F-MOE-FP8-PAD, which padding in
+     * the router avoids): the roofline's ideal, and XLA's (MaxText on
+     * TPUs routes with its own sort) */
+    int moe_no_copies;
 } mfu_shape;
 
 /* Routed token slots on the busiest expert rank relative to the mean
@@ -147,7 +153,8 @@ static inline double mfu_moe_load(const mfu_mlp *p, double moe_load)
 /* Sizes from the limits, so no inventory is ever cut short: one layer run
  * has at most MFU_MAX_LAYER_OPS ops (worst case today: MLA + unfused
  * attention with dropout + MoE with a gated shared expert and biases, FP8
- * casts = 87, 98 with unfused gradient accumulation; tests/unit/test_ops.c
+ * casts, F-MOE-SORT and F-MOE-FP8-PAD = 95, 106 with unfused gradient
+ * accumulation; tests/unit/test_ops.c
  * builds it and checks the margin), the embedding and head at most
  * MFU_MAX_EDGE_OPS (21 with learned positions, dropout, unfused gradient
  * accumulation and the unfused loss, also built there), and a model at

@@ -20,6 +20,7 @@ static void roof_shape(const mfu_training *t, mfu_shape *s)
      * a recipe's amax pass is a gap, as the unfused loss and gradient
      * accumulation are (roof_shape leaves those out too) */
     s->fp8_recipe = MFU_FP8_DELAYED;
+    s->moe_no_copies = 1; /* nor the framework's MoE copies (F-MOE-SORT, F-MOE-FP8-PAD) */
 }
 
 /* Add ops[0..n) to out. */

@@ -202,6 +202,7 @@ void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s)
     s->wgrad_unfused = sys->train.wgrad_acc_unfused;
     s->ce_unfused = sys->train.ce_unfused;
     s->fp8_recipe = sys->train.fp8_recipe;
+    s->moe_no_copies = sys->hw->platform == MFU_PLATFORM_TPU;
 }
 
 /* The recompute policies that can be used at all: not an empty selective
