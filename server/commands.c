@@ -38,11 +38,10 @@ static json_t *known_variants(const char *normalized)
             continue;
         }
         struct db_row row;
-        if (db_get(jobs_app.db, id, 1, &row) == DB_OK) {
-            if (strcmp(row.status, "done") == 0 && row.result)
-                json_object_set_new(out, id, json_string(row.result));
-            db_row_fini(&row);
-        }
+        int rc = db_get(jobs_app.db, id, 1, &row);
+        if (rc == DB_OK && strcmp(row.status, "done") == 0 && row.result)
+            json_object_set_new(out, id, json_string(row.result));
+        if (rc == DB_OK || rc == DB_ECORRUPT) db_row_fini(&row); /* a corrupt row is filled too */
     }
     json_decref(norm);
     return out;
@@ -76,10 +75,9 @@ static json_t *stored_trace(const char *id)
         srv_rcache_unref(e);
     } else {
         struct db_row row;
-        if (db_get(jobs_app.db, id, 1, &row) == DB_OK) {
-            if (!strcmp(row.status, "done") && row.result) doc = json_loads(row.result, 0, NULL);
-            db_row_fini(&row);
-        }
+        int rc = db_get(jobs_app.db, id, 1, &row);
+        if (rc == DB_OK && !strcmp(row.status, "done") && row.result) doc = json_loads(row.result, 0, NULL);
+        if (rc == DB_OK || rc == DB_ECORRUPT) db_row_fini(&row); /* a corrupt row is filled too */
     }
     if (doc && !(json_is_array(json_object_get(doc, "steps")) &&
                  !strcmp(json_string_value(json_object_get(doc, "format")) ? json_string_value(json_object_get(doc, "format")) : "", "chrome-trace"))) {
@@ -141,10 +139,12 @@ static json_t *stored_doc(const char *id)
         return doc;
     }
     struct db_row row;
-    if (db_get(jobs_app.db, id, 1, &row) == DB_OK) {
-        if (!strcmp(row.status, "done") && row.result) doc = json_loads(row.result, 0, NULL);
-        db_row_fini(&row);
+    int rc = db_get(jobs_app.db, id, 1, &row);
+    if (rc == DB_OK && !strcmp(row.status, "done") && row.result) {
+        doc = json_loads(row.result, 0, NULL);
+        srv_rcache_note_access(id, 0); /* in use: last in line for eviction */
     }
+    if (rc == DB_OK || rc == DB_ECORRUPT) db_row_fini(&row); /* a corrupt row is filled too */
     return doc;
 }
 
@@ -160,6 +160,13 @@ static json_t *profile_resolved(struct srv_req *r, json_t *h, const char *ptr, i
     json_t *pid = json_object_get(h, "profile");
     if (!pid) return NULL;
     *bad = 1;
+    if (json_object_get(h, "preset")) {
+        api_status st;
+        api_status_init(&st);
+        api_fail(&st, 422, ptr, "name a stored profile or a preset, not both");
+        srv_answer_json(r, 422, api_problem_json(&st));
+        return NULL;
+    }
     const char *id = json_string_value(pid);
     json_t *doc = id && strlen(id) == 64 && strspn(id, "0123456789abcdef") == 64 ? stored_doc(id) : NULL;
     json_t *stored = json_object_get(doc, "hardware");
@@ -277,8 +284,15 @@ static void store_profile(json_t *res)
         json_decref(nd);
         struct db_new_job nj = {id, norm ? norm : "{}", NULL,
                                 json_string_value(json_object_get(hw, "name")), "profile", 0, now};
-        ok = db_put_job(jobs_app.db, &nj) == DB_OK &&
-             db_finish(jobs_app.db, id, "done", text, NULL, 0, 0.0, 0, now) == DB_OK;
+        int prc = db_put_job(jobs_app.db, &nj);
+        if (prc == DB_OK) {
+            ok = db_finish(jobs_app.db, id, "done", text, NULL, 0, 0.0, 0, now) == DB_OK;
+        } else if (prc == DB_EOWNED) {
+            /* another replica stored the same fit just now (or holds it) */
+            json_t *again = stored_doc(id);
+            ok = again != NULL;
+            json_decref(again);
+        }
         if (!ok) srv_log(SRV_LOG_ERROR, "msg=\"db store profile failed\" err=\"%s\"", db_errmsg(jobs_app.db));
         free(norm);
     }
@@ -371,13 +385,12 @@ static void cmd_traces(struct srv_req *r)
 {
     if (answer_from_rcache(r, 1)) return;
     struct db_row row;
-    if (db_get(jobs_app.db, r->id, 1, &row) == DB_OK) {
-        if (!strcmp(row.status, "done")) {
-            answer_done_row(r, &row);
-            return;
-        }
-        db_row_fini(&row);
+    int rc = db_get(jobs_app.db, r->id, 1, &row);
+    if (rc == DB_OK && !strcmp(row.status, "done")) {
+        answer_done_row(r, &row);
+        return;
     }
+    if (rc == DB_OK || rc == DB_ECORRUPT) db_row_fini(&row); /* corrupt: measured again below */
     struct twork *tw = calloc(1, sizeof *tw);
     if (tw) tw->r = r;
     jobs_pool_start(r, tw, tw ? &tw->work : NULL, trace_work, trace_after);
@@ -393,20 +406,22 @@ static void recover_corrupt(struct srv_req *r, struct db_row *row, int may_wait)
 {
     srv_log(SRV_LOG_ERROR, "msg=\"stored result failed its checksum; not served\" id=%.12s", r->id);
     /* an uploaded trace or a stored profile: nothing to run again */
-    int trace = row->request && (!strncmp(row->request, "{\"trace\"", 8) || !strncmp(row->request, "{\"profile\"", 10));
+    int profile = row->request && !strncmp(row->request, "{\"profile\"", 10);
+    int trace = profile || (row->request && !strncmp(row->request, "{\"trace\"", 8));
     int64_t created = row->created_ms;
     db_row_fini(row);
     if (trace) {
+        const char *why = profile ? "the stored hardware profile was corrupted; calibrate again (POST /calibrate)"
+                                  : "the stored trace measurement was corrupted; upload the trace again";
         api_status st;
         api_status_init(&st);
-        api_fail(&st, 500, "", "the stored trace measurement was corrupted; upload the trace again");
+        api_fail(&st, 500, "", "%s", why);
         json_t *p = api_problem_json(&st);
         char *e = p ? json_dumps(p, JSON_COMPACT) : NULL;
         json_decref(p);
         if (e) db_finish(jobs_app.db, r->id, "failed", NULL, e, 0, 0.0, 0, srv_now_ms());
         free(e);
-        srv_answer_problem(r, 500, "Internal Server Error",
-                           "the stored trace measurement was corrupted; upload the trace again");
+        srv_answer_problem(r, 500, "Internal Server Error", why);
         srv_http_resume(r);
         return;
     }
@@ -588,7 +603,9 @@ static void cmd_result(struct srv_req *r)
         return;
     }
     struct held *h = jobs_held_find(r->id);
-    if (h && !srv_rcache_get(r->id, 0)) {
+    struct srv_rentry *cached = h ? srv_rcache_get(r->id, 0) : NULL;
+    if (cached) srv_rcache_unref(cached); /* only whether it is there */
+    if (h && !cached) {
         /* finished, not yet written: the held copy */
         memset(&r->view, 0, sizeof r->view);
         memcpy(r->view.id, h->id, 65);

@@ -23,7 +23,10 @@
  * provenance, the system with its roofline); the job takes that prepared
  * object and the worker runs it (api_search_prepared) and renders the
  * result text, so the loop only writes it to the database and answers
- * waiters. A job restarted from its row after a crash, a comparison, or a
+ * waiters. A search or comparison naming a stored hardware profile
+ * (hardware: {"profile": id}) is parsed on the loop instead, once the
+ * loop has read the profile from the store (srv_prepare_search). A job
+ * restarted from its row after a crash, a comparison, or a
  * search whose measured trace the loop resolved from the store parses the
  * stored input instead (as the client sent it, its deadline clamped to
  * --max-search-s: the normal form's model is resolved IR and would lose

@@ -252,6 +252,7 @@ json.dump(dict(base, hardware={"profile": pid}), open(t + "/by_id.json", "w"))
 json.dump(dict(base, hardware=fit), open(t + "/inline.json", "w"))
 json.dump(dict(base, hardware={"profile": "0" * 64}), open(t + "/unknown.json", "w"))
 json.dump(dict(base, hardware={"profile": pid, "hbm_bytes": 40e9}), open(t + "/override.json", "w"))
+json.dump(dict(base, hardware={"profile": pid, "preset": "h100-sxm"}), open(t + "/both.json", "w"))
 json.dump({"model": {"preset": "llama3-8b"}, "hardware": {"profile": pid},
            "training": {"seq_len": 4096, "global_batch_tokens": 4096}}, open(t + "/roof.json", "w"))
 json.dump({"base": dict(base, hardware={"preset": "h100-sxm"}),
@@ -265,6 +266,9 @@ check_sh "a search naming the profile is the search with the description inline:
     "$STEP_BY" "$(json "$BODY" 'd["result"]["configs"][0]["expected"]["step_time_s"]')"
 req POST /search -H 'Content-Type: application/json' --data-binary @"$T/unknown.json"
 check_sh "an unknown profile: 422 at /hardware/profile ($CODE)" '[ "$1" = 422 ] && [ "$2" = /hardware/profile ]' \
+    "$CODE" "$(json "$BODY" 'd["errors"][0]["pointer"]')"
+req POST /search -H 'Content-Type: application/json' --data-binary @"$T/both.json"
+check_sh "a profile and a preset at once: 422 ($CODE)" '[ "$1" = 422 ] && [ "$2" = /hardware/profile ]' \
     "$CODE" "$(json "$BODY" 'd["errors"][0]["pointer"]')"
 req POST /search -H 'Content-Type: application/json' -H 'Prefer: wait=60' --data-binary @"$T/override.json"
 check_sh "a profile with an override, as a preset's ($CODE)" '[ "$1" = 200 ] && [ "$2" = 40000000000.0 ]' \
