@@ -62,9 +62,9 @@ static void answer_done_row(struct srv_req *r, struct db_row *row)
 
 /* ---- uploaded traces (POST /traces, issue 12) -------------------------- */
 
-/* The stored measurement of trace `id` (a done result that is one), or
- * NULL. Loop thread. */
-static json_t *stored_trace(const char *id)
+/* A stored result document by id (memory cache, else the store), or NULL.
+ * Loop thread. */
+static json_t *stored_doc(const char *id)
 {
     json_t *doc = NULL;
     struct srv_rentry *e = srv_rcache_get(id, 0);
@@ -73,14 +73,25 @@ static json_t *stored_trace(const char *id)
         const char *t = srv_rentry_result(e, &n);
         doc = t ? json_loadb(t, n, 0, NULL) : NULL;
         srv_rcache_unref(e);
-    } else {
-        struct db_row row;
-        int rc = db_get(jobs_app.db, id, 1, &row);
-        if (rc == DB_OK && !strcmp(row.status, "done") && row.result) doc = json_loads(row.result, 0, NULL);
-        if (rc == DB_OK || rc == DB_ECORRUPT) db_row_fini(&row); /* a corrupt row is filled too */
+        return doc;
     }
-    if (doc && !(json_is_array(json_object_get(doc, "steps")) &&
-                 !strcmp(json_string_value(json_object_get(doc, "format")) ? json_string_value(json_object_get(doc, "format")) : "", "chrome-trace"))) {
+    struct db_row row;
+    int rc = db_get(jobs_app.db, id, 1, &row);
+    if (rc == DB_OK && !strcmp(row.status, "done") && row.result) {
+        doc = json_loads(row.result, 0, NULL);
+        srv_rcache_note_access(id, 0); /* in use: last in line for eviction */
+    }
+    if (rc == DB_OK || rc == DB_ECORRUPT) db_row_fini(&row); /* a corrupt row is filled too */
+    return doc;
+}
+
+/* The stored measurement of trace `id` (a done result that is one), or
+ * NULL. Loop thread. */
+static json_t *stored_trace(const char *id)
+{
+    json_t *doc = stored_doc(id);
+    const char *fmt = json_string_value(json_object_get(doc, "format"));
+    if (doc && !(json_is_array(json_object_get(doc, "steps")) && fmt && !strcmp(fmt, "chrome-trace"))) {
         json_decref(doc);
         doc = NULL;
     }
@@ -124,29 +135,6 @@ static int resolve_traces(struct srv_req *r, json_t *doc)
 }
 
 /* ---- stored hardware profiles (POST /calibrate, GET /profiles/{id}) ---- */
-
-/* A stored result document by id (memory cache, else the store), or NULL.
- * Loop thread. */
-static json_t *stored_doc(const char *id)
-{
-    json_t *doc = NULL;
-    struct srv_rentry *e = srv_rcache_get(id, 0);
-    if (e) {
-        size_t n = 0;
-        const char *t = srv_rentry_result(e, &n);
-        doc = t ? json_loadb(t, n, 0, NULL) : NULL;
-        srv_rcache_unref(e);
-        return doc;
-    }
-    struct db_row row;
-    int rc = db_get(jobs_app.db, id, 1, &row);
-    if (rc == DB_OK && !strcmp(row.status, "done") && row.result) {
-        doc = json_loads(row.result, 0, NULL);
-        srv_rcache_note_access(id, 0); /* in use: last in line for eviction */
-    }
-    if (rc == DB_OK || rc == DB_ECORRUPT) db_row_fini(&row); /* a corrupt row is filled too */
-    return doc;
-}
 
 #define PROFILE_FORMAT "hardware-profile"
 
