@@ -156,7 +156,8 @@ double mfu_attention_intensity(double T, double S, double H, double H_kv)
  *    backward about 36 (29-43). The inventory holds 5 of the forward's
  *    (router GEMM, top-k before the sync; dispatch, activation, combine
  *    after) and 6 of the backward's, 7 and 8 with the chunk sorts of more
- *    than one local expert (F-MOE-SORT). */
+ *    than one local expert (F-MOE-SORT), two more each way in FP8 (the
+ *    pad and unpad, F-MOE-FP8-PAD: TE's own ops, beyond these counts). */
 #define MFU_HOST_GEMM_CALL 1.0
 #define MFU_HOST_MOE_FWD_PRE 49.0  /* about 51 before the sync, 2 in the inventory */
 #define MFU_HOST_MOE_FWD_POST 6.0  /* about 11 after it, 5 in the inventory (with the
