@@ -517,15 +517,19 @@ static void comm_fsdp(step_ctx *x)
  * DistributedDataParallel), and the cool-down runs the chunks' last
  * backwards from chunk v-1 down to 0, g micro-batches (the group, p)
  * apart: chunk j's reduction has j g chunk-steps of backward, w = g b / v
- * each, after it. On one communication stream, s = t_sync / v per chunk,
- * the queue ends max(s, v s - (v-1) w) past the last backward. */
-static double dp_sync_exposed(const step_ctx *x, double t_sync, double t_bucket)
+ * each, after it. On one communication stream the queue ends
+ * s0 + max(0, (v-1)(s - w)) past the last backward: s0 (t_last) chunk 0's
+ * own reduction, which on the first stage holds the embedding table as
+ * well as its layers (Megatron-Core puts the embedding in the first model
+ * chunk: core/models/gpt/gpt_model.py pre_process), s = (t_sync - s0) /
+ * (v-1) each earlier chunk's. */
+static double dp_sync_exposed(const step_ctx *x, double t_sync, double t_last, double t_bucket)
 {
     double b = x->t_b + x->t_rc, v = (double)x->c->vpp;
     double one = mfu_dmax(t_bucket, t_sync - b);
     if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0) return one;
-    double s = t_sync / v, w = fmin(x->pp, x->mb) * b / v;
-    double chunks = mfu_dmax(s, v * s - (v - 1.0) * w);
+    double s = (t_sync - t_last) / (v - 1.0), w = fmin(x->pp, x->mb) * b / v;
+    double chunks = t_last + mfu_dmax(0.0, (v - 1.0) * (s - w));
     /* the bound: whichever hides more -- without the alignment
      * (--no-align-grad-reduce, torch.distributed.pipelining) a chunk's
      * buckets reduce under its own last backward too */
@@ -573,17 +577,23 @@ static void comm_dp(step_ctx *x)
     if (rd > 1 || re > 1) {
         link l = link_group(sys, dp, (double)s_fsdp, eff);
         double parts[2][2] = {{dpar.dense / shard_d, rd}, {dpar.expert / shard_e, re}};
-        double t_sync = 0, t_gather = 0, t_bucket = 0;
+        /* chunk 0's share of rank 0's parameters (dp_sync_exposed): its
+         * layers and the embedding; experts only in layers */
+        double v = (double)c->vpp, ls0 = (double)mfu_stage_layers(sys, c, 0);
+        double lay0 = ls0 * sys->layer_dense_avg;
+        double share[2] = {(lay0 / v + sys->embed_params) / (lay0 + sys->embed_params), 1.0 / v};
+        double t_sync = 0, t_gather = 0, t_bucket = 0, t_last = 0;
         for (int i = 0; i < 2; i++) {
             double P = parts[i][0], n = parts[i][1];
             if (P <= 0 || n <= 1) continue;
             double g = sys->grad_comm_bytes * P;
             double bucket = fmin(sys->bucket_bytes, g);
+            double t_part = c->zero == 0 ? t_ar(g, n, l) : t_ag(g, n, l);
+            t_sync += t_part;
+            t_last += share[i] * t_part;
             if (c->zero == 0) {
-                t_sync += t_ar(g, n, l);
                 t_bucket = mfu_dmax(t_bucket, t_ar(bucket, n, l));
             } else {
-                t_sync += t_ag(g, n, l);
                 t_gather += t_ag(sys->weight_bytes * P, n, l);
                 t_bucket = mfu_dmax(t_bucket, t_ag(bucket, n, l));
             }
@@ -594,7 +604,7 @@ static void comm_dp(step_ctx *x)
          * ZeRO-2's earlier reduce-scatters run under the rest of the step
          * (later micro-batches' compute), only their excess is exposed. */
         double rest = mb * (t_f + t_b) - (t_f + t_b);
-        exp_[MFU_COMM_DP] = dp_sync_exposed(x, t_sync, t_bucket) + dp_gather_exposed(x, t_gather) +
+        exp_[MFU_COMM_DP] = dp_sync_exposed(x, t_sync, t_last, t_bucket) + dp_gather_exposed(x, t_gather) +
                             mfu_dmax(0.0, (n_sync - 1.0) * t_sync - rest);
         exp_[MFU_COMM_DP] = fmin(exp_[MFU_COMM_DP], tot[MFU_COMM_DP]);
         /* no overlap of the gradient reduction (Megatron without

@@ -538,8 +538,11 @@ static mfu_config dp8(mfu_system *s8)
  * the stage; with and without full recompute. Interleaved, v = 4 chunks
  * of 2 layers, expected: Megatron-Core reduces each chunk after its last
  * backward, the chunks g = 4 micro-batches apart in the cool-down
- * (schedules.py, grad_sync_func at virtual micro-batch id - rank): s =
- * t_sync / v, w = g b / v, max(s, v s - (v-1) w); the parameter gathers
+ * (schedules.py, grad_sync_func at virtual micro-batch id - rank), chunk 0
+ * last, which on the first stage holds the embedding table as well as its
+ * 2 layers (gpt_model.py pre_process): s0 = t_sync x (2 layers +
+ * embedding) / (8 layers + embedding), the earlier chunks s = (t_sync -
+ * s0) / (v-1) each, w = g b / v, s0 + max(0, (v-1)(s - w)); the parameter gathers
  * of chunks 0 and 1 start with the step, chunk j+1's with chunk j's first
  * forward: max(0, t_gather/v - f/v) + (v-1) max(0, t_gather/v - g f/v).
  * The bound takes, for each, the smaller of that and the one-chunk form. */
@@ -568,10 +571,13 @@ static void t_dp_chunks(void)
         double one = fmax(0.75 * 40e6 * 4 / 2e9, sync - b) + fmax(0, gather - f), want = one;
         if (i == 1) CHECK(t->recompute_s > 0);
         if (i == 2) {
-            double v = 4, s = sync / v, w = 4 * b / v, g = gather / v;
-            double cs = fmax(s, v * s - (v - 1) * w), cg = fmax(0, g - f / v) + (v - 1) * fmax(0, g - 4 * f / v);
+            double layer = (p.total - p.embedding - p.head - 4096) / 32; /* minus the final norm */
+            double v = 4, s0 = sync * (2 * layer + p.embedding) / (8 * layer + p.embedding);
+            double s = (sync - s0) / (v - 1), w = 4 * b / v, g = gather / v;
+            double cs = s0 + fmax(0, (v - 1) * (s - w)), cg = fmax(0, g - f / v) + (v - 1) * fmax(0, g - 4 * f / v);
             want = cs + cg;
-            CHECK(v * s - (v - 1) * w > s); /* the case where the queue backs up */
+            CHECK(s > w);        /* the case where the queue backs up */
+            CHECK(s0 > sync / v); /* the embedding makes chunk 0 the largest */
             CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_DP],
                        fmin(fmax(0.75 * 40e6 * 4 / 2e9, sync - b), cs) + fmin(fmax(0, gather - f), cg), 1e-9);
         } else {
