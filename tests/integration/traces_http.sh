@@ -59,7 +59,7 @@ req POST /traces --data-binary @"$GZ" -H 'Content-Type: text/plain'
 check "text/plain: 415" [ "$CODE" = 415 ]
 printf '{"traceEvents": [{"ph": "X", "name": "ProfilerStep#1", "ts": 1, "dur": 5}' >"$T/trunc.json"
 req POST /traces --data-binary @"$T/trunc.json" -H 'Content-Type: application/json'
-check "a truncated trace: 422 naming the byte" [ "$CODE" = 422 ] && grep -q 'byte [0-9]' "$BODY"
+check_sh "a truncated trace: 422 naming the byte" '[ "$1" = 422 ] && grep -q "byte [0-9]" "$2"' "$CODE" "$BODY"
 req POST /traces -H 'Content-Type: application/json' --data-binary ''
 check "an empty body: 400" [ "$CODE" = 400 ]
 head -c 1200000 /dev/zero >"$T/big"
