@@ -236,6 +236,22 @@ static int64_t stage_layers_of(const mfu_system *sys, const mfu_config *c, int64
     return n;
 }
 
+/* Virtual stage 0 of the loop style, as stage_layers_of splits it (with
+ * ACCOUNT the embedding is one of its layers); FIRST_LAST splits the first
+ * stage evenly over its chunks (Megatron's get_num_layers_to_build with
+ * --decoder-first-pipeline-num-layers). A V (DualPipeV) or one chunk: the
+ * stage. */
+int64_t mfu_chunk0_layers(const mfu_system *sys, const mfu_config *c)
+{
+    int64_t p = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp;
+    if (p <= 1 || v <= 1 || c->schedule == MFU_SCHED_DUALPIPEV) return mfu_stage_layers(sys, c, 0);
+    if (c->split == MFU_SPLIT_FIRST_LAST) return mfu_stage_layers(sys, c, 0) / v;
+    int acc = c->split == MFU_SPLIT_ACCOUNT;
+    int64_t eff = sys->layers + (acc ? 2 : 0), S = p * v;
+    int64_t n = eff / S + (eff % S > 0 ? 1 : 0) - (acc ? 1 : 0);
+    return n > 0 ? n : 0;
+}
+
 void mfu_config_fill_stages(const mfu_system *sys, mfu_config *c)
 {
     int64_t p = c->ax[MFU_AX_PP];

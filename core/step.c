@@ -518,22 +518,24 @@ static void comm_fsdp(step_ctx *x)
  * backwards from chunk v-1 down to 0, g micro-batches (the group, p)
  * apart: chunk j's reduction has j g chunk-steps of backward, w = g b / v
  * each, after it. On one communication stream the queue ends
- * s0 + max(0, (v-1)(s - w)) past the last backward: s0 (t_last) chunk 0's
- * own reduction, which on the first stage holds the embedding table as
- * well as its layers (Megatron-Core puts the embedding in the first model
- * chunk: core/models/gpt/gpt_model.py pre_process), s = (t_sync - s0) /
- * (v-1) each earlier chunk's. */
+ * max(s0, t_sync - (v-1) w) past the last backward (the earlier chunks'
+ * s = (t_sync - s0)/(v-1) each: s0 + max(0, (v-1)(s - w))), s0 (t_last)
+ * chunk 0's own reduction, which on the first stage holds the embedding
+ * table as well as its layers (Megatron-Core puts the embedding in the
+ * first model chunk: core/models/gpt/gpt_model.py pre_process). */
 static double dp_sync_exposed(const step_ctx *x, double t_sync, double t_last, double t_bucket)
 {
     double b = x->t_b + x->t_rc, v = (double)x->c->vpp;
     double one = mfu_dmax(t_bucket, t_sync - b);
     if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0) return one;
-    double s = (t_sync - t_last) / (v - 1.0), w = fmin(x->pp, x->mb) * b / v;
-    double chunks = t_last + mfu_dmax(0.0, (v - 1.0) * (s - w));
+    double w = fmin(x->pp, x->mb) * b / v, rest = t_sync - (v - 1.0) * w;
+    if (x->eff) return mfu_dmax(t_last, rest);
     /* the bound: whichever hides more -- without the alignment
      * (--no-align-grad-reduce, torch.distributed.pipelining) a chunk's
-     * buckets reduce under its own last backward too */
-    return x->eff ? chunks : fmin(one, chunks);
+     * buckets reduce under its own last backward too -- and chunk 0 at
+     * no more than an even share (its layers and expert parameters are
+     * taken at the average) */
+    return fmin(one, mfu_dmax(fmin(t_last, t_sync / v), rest));
 }
 
 /* The ZeRO parameter all-gather of the next step under its forward. One
@@ -578,10 +580,17 @@ static void comm_dp(step_ctx *x)
         link l = link_group(sys, dp, (double)s_fsdp, eff);
         double parts[2][2] = {{dpar.dense / shard_d, rd}, {dpar.expert / shard_e, re}};
         /* chunk 0's share of rank 0's parameters (dp_sync_exposed): its
-         * layers and the embedding; experts only in layers */
-        double v = (double)c->vpp, ls0 = (double)mfu_stage_layers(sys, c, 0);
-        double lay0 = ls0 * sys->layer_dense_avg;
-        double share[2] = {(lay0 / v + sys->embed_params) / (lay0 + sys->embed_params), 1.0 / v};
+         * layers and the embedding; experts only in layers. Layers are
+         * taken at the average (as mfu_device_params): where the first
+         * layers are dense (first-k-dense MoE), chunk 0 holds more dense
+         * and fewer expert parameters than that. */
+        double share[2] = {1.0, 1.0};
+        if (c->schedule == MFU_SCHED_INTERLEAVED && c->vpp > 1 && x->pp > 1) {
+            double ls0 = (double)mfu_stage_layers(sys, c, 0), lc0 = (double)mfu_chunk0_layers(sys, c);
+            double E = sys->embed_params, lay = sys->layer_dense_avg;
+            share[0] = (lc0 * lay + E) / (ls0 * lay + E);
+            share[1] = ls0 > 0 ? lc0 / ls0 : 1.0;
+        }
         double t_sync = 0, t_gather = 0, t_bucket = 0, t_last = 0;
         for (int i = 0; i < 2; i++) {
             double P = parts[i][0], n = parts[i][1];

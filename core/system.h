@@ -303,6 +303,9 @@ unsigned mfu_platform_frameworks(const mfu_hardware *hw);
 
 /* Layers on pipeline rank r (0 <= r < pp). */
 int64_t mfu_stage_layers(const mfu_system *sys, const mfu_config *c, int64_t r);
+/* Layers in rank 0's first model chunk (virtual stage 0), the one that
+ * holds the embedding; the whole stage when it is one chunk. */
+int64_t mfu_chunk0_layers(const mfu_system *sys, const mfu_config *c);
 /* Layers per stage (needs split, pp_first, pp_last for FIRST_LAST). */
 void mfu_config_stages(const mfu_system *sys, const mfu_config *c, mfu_stages *out);
 /* Store the first, rank-1 and last stages' layers in c (the search and

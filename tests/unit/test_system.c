@@ -542,53 +542,100 @@ static mfu_config dp8(mfu_system *s8)
  * last, which on the first stage holds the embedding table as well as its
  * 2 layers (gpt_model.py pre_process): s0 = t_sync x (2 layers +
  * embedding) / (8 layers + embedding), the earlier chunks s = (t_sync -
- * s0) / (v-1) each, w = g b / v, s0 + max(0, (v-1)(s - w)); the parameter gathers
- * of chunks 0 and 1 start with the step, chunk j+1's with chunk j's first
- * forward: max(0, t_gather/v - f/v) + (v-1) max(0, t_gather/v - g f/v).
- * The bound takes, for each, the smaller of that and the one-chunk form. */
-static void t_dp_chunks(void)
+ * s0) / (v-1) each, w = g b / v; the queue ends s0 + max(0, (v-1)(s - w))
+ * after the last backward. The parameter gathers of chunks 0 and 1 start
+ * with the step, chunk j+1's with chunk j's first forward:
+ * max(0, t_gather/v - f/v) + (v-1) max(0, t_gather/v - g f/v). The bound
+ * takes, for each, the smaller of that and the one-chunk form, chunk 0 at
+ * no more than t_sync / v. At 2 GB/s the queue backs up (s > w); at 50
+ * GB/s chunk 0 alone shows (s0 > t_sync - (v-1) w), where an even split
+ * (s0 = t_sync / v, the form before the embedding was placed) gives less. */
+static double dp_chunks_case(double bw, int i, int *queue)
 {
     fixture();
-    hw.tiers[0].bw_bytes_s = hw.tiers[1].bw_bytes_s = 2e9; /* dp 4 is within a node */
+    hw.tiers[0].bw_bytes_s = hw.tiers[1].bw_bytes_s = bw; /* dp 4 is within a node */
+    hw.has_profile = 1; /* the ideal profile as a profile: the expected path */
     tr.global_batch_tokens = 4096.0 * 32;
     mfu_system s16;
     CHECK(mfu_system_init(&s16, &m, &hw, &tr, 16, 0, ops) == MFU_OK);
     mfu_config c = cfg(4, 1, 1, 1, 4, 1);
     c.zero = 1;
     c.grad_accum = 8;
-    double exposed[3];
-    for (int i = 0; i < 3; i++) {
-        c.schedule = i == 2 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
-        c.vpp = i == 2 ? 4 : 1;
-        c.recompute = i == 1 ? MFU_RC_FULL : MFU_RC_NONE;
-        CHECK(mfu_config_default_split(&s16, &c) == MFU_OK);
-        mfu_eval ev;
-        CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
-        const mfu_times *t = &ev.expected;
-        double f = t->compute_fwd_s / 8, b = (t->compute_s - t->compute_fwd_s + t->recompute_s) / 8;
-        double sync = t->comm_total_s[MFU_COMM_DP] * 2 / 3, gather = t->comm_total_s[MFU_COMM_DP] / 3;
-        /* Megatron's bucket: 40 M fp32 gradients, 3/4 of it over the link */
-        double one = fmax(0.75 * 40e6 * 4 / 2e9, sync - b) + fmax(0, gather - f), want = one;
-        if (i == 1) CHECK(t->recompute_s > 0);
-        if (i == 2) {
-            double layer = (p.total - p.embedding - p.head - 4096) / 32; /* minus the final norm */
-            double v = 4, s0 = sync * (2 * layer + p.embedding) / (8 * layer + p.embedding);
-            double s = (sync - s0) / (v - 1), w = 4 * b / v, g = gather / v;
-            double cs = s0 + fmax(0, (v - 1) * (s - w)), cg = fmax(0, g - f / v) + (v - 1) * fmax(0, g - 4 * f / v);
-            want = cs + cg;
-            CHECK(s > w);        /* the case where the queue backs up */
-            CHECK(s0 > sync / v); /* the embedding makes chunk 0 the largest */
-            CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_DP],
-                       fmin(fmax(0.75 * 40e6 * 4 / 2e9, sync - b), cs) + fmin(fmax(0, gather - f), cg), 1e-9);
-        } else {
-            CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_DP], want, 1e-9);
-        }
-        CHECK_NEAR(t->comm_exposed_s[MFU_COMM_DP], want, 1e-9);
-        exposed[i] = t->comm_exposed_s[MFU_COMM_DP];
+    c.schedule = i == 2 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
+    c.vpp = i == 2 ? 4 : 1;
+    c.recompute = i == 1 ? MFU_RC_FULL : MFU_RC_NONE;
+    CHECK(mfu_config_default_split(&s16, &c) == MFU_OK);
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&s16, &c, ops, &ev) == 0);
+    const mfu_times *t = &ev.expected;
+    double f = t->compute_fwd_s / 8, b = (t->compute_s - t->compute_fwd_s + t->recompute_s) / 8;
+    double sync = t->comm_total_s[MFU_COMM_DP] * 2 / 3, gather = t->comm_total_s[MFU_COMM_DP] / 3;
+    /* Megatron's bucket: 40 M fp32 gradients, 3/4 of it over the link */
+    double one = fmax(0.75 * 40e6 * 4 / bw, sync - b) + fmax(0, gather - f), want = one;
+    if (i == 1) CHECK(t->recompute_s > 0);
+    if (i == 2) {
+        double layer = (p.total - p.embedding - p.head - 4096) / 32; /* minus the final norm */
+        double v = 4, s0 = sync * (2 * layer + p.embedding) / (8 * layer + p.embedding);
+        double s = (sync - s0) / (v - 1), w = 4 * b / v, g = gather / v;
+        double cs = s0 + fmax(0, (v - 1) * (s - w)), cg = fmax(0, g - f / v) + (v - 1) * fmax(0, g - 4 * f / v);
+        double even = fmax(sync / v, sync - (v - 1) * w); /* chunk 0 at t_sync / v */
+        want = cs + cg;
+        CHECK(s0 > sync / v); /* the embedding makes chunk 0 the largest */
+        *queue = s > w;
+        if (!*queue) CHECK(cs > even * 1.1); /* ... which shows where chunk 0 alone does */
+        CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_DP],
+                   fmin(fmax(0.75 * 40e6 * 4 / bw, sync - b), fmin(cs, even)) + fmin(fmax(0, gather - f), cg), 1e-9);
+    } else {
+        CHECK_NEAR(ev.bound.comm_exposed_s[MFU_COMM_DP], want, 1e-9);
     }
+    CHECK_NEAR(t->comm_exposed_s[MFU_COMM_DP], want, 1e-9);
+    return t->comm_exposed_s[MFU_COMM_DP];
+}
+
+/* Rank 0's first model chunk, by hand from Megatron-LM's
+ * get_num_layers_to_build (transformer_block.py): L / (p v) layers each
+ * when even; with --account-for-embedding-in-pipeline-split (L + 2) / (p v)
+ * per virtual stage, the embedding one of chunk 0's; with
+ * --decoder-first-pipeline-num-layers the first stage's over its chunks. */
+static void t_chunk0_layers(void)
+{
+    mfu_system s0;
+    memset(&s0, 0, sizeof s0);
+    mfu_config c = cfg(1, 1, 1, 1, 4, 1);
+    s0.layers = 32;
+    CHECK(mfu_chunk0_layers(&s0, &c) == 8); /* one chunk: the stage */
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 4;
+    c.split = MFU_SPLIT_EVEN;
+    CHECK(mfu_chunk0_layers(&s0, &c) == 2); /* 32 / 16 */
+    s0.layers = 126;
+    c.ax[MFU_AX_PP] = 16;
+    c.split = MFU_SPLIT_ACCOUNT;
+    CHECK(mfu_chunk0_layers(&s0, &c) == 1); /* 128 / 64 = 2, one is the embedding */
+    s0.layers = 30;
+    c.ax[MFU_AX_PP] = 4;
+    c.vpp = 2;
+    c.split = MFU_SPLIT_EVEN;
+    CHECK(mfu_chunk0_layers(&s0, &c) == 4); /* 30 = 8 x 3 + 6: the first 6 stages take 4 */
+    s0.layers = 80;
+    c.split = MFU_SPLIT_FIRST_LAST;
+    c.pp_first = 14;
+    c.pp_last = 18;
+    c.pp_mid = 24;
+    CHECK(mfu_chunk0_layers(&s0, &c) == 7); /* 14 over 2 chunks */
+}
+
+static void t_dp_chunks(void)
+{
+    double exposed[3];
+    int queue = -1;
+    for (int i = 0; i < 3; i++) exposed[i] = dp_chunks_case(2e9, i, &queue);
+    CHECK(queue == 1); /* the case where the queue backs up */
     /* a recomputed backward hides more; so do the chunks' earlier reductions */
     CHECK(exposed[1] < exposed[0]);
     CHECK(exposed[2] < exposed[0]);
+    dp_chunks_case(5e10, 2, &queue);
+    CHECK(queue == 0); /* the case where chunk 0 alone shows */
 }
 
 static void t_dp_allreduce(void)
@@ -896,6 +943,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_mxu),
     CHECK_CASE(t_dp_allreduce),
     CHECK_CASE(t_dp_chunks),
+    CHECK_CASE(t_chunk0_layers),
     CHECK_CASE(t_moe_ep_fold),
     CHECK_CASE(t_ep_across_nodes),
     CHECK_CASE(t_dispatch),
