@@ -33,59 +33,48 @@ OPERATORS = ("&&", "||", ">&", "<&", "&>", ">>", "|", ";", "&", ">", "<")
 KEYWORDS = {"then", "do", "else", "elif", "if", "while", "until", "!", "{", "(", "time"}
 
 
-def group_end(s, i):
-    """s[i] is '(' or '{' after '$': the index after its match, or -1."""
+def opens(s, i):
+    """True if s[i] opens a quote or a $( / ${ group."""
+    return s[i] in "'`\"" or (s[i] == "$" and i + 1 < len(s) and s[i + 1] in "({")
+
+
+def span_end(s, i):
+    """s[i] opens a quote ('...', `...`, "...") or a $( / ${ group: the
+    index after it closes, or -1 (still open at the end of s)."""
+    c = s[i]
+    if c in "'`":
+        j = s.find(c, i + 1)
+        return -1 if j < 0 else j + 1
+    if c == '"':
+        i += 1
+        while i < len(s) and s[i] != '"':
+            if s[i] == "\\":
+                i += 2
+            elif s[i] in "`$" and opens(s, i):  # a command substitution inside
+                i = span_end(s, i)
+                if i < 0:
+                    return -1
+            else:
+                i += 1
+        return i + 1 if i < len(s) else -1
     close = {"(": ")", "{": "}"}
-    stack = [close[s[i]]]
-    i += 1
+    stack, i = [close[s[i + 1]]], i + 2
     while i < len(s):
         c = s[i]
         if c == "\\":
             i += 2
-            continue
-        if c == "'":
-            j = s.find("'", i + 1)
-            if j < 0:
-                return -1
-            i = j + 1
-            continue
-        if c == '"':
-            i = dquote_end(s, i)
+        elif opens(s, i) and c != "$":
+            i = span_end(s, i)
             if i < 0:
                 return -1
-            continue
-        if c in close:
-            stack.append(close[c])
-        elif c == stack[-1]:
-            stack.pop()
-            if not stack:
-                return i + 1
-        i += 1
-    return -1
-
-
-def dquote_end(s, i):
-    """s[i] is '"': the index after its closing quote, or -1."""
-    i += 1
-    while i < len(s):
-        c = s[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "$" and i + 1 < len(s) and s[i + 1] in "({":
-            i = group_end(s, i + 1)
-            if i < 0:
-                return -1
-            continue
-        if c == "`":
-            j = s.find("`", i + 1)
-            if j < 0:
-                return -1
-            i = j + 1
-            continue
-        if c == '"':
-            return i + 1
-        i += 1
+        else:
+            if c in close:
+                stack.append(close[c])
+            elif c == stack[-1]:
+                stack.pop()
+                if not stack:
+                    return i + 1
+            i += 1
     return -1
 
 
@@ -113,20 +102,8 @@ def tokens(s):
         elif c == "\\":
             word += s[i:i + 2]
             i += 2
-        elif c in "'`":
-            j = s.find(c, i + 1)
-            if j < 0:
-                return None
-            word += s[i:j + 1]
-            i = j + 1
-        elif c == '"':
-            j = dquote_end(s, i)
-            if j < 0:
-                return None
-            word += s[i:j]
-            i = j
-        elif c == "$" and i + 1 < len(s) and s[i + 1] in "({":
-            j = group_end(s, i + 1)
+        elif opens(s, i):
+            j = span_end(s, i)
             if j < 0:
                 return None
             word += s[i:j]
