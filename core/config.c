@@ -214,6 +214,12 @@ int mfu_config_check(const mfu_system *sys, const mfu_config *c, int *reason, co
  * division is exact (the only case Megatron accepts). Rank r holds virtual
  * stages r, r + p, ... (loop style), or r and 2p-1-r (V style: DualPipeV),
  * where rank 0 holds both the embedding's and the loss's stage. */
+/* Layers of virtual stage i of S over eff layers (remainder first). */
+static int64_t vstage_layers(int64_t eff, int64_t S, int64_t i)
+{
+    return eff / S + (i < eff % S ? 1 : 0);
+}
+
 static int64_t stage_layers_of(const mfu_system *sys, const mfu_config *c, int64_t r)
 {
     int64_t L = sys->layers, p = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp;
@@ -224,13 +230,12 @@ static int64_t stage_layers_of(const mfu_system *sys, const mfu_config *c, int64
         return (L - c->pp_first - c->pp_last) / (p - 2);
     }
     int acc = c->split == MFU_SPLIT_ACCOUNT;
-    int64_t S = p * v, eff = L + (acc ? 2 : 0);
-    int64_t per = eff / S, rem = eff % S, n = 0;
+    int64_t S = p * v, eff = L + (acc ? 2 : 0), n = 0;
     if (c->schedule == MFU_SCHED_DUALPIPEV && v == 2) {
-        n = per + (r < rem ? 1 : 0) + per + (2 * p - 1 - r < rem ? 1 : 0);
+        n = vstage_layers(eff, S, r) + vstage_layers(eff, S, 2 * p - 1 - r);
         return n - (acc && r == 0 ? 2 : 0);
     }
-    for (int64_t s = 0; s < v; s++) n += per + (r + s * p < rem ? 1 : 0);
+    for (int64_t s = 0; s < v; s++) n += vstage_layers(eff, S, r + s * p);
     if (acc && r == 0) n--;
     if (acc && r == p - 1) n--;
     return n;
@@ -247,8 +252,7 @@ int64_t mfu_chunk0_layers(const mfu_system *sys, const mfu_config *c)
     if (p <= 1 || v <= 1 || c->schedule == MFU_SCHED_DUALPIPEV) return mfu_stage_layers(sys, c, 0);
     if (c->split == MFU_SPLIT_FIRST_LAST) return mfu_stage_layers(sys, c, 0) / v;
     int acc = c->split == MFU_SPLIT_ACCOUNT;
-    int64_t eff = sys->layers + (acc ? 2 : 0), S = p * v;
-    int64_t n = eff / S + (eff % S > 0 ? 1 : 0) - (acc ? 1 : 0);
+    int64_t n = vstage_layers(sys->layers + (acc ? 2 : 0), p * v, 0) - (acc ? 1 : 0);
     return n > 0 ? n : 0;
 }
 
