@@ -763,6 +763,19 @@ static json_t *search_ok(const char *req, json_t **req_out)
     return res;
 }
 
+/* A search answer's echoed hardware efficiency, and its top configuration's
+ * expected step time (the hardware-field tests below). */
+static json_t *echoed_efficiency(json_t *res)
+{
+    return json_object_get(json_object_get(res, "hardware"), "efficiency");
+}
+
+static double top_step_s(json_t *res)
+{
+    json_t *top = json_array_get(json_object_get(res, "configs"), 0);
+    return json_number_value(json_object_get(json_object_get(top, "expected"), "step_time_s"));
+}
+
 /* F-TIME-WAVE's gemm_wave_elems: a negative value is a 422 at its pointer;
  * the A100 preset's 108 SMs x 256 x 128 is echoed, TPUs (none) echo
  * nothing, and an override of 0 (no wave term) makes the expected step no
@@ -784,13 +797,11 @@ static void t_hardware_wave_field(void)
     double step[2] = {0, 0};
     for (int i = 0; i < 3; i++) {
         json_t *r, *res = search_ok(req[i], &r);
-        json_t *w = json_object_get(json_object_get(json_object_get(res, "hardware"), "efficiency"),
-                                    "gemm_wave_elems");
+        json_t *w = json_object_get(echoed_efficiency(res), "gemm_wave_elems");
         if (i == 0) CHECK_NEAR(json_number_value(w), 108.0 * 256 * 128, 0);
         else CHECK(w == NULL);
         if (i < 2)
-            step[i] = json_number_value(json_object_get(json_object_get(json_array_get(json_object_get(res,
-                                        "configs"), 0), "expected"), "step_time_s"));
+            step[i] = top_step_s(res);
         json_decref(res);
         json_decref(r);
     }
@@ -821,7 +832,7 @@ static void t_hardware_gemm_k_field(void)
     double step[2] = {0, 0};
     for (int i = 0; i < 3; i++) {
         json_t *r, *res = search_ok(req[i], &r);
-        json_t *e = json_object_get(json_object_get(res, "hardware"), "efficiency");
+        json_t *e = echoed_efficiency(res);
         json_t *k16 = json_object_get(e, "gemm_half_k"), *k8 = json_object_get(e, "fp8_gemm_half_k");
         if (i == 0) {
             CHECK_NEAR(json_number_value(k16), 262.0, 0);
@@ -830,8 +841,7 @@ static void t_hardware_gemm_k_field(void)
             CHECK(k16 == NULL && k8 == NULL);
         }
         if (i < 2)
-            step[i] = json_number_value(json_object_get(json_object_get(json_array_get(json_object_get(res,
-                                        "configs"), 0), "expected"), "step_time_s"));
+            step[i] = top_step_s(res);
         json_decref(res);
         json_decref(r);
     }
