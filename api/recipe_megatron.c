@@ -223,6 +223,52 @@ static void mg_moe(json_t *argv, json_t *notes, const mfu_system *sys, const mfu
     }
 }
 
+/* One virtual stage of a --pipeline-model-parallel-layout: "E" for the
+ * embedding on the first, n decoder layers ("t", "t*n"), "L" for the loss
+ * on the last. */
+static int layout_stage(char *out, size_t n, int first, int64_t layers, int last)
+{
+    char t[32] = "";
+    if (layers == 1) snprintf(t, sizeof t, "t");
+    else if (layers > 1) snprintf(t, sizeof t, "t*%lld", (long long)layers);
+    return snprintf(out, n, "%s%s%s", first ? "E" : "", t, last ? "L" : "");
+}
+
+/* Megatron-Core's --pipeline-model-parallel-layout for c's split
+ * (core_v0.13.0 on, transformer/pipeline_parallel_layer_layout.py): the
+ * virtual stages in layer order, stage j*pp + r being rank r's chunk j,
+ * "|" between them; a run of k equal stages between the first and the
+ * last is written "(x|)*k", which parse_str_to_list unrolls. Returns a
+ * malloc'd string (NULL when out of memory). */
+static char *pp_layout(const mfu_system *sys, const mfu_config *c)
+{
+    int64_t p = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp, S = p * v;
+    size_t cap = (size_t)(S < 8 ? 8 : S) * 48 + 64, k = 0;
+    char *out = malloc(cap), tok[48], prev[48] = "";
+    if (!out) return NULL;
+    int64_t run = 0;
+    for (int64_t i = 0; i <= S; i++) {
+        int64_t n = i < S ? mfu_vstage_decoder_layers(sys, c, i % p, i / p) : 0;
+        if (i < S) layout_stage(tok, sizeof tok, i == 0, n, i == S - 1);
+        int mid = i > 0 && i < S - 1;
+        if (mid && run > 0 && strcmp(tok, prev) == 0) {
+            run++;
+            continue;
+        }
+        if (run > 1) k += (size_t)snprintf(out + k, cap - k, "(%s|)*%lld", prev, (long long)run);
+        else if (run == 1) k += (size_t)snprintf(out + k, cap - k, "%s|", prev);
+        run = 0;
+        if (i == S) break;
+        if (mid) {
+            snprintf(prev, sizeof prev, "%s", tok);
+            run = 1;
+        } else {
+            k += (size_t)snprintf(out + k, cap - k, "%s%s", tok, i == 0 && S > 1 ? "|" : "");
+        }
+    }
+    return out;
+}
+
 /* Megatron-LM argv: batch, micro-batch and the parallel layout with its pipeline split. */
 static void mg_layout(json_t *argv, json_t *notes, const mfu_system *sys, const mfu_config *c,
                       const model_view *v)
@@ -241,7 +287,15 @@ static void mg_layout(json_t *argv, json_t *notes, const mfu_system *sys, const 
         rcp_opt_int(argv, "--expert-tensor-parallel-size", c->etp);
     }
     if (c->sp && tp > 1) rcp_word(argv, "--sequence-parallel");
-    if (pp > 1) {
+    if (pp > 1 && !mfu_megatron_split_flags(sys, c)) {
+        /* FW-M6: the layout sets the virtual stages itself (arguments.py
+         * allows one of it and --num-virtual-stages-per-pipeline-rank) */
+        char *lay = pp_layout(sys, c);
+        if (lay) rcp_opt_str(argv, "--pipeline-model-parallel-layout", lay);
+        free(lay);
+        rcp_note(notes, "the pipeline split is written as --pipeline-model-parallel-layout (Megatron-Core "
+                        "core_v0.13.0 or later): the classic split flags need exact division");
+    } else if (pp > 1) {
         if (c->schedule == MFU_SCHED_INTERLEAVED)
             rcp_opt_int(argv, "--num-virtual-stages-per-pipeline-rank", c->vpp);
         if (c->split == MFU_SPLIT_ACCOUNT) {

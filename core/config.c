@@ -241,19 +241,52 @@ static int64_t stage_layers_of(const mfu_system *sys, const mfu_config *c, int64
     return n;
 }
 
-/* Virtual stage 0 of the loop style, as stage_layers_of splits it (with
- * ACCOUNT the embedding is one of its layers); FIRST_LAST splits the first
- * stage evenly over its chunks (Megatron's get_num_layers_to_build with
- * --decoder-first-pipeline-num-layers). A V (DualPipeV) or one chunk: the
- * stage. */
+/* Layers of rank r's model chunk j (virtual stage j*p + r of the loop
+ * style), as stage_layers_of splits them: EVEN and ACCOUNT by
+ * vstage_layers (ACCOUNT: the embedding and the loss take a layer's place
+ * in the first and the last virtual stage); FIRST_LAST spreads each rank's
+ * layers over its chunks as evenly as they go, the earlier chunks taking
+ * the remainder (Megatron's get_num_layers_to_build with
+ * --decoder-first-pipeline-num-layers where the chunks divide; the
+ * --pipeline-model-parallel-layout the recipe writes otherwise). Loop style
+ * only (a V, DualPipeV, is torchtitan's: its stages are whole). */
+int64_t mfu_vstage_decoder_layers(const mfu_system *sys, const mfu_config *c, int64_t r, int64_t j)
+{
+    int64_t p = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp;
+    if (p <= 1 && v <= 1) return sys->layers;
+    if (c->split == MFU_SPLIT_FIRST_LAST) {
+        int64_t n = mfu_stage_layers(sys, c, r);
+        return n / v + (j < n % v ? 1 : 0);
+    }
+    int acc = c->split == MFU_SPLIT_ACCOUNT;
+    int64_t S = p * v, i = j * p + r;
+    int64_t n = vstage_layers(sys->layers + (acc ? 2 : 0), S, i) - (acc && i == 0 ? 1 : 0) -
+                (acc && i == S - 1 ? 1 : 0);
+    return n > 0 ? n : 0;
+}
+
+/* The most layers any virtual stage holds: the remainder goes to the
+ * earliest virtual stages (and, FIRST_LAST, to each rank's first chunk), so
+ * it is chunk 0 of rank 0, 1 (ACCOUNT's embedding takes rank 0's place) or
+ * p-1 (a first/last split's own count). */
+int64_t mfu_max_vstage_layers(const mfu_system *sys, const mfu_config *c)
+{
+    int64_t p = c->ax[MFU_AX_PP], n = mfu_vstage_decoder_layers(sys, c, 0, 0);
+    const int64_t other[2] = {1, p - 1};
+    for (int i = 0; i < 2 && p > 1; i++) {
+        int64_t k = mfu_vstage_decoder_layers(sys, c, other[i], 0);
+        if (k > n) n = k;
+    }
+    return n;
+}
+
+/* Virtual stage 0 of the loop style (with ACCOUNT the embedding is one of
+ * its layers). A V (DualPipeV) or one chunk: the stage. */
 int64_t mfu_chunk0_layers(const mfu_system *sys, const mfu_config *c)
 {
     int64_t p = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp;
     if (p <= 1 || v <= 1 || c->schedule == MFU_SCHED_DUALPIPEV) return mfu_stage_layers(sys, c, 0);
-    if (c->split == MFU_SPLIT_FIRST_LAST) return mfu_stage_layers(sys, c, 0) / v;
-    int acc = c->split == MFU_SPLIT_ACCOUNT;
-    int64_t n = vstage_layers(sys->layers + (acc ? 2 : 0), p * v, 0) - (acc ? 1 : 0);
-    return n > 0 ? n : 0;
+    return mfu_vstage_decoder_layers(sys, c, 0, 0);
 }
 
 void mfu_config_fill_stages(const mfu_system *sys, mfu_config *c)
@@ -367,11 +400,29 @@ unsigned mfu_platform_frameworks(const mfu_hardware *hw)
 /* Each framework's rules, grouped by the level of the search that knows
  * what they read: MFU_LV_SHAPE (axes, etp, sp, mbs), MFU_LV_SCHED (zero,
  * batch, schedule, vpp, split), MFU_LV_RC (recompute). */
+/* Whether Megatron's classic split flags express c's split: an even split
+ * (no flag), --account-for-embedding/loss-in-pipeline-split or
+ * --decoder-first/last-pipeline-num-layers, each of which needs exact
+ * division (arguments.py, transformer_config.py, transformer_block.py
+ * get_num_layers_to_build). Else the recipe writes the layout (FW-M6). */
+int mfu_megatron_split_flags(const mfu_system *sys, const mfu_config *c)
+{
+    int64_t pp = c->ax[MFU_AX_PP], v = c->vpp < 1 ? 1 : c->vpp, L = sys->layers;
+    if (pp <= 1) return 1;
+    switch (c->split) {
+    case MFU_SPLIT_EVEN: return L % pp == 0 && (L / pp) % v == 0;
+    case MFU_SPLIT_ACCOUNT: return (L + 2) % pp == 0 && ((L + 2) / pp) % v == 0;
+    case MFU_SPLIT_FIRST_LAST:
+        return c->pp_first >= 1 && c->pp_last >= 1 && c->pp_first % v == 0 && c->pp_last % v == 0 &&
+               (pp <= 2 || ((L - c->pp_first - c->pp_last) / (pp - 2)) % v == 0);
+    default: return 0;
+    }
+}
+
 static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
 {
     int64_t fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
-    int64_t pp = c->ax[MFU_AX_PP], v = c->vpp;
-    int64_t L = sys->layers, m = c->grad_accum;
+    int64_t pp = c->ax[MFU_AX_PP], m = c->grad_accum;
     if (lv & MFU_LV_SHAPE) {
         /* FSDP: torch FSDP2 (--use-torch-fsdp2: pp 1, ep 1) or, with
          * experts or a replica axis (HSDP), Megatron-FSDP's
@@ -405,16 +456,13 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
      * disabled, pipeline-model-parallel size should be greater than 2" */
     if (c->schedule == MFU_SCHED_INTERLEAVED && pp <= 2 && sys->train.pp_no_overlap_p2p)
         return "FW-M5: interleaved without p2p overlap needs pp > 2";
-    if (pp > 1) {
-        if (c->split == MFU_SPLIT_EVEN && (L % pp || (L / pp) % v))
-            return "FW-M6: an even split needs pp to divide the layers and vpp the layers per stage";
-        if (c->split == MFU_SPLIT_ACCOUNT && ((L + 2) % pp || ((L + 2) / pp) % v))
-            return "FW-M6: --account-for-embedding/loss needs pp to divide layers+2 and vpp the result";
-        if (c->split == MFU_SPLIT_FIRST_LAST &&
-            (c->pp_first < 1 || c->pp_last < 1 || c->pp_first % v || c->pp_last % v ||
-             (pp > 2 && (((L - c->pp_first - c->pp_last) / (pp - 2)) % v))))
-            return "FW-M6: first/last stage layers and the middle stages' must each divide by vpp";
-    }
+    /* FW-M6: a split the classic flags cannot express (mfu_megatron_split_flags)
+     * is written out as --pipeline-model-parallel-layout, which places any
+     * count of decoder layers, none included, in each virtual stage
+     * (Megatron-Core core_v0.13.0 on, 77732c3628: transformer/
+     * pipeline_parallel_layer_layout.py; Megatron Bridge's DeepSeek-V3
+     * recipes launch 61 layers over 4 x 4 virtual stages so). Every loop-
+     * style split is launchable; only the V is not (FW-M4). */
     return NULL;
 }
 

@@ -253,6 +253,14 @@ static void compute_part(step_ctx *x)
     double w_frac = (t_f + t_b) > 0 ? L * a->wgrad_s / (t_f + t_b) : 0.0;
     double b_frac = c->schedule == MFU_SCHED_DUALPIPEV && (t_f + t_b) > 0 ? t_b / (t_f + t_b) : 0.0;
     x->fb = mfu_bubble_fraction(c->schedule, c->ax[MFU_AX_PP], c->vpp, c->grad_accum, w_frac, b_frac);
+    /* F-PP-BUBBLE-CHUNK: the interleaved fill and drain pass one virtual
+     * stage per hop, so the bubble is (p-1) times a virtual stage's F + B;
+     * where the split leaves the stages unequal (a remainder, a layout) the
+     * largest one paces it, not the stage's average L/v */
+    if (c->vpp > 1 && c->schedule != MFU_SCHED_DUALPIPEV && L > 0) {
+        double big = (double)mfu_max_vstage_layers(sys, c) * (double)c->vpp / (double)L;
+        if (big > 1.0) x->fb *= big;
+    }
 }
 
 /* TP traffic and what hides of it (F-COMM-TP, F-COMM-TP-OVERLAP). */

@@ -306,6 +306,13 @@ int64_t mfu_stage_layers(const mfu_system *sys, const mfu_config *c, int64_t r);
 /* Layers in rank 0's first model chunk (virtual stage 0), the one that
  * holds the embedding; the whole stage when it is one chunk. */
 int64_t mfu_chunk0_layers(const mfu_system *sys, const mfu_config *c);
+/* Layers of rank r's model chunk j (virtual stage j*pp + r), loop style. */
+int64_t mfu_vstage_decoder_layers(const mfu_system *sys, const mfu_config *c, int64_t r, int64_t j);
+/* The most layers of any virtual stage (loop style). */
+int64_t mfu_max_vstage_layers(const mfu_system *sys, const mfu_config *c);
+/* Whether Megatron-LM's classic split flags express c's split (else
+ * --pipeline-model-parallel-layout, docs/frameworks.md FW-M6). */
+int mfu_megatron_split_flags(const mfu_system *sys, const mfu_config *c);
 /* Layers per stage (needs split, pp_first, pp_last for FIRST_LAST). */
 void mfu_config_stages(const mfu_system *sys, const mfu_config *c, mfu_stages *out);
 /* Store the first, rank-1 and last stages' layers in c (the search and

@@ -673,6 +673,19 @@ def inv_determinism(doc_text, rerun, **_):
 MEGATRON_MODULES = {"core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"}
 
 
+def layout_stages(text):
+    """A --pipeline-model-parallel-layout's virtual stages, unrolled as
+    Megatron's help describes the syntax ("|" between stages, "x*n" and
+    "(...)*n" repeat, commas cosmetic)."""
+    text = text.replace(",", "")
+    while True:
+        new = re.sub(r"\(([^()]*)\)\*(\d+)", lambda g: g.group(1) * int(g.group(2)), text)
+        new = re.sub(r"([EtLm])\*(\d+)", lambda g: g.group(1) * int(g.group(2)), new)
+        if new == text:
+            return text.split("|")
+        text = new
+
+
 def megatron_rules(c, L, moe, tied):
     """Megatron-LM's acceptance of a configuration, written from its code
     (core_v0.12 / main): arguments.py validate_args, schedules.py,
@@ -692,7 +705,22 @@ def megatron_rules(c, L, moe, tied):
         out.append("schedule %s" % c["schedule"])
     if c["schedule"] == "interleaved" and (m < pp or m % pp):
         out.append("interleaved: micro-batches %d must be >= pp and a multiple of it (g = pp)" % m)
-    if pp > 1:
+    argv = (c.get("recipes", {}).get("megatron") or {}).get("argv") or []
+    if pp > 1 and "--pipeline-model-parallel-layout" in argv:
+        # Megatron-Core's layout (core_v0.13.0 on, pipeline_parallel_layer_layout.py):
+        # len divisible by pp (vpp = len / pp), the embedding first, the loss
+        # last, once each, every decoder layer placed; any count per stage
+        stages = layout_stages(argv[argv.index("--pipeline-model-parallel-layout") + 1])
+        flat = "".join(stages)
+        if len(stages) != pp * v:
+            out.append("layout of %d virtual stages, not pp x vpp = %d" % (len(stages), pp * v))
+        if not (flat[:1] == "E" and flat[-1:] == "L" and flat.count("E") == 1 and flat.count("L") == 1):
+            out.append("layout does not begin with E and end with L")
+        if flat.count("t") != L:
+            out.append("layout places %d of %d layers" % (flat.count("t"), L))
+        if "--num-virtual-stages-per-pipeline-rank" in argv:
+            out.append("layout with --num-virtual-stages-per-pipeline-rank (arguments.py allows one)")
+    elif pp > 1:
         first, mid, last = ps["first_stage_layers"], ps["middle_stage_layers"], ps["last_stage_layers"]
         if any(x % v for x in (first, mid, last)):
             out.append("stage layers %d/%d/%d not divisible by vpp %d" % (first, mid, last, v))

@@ -89,6 +89,66 @@ def search(req):
     return json.loads(out.stdout)
 
 
+def parse_layout(text):
+    """Megatron-Core's --pipeline-model-parallel-layout syntax, as its help
+    (arguments.py) and transformer/pipeline_parallel_layer_layout.py describe
+    it: virtual stages split by "|", "E" embedding, "L" loss, "t" a decoder
+    layer, "m" an MTP layer, "x*n" and "(...)*n" repeat, commas cosmetic.
+    Returns one string of layer letters per virtual stage."""
+    text = text.replace(",", "")
+    out, i = "", 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "(":
+            depth, j = 1, i + 1
+            while depth:
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+            inner = text[i + 1:j - 1]
+            k = j + 1  # past "*"
+            n = ""
+            while k < len(text) and text[k].isdigit():
+                n += text[k]
+                k += 1
+            out += inner * int(n)
+            i = k
+        elif i + 1 < len(text) and text[i + 1] == "*":
+            k, n = i + 2, ""
+            while k < len(text) and text[k].isdigit():
+                n += text[k]
+                k += 1
+            out += ch * int(n)
+            i = k
+        else:
+            out += ch
+            i += 1
+    if "(" in out or "*" in out:
+        return parse_layout(out)
+    return out.split("|")
+
+
+def pp_layout(name, layout, c, layers):
+    """The layout Megatron would build: its virtual stages per rank, the
+    embedding first, the loss last, and each rank's layers the split's."""
+    stages = parse_layout(layout)
+    pp, vpp = c["parallel"]["pp"], c["vpp"]
+    check(len(stages) == pp * vpp, "%s: layout %r has %d virtual stages, not pp x vpp = %d" %
+          (name, layout, len(stages), pp * vpp))
+    check(all(set(st) <= set("EtL") for st in stages), "%s: layout %r has unknown layers" % (name, layout))
+    flat = "".join(stages)
+    check(flat.startswith("E") and flat.endswith("L") and flat.count("E") == 1 and flat.count("L") == 1,
+          "%s: layout %r does not start with E and end with L" % (name, layout))
+    check(flat.count("t") == layers, "%s: layout %r has %d decoder layers, the model %d" %
+          (name, layout, flat.count("t"), layers))
+    per_rank = [sum(stages[j * pp + r].count("t") for j in range(vpp)) for r in range(pp)]
+    sp = c["pipeline_split"]
+    want = [sp["first_stage_layers"]] + [sp["middle_stage_layers"]] * (pp - 2) + [sp["last_stage_layers"]]
+    # the split reports ranks 0, 1 and pp-1 (an even split's remainder may
+    # leave the other middle ranks a layer short of rank 1)
+    check(per_rank[0] == want[0] and per_rank[-1] == want[-1] and (pp <= 2 or per_rank[1] == want[1]),
+          "%s: layout %r puts %r layers on the ranks, the split says %r" % (name, layout, per_rank, want))
+
+
 def megatron(name, c, seq, layers, moe):
     rec = c["recipes"]["megatron"]
     if "megatron" not in c["frameworks"]:
@@ -130,10 +190,16 @@ def megatron(name, c, seq, layers, moe):
         want["--expert-tensor-parallel-size"] = par["etp"]
     if par["zero"] == 2:
         want["--data-parallel-sharding-strategy"] = "optim_grads"
-    if c["schedule"] == "interleaved":
-        want["--num-virtual-stages-per-pipeline-rank"] = c["vpp"]
     split = c["pipeline_split"]
-    if par["pp"] > 1:
+    layout = a["--pipeline-model-parallel-layout"]
+    if layout is not None:
+        pp_layout(name, layout, c, layers)
+        want["--num-virtual-stages-per-pipeline-rank"] = None
+        want["--account-for-embedding-in-pipeline-split"] = False
+        want["--decoder-first-pipeline-num-layers"] = None
+    elif par["pp"] > 1:
+        if c["schedule"] == "interleaved":
+            want["--num-virtual-stages-per-pipeline-rank"] = c["vpp"]
         want["--account-for-embedding-in-pipeline-split"] = split["kind"] == "account"
         want["--account-for-loss-in-pipeline-split"] = split["kind"] == "account"
         if split["kind"] == "first_last":
@@ -345,6 +411,18 @@ run("mixtral-8x7b 64xH100", {"model": {"preset": "mixtral-8x7b"}, "hardware": {"
 run("deepseek-v3 256xH800", {"model": {"preset": "deepseek-v3"}, "hardware": {"preset": "h800"}, "devices": 256,
                              "training": {"seq_len": 4096, "global_batch_tokens": 16777216},
                              "search": {"top_k": 5}}, 61, moe=True)
+
+# DeepSeek-V3 as Megatron Bridge launches it on 256 GB200 (deepseek_workload_base_configs.py,
+# DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_V1: pp 4, vpp 4, ep 64, 2048 sequences of 4096): 61 layers
+# over 16 virtual stages only --pipeline-model-parallel-layout splits (FW-M6)
+cfgs = run("deepseek-v3 256xGB200 pp4 vpp4", {
+    "model": {"preset": "deepseek-v3"}, "hardware": {"preset": "gb200-nvl72"}, "devices": 256,
+    "training": {"seq_len": 4096, "global_batch_tokens": 2048 * 4096, "grad_dtype": "bf16"},
+    "search": {"top_k": 3, "fix": {"tp": 1, "pp": 4, "vpp": 4, "ep": 64, "cp": 1, "schedule": "interleaved",
+                                   "mbs": 1}}}, 61, moe=True)
+mg = [c for c in cfgs if "megatron" in c["frameworks"]]
+check(len(mg) > 0 and all("--pipeline-model-parallel-layout" in c["recipes"]["megatron"]["argv"] for c in mg),
+      "deepseek-v3 256xGB200 pp4 vpp4: Megatron-LM should launch it, with a layout")
 
 # the training switches: fp8, bf16 gradients and moments, TP and EP overlap
 opts = {"model": {"preset": "mixtral-8x7b"}, "hardware": {"preset": "h100-sxm"}, "devices": 64,

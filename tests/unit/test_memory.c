@@ -99,11 +99,22 @@ static void t_splits(void)
     CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
     CHECK_EQ_I(c.split, MFU_SPLIT_ACCOUNT);
     CHECK(has_fw(&s, &c, MFU_FW_MEGATRON));
-    /* vpp 3 does not divide 8: Megatron refuses (FW-M6), vpp 5/6/7 too */
+    CHECK(mfu_megatron_split_flags(&s, &c));
+    /* vpp 3 does not divide 8: no classic Megatron flag splits it, the
+     * even split with a remainder (126 = 48 x 2 + 30: the first 30 virtual
+     * stages take 3) goes out as --pipeline-model-parallel-layout (FW-M6) */
     c.vpp = 3;
-    CHECK(mfu_config_default_split(&s, &c) == MFU_OK); /* torchtitan's split with a remainder */
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
     CHECK_EQ_I(c.split, MFU_SPLIT_EVEN);
-    CHECK(!has_fw(&s, &c, MFU_FW_MEGATRON));
+    CHECK(!mfu_megatron_split_flags(&s, &c));
+    CHECK(has_fw(&s, &c, MFU_FW_MEGATRON));
+    /* rank 0: virtual stages 0, 16, 32 = 3 + 3 + 2; rank 13: 13, 29, 45
+     * = 3 + 3 + 2; rank 14: 14, 30, 46 = 3 + 2 + 2 */
+    CHECK_EQ_I(mfu_vstage_decoder_layers(&s, &c, 0, 0), 3);
+    CHECK_EQ_I(mfu_vstage_decoder_layers(&s, &c, 0, 2), 2);
+    CHECK_EQ_I(mfu_vstage_decoder_layers(&s, &c, 14, 1), 2);
+    CHECK_EQ_I(mfu_stage_layers(&s, &c, 13), 8);
+    CHECK_EQ_I(mfu_stage_layers(&s, &c, 14), 7);
 
     /* 61 layers over 16 stages (DeepSeek-V3): neither 61 nor 63 divides;
      * first/last take the rest: middle ceil(61/16) = 4, 61 - 14 * 4 = 5 =
@@ -129,11 +140,51 @@ static void t_splits(void)
     int64_t want[4] = {7, 8, 8, 6};
     for (int r = 0; r < 4; r++) CHECK_EQ_I(mfu_stage_layers(&s, &c, r), want[r]);
     /* ... which torchtitan launches (with FSDP on the data axis, FW-T11)
-     * and Megatron (exact division only) does not */
-    CHECK(!has_fw(&s, &c, MFU_FW_MEGATRON));
+     * and Megatron through --pipeline-model-parallel-layout only (its
+     * --account-for-* flags need exact division) */
+    CHECK(!mfu_megatron_split_flags(&s, &c));
+    CHECK(has_fw(&s, &c, MFU_FW_MEGATRON));
+    /* the embedding and the loss hold a layer's place in the first and the
+     * last virtual stage: 8 - 1, 8, 8, 7 - 1 */
+    CHECK_EQ_I(mfu_vstage_decoder_layers(&s, &c, 0, 0), 7);
+    CHECK_EQ_I(mfu_vstage_decoder_layers(&s, &c, 3, 0), 6);
     c.ax[MFU_AX_DP] = 1;
     c.ax[MFU_AX_FSDP] = 4;
     CHECK(has_fw(&s, &c, MFU_FW_TORCHTITAN));
+
+    /* every rank's chunks hold its layers, for each split the search makes
+     * (the layout Megatron is given writes these counts out) */
+    const int64_t Ls[] = {29, 61, 94, 126}, ps[] = {2, 3, 4, 8};
+    for (int a = 0; a < 4; a++) {
+        CHECK(toy(&s, &m, &hw, Ls[a], 128) == 0);
+        for (int b = 0; b < 4; b++)
+            for (int64_t v = 1; v <= 4; v++)
+                for (int k = -1; k < 2; k++) {
+                    c = cfg(8, 1, 1, 1, ps[b], 1);
+                    c.vpp = v;
+                    c.schedule = v > 1 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
+                    c.grad_accum = 64;
+                    if (k < 0) {
+                        if (mfu_config_default_split(&s, &c) != MFU_OK) continue;
+                    } else {
+                        c.split = k ? MFU_SPLIT_ACCOUNT : MFU_SPLIT_EVEN;
+                        mfu_config_fill_stages(&s, &c);
+                    }
+                    int why_code = 0;
+                    const char *why = NULL;
+                    if (mfu_config_check_split(&s, &c, &why_code, &why) != MFU_OK) continue;
+                    int64_t all = 0;
+                    for (int64_t r = 0; r < ps[b]; r++) {
+                        int64_t n = 0;
+                        for (int64_t j2 = 0; j2 < v; j2++) n += mfu_vstage_decoder_layers(&s, &c, r, j2);
+                        CHECK_EQ_I(n, mfu_stage_layers(&s, &c, r));
+                        all += n;
+                    }
+                    CHECK_EQ_I(all, Ls[a]);
+                    CHECK_EQ_I(mfu_chunk0_layers(&s, &c), mfu_vstage_decoder_layers(&s, &c, 0, 0) * (v > 1) +
+                                                              mfu_stage_layers(&s, &c, 0) * (v == 1));
+                }
+    }
 }
 
 static void t_frameworks(void)

@@ -480,6 +480,68 @@ static void t_moe(void)
     json_decref(rec);
 }
 
+/* A split the classic flags cannot express goes out as Megatron-Core's
+ * --pipeline-model-parallel-layout (FW-M6), without
+ * --num-virtual-stages-per-pipeline-rank (arguments.py takes one of the
+ * two). DeepSeek-V3 on 256 GB200 as Megatron Bridge lays it out
+ * (deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_V1:
+ * pp 4, vpp 4, ep 64, 2048 sequences): 61 layers over 16 virtual stages
+ * need a remainder, 61 = 16 x 3 + 13, so mfud's even split gives virtual
+ * stages 0-12 four layers and 13-15 three, in layer order: "Et*4" (the
+ * embedding first), twelve "t*4" stages, two "t*3", and "t*3L" (the loss
+ * last). */
+static void t_pp_layout(void)
+{
+    static setup s;
+    mk(&s, "deepseek-v3", "gb200-nvl72", 256, 4096, 2048, MFU_DT_BF16);
+    mfu_config c = test_cfg(64, 1, 1, 64, 4, 1);
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 4;
+    c.zero = 1;
+    c.grad_accum = 32;
+    c.recompute = MFU_RC_MLA_UP;
+    mfu_eval ev;
+    json_t *rec = recipes_of(&s, &c, &ev);
+    json_t *a = argv_of(rec, "megatron");
+    CHECK(a != NULL);
+    CHECK_STR(value(a, "--pipeline-model-parallel-layout"), "Et*4|(t*4|)*12(t*3|)*2t*3L");
+    CHECK(find(a, "--num-virtual-stages-per-pipeline-rank") < 0);
+    CHECK(find(a, "--decoder-first-pipeline-num-layers") < 0);
+    CHECK(find(a, "--account-for-embedding-in-pipeline-split") < 0);
+    CHECK(notes_say(rec, "megatron", "--pipeline-model-parallel-layout"));
+    /* quoted whole on the shell line ('|', '*' and '(' are the shell's) */
+    json_t *line = api_recipe_shell_line(json_object_get(rec, "megatron"));
+    const char *l = json_string_value(line);
+    CHECK(l && strstr(l, " --pipeline-model-parallel-layout 'Et*4|(t*4|)*12(t*3|)*2t*3L' "));
+    json_decref(line);
+    json_decref(rec);
+
+    /* first / last stages that vpp does not divide: 16 and 13 over 4
+     * chunks each, the middle ranks 16; the last rank's chunks 4, 3, 3, 3
+     * (the remainder to the earlier chunks): stages 3, 7, 11, 15 */
+    c.split = MFU_SPLIT_FIRST_LAST;
+    c.pp_first = 16;
+    c.pp_last = 13;
+    mfu_config_fill_stages(&s.sys, &c);
+    CHECK(mfu_evaluate(&s.sys, &c, ops, &ev) == MFU_OK);
+    rec = api_render_recipes(&s.sys, &c, &ev);
+    CHECK_STR(value(argv_of(rec, "megatron"), "--pipeline-model-parallel-layout"),
+              "Et*4|(t*4|)*6t*3|(t*4|)*3t*3|(t*4|)*3t*3L");
+    json_decref(rec);
+
+    /* where the classic flags express the split they are written and no
+     * layout: pp 16 without virtual stages, 3 + 14 x 4 + 2 (t_splits) */
+    c = test_cfg(16, 1, 1, 64, 16, 1);
+    c.zero = 1;
+    c.grad_accum = 128;
+    rec = recipes_of(&s, &c, &ev);
+    a = argv_of(rec, "megatron");
+    CHECK(find(a, "--pipeline-model-parallel-layout") < 0);
+    CHECK_STR(value(a, "--decoder-first-pipeline-num-layers"), "3");
+    CHECK_STR(value(a, "--decoder-last-pipeline-num-layers"), "2");
+    json_decref(rec);
+}
+
 /* A windowed pattern: Gemma 2's alternating 4096-token windows. Megatron
  * has no gated GeLU flag (unavailable); the same layers with SwiGLU give
  * --window-size 4095,0 (TE counts the keys before the query) and one full
@@ -582,6 +644,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_zero),
     CHECK_CASE(t_torchtitan),
     CHECK_CASE(t_moe),
+    CHECK_CASE(t_pp_layout),
     CHECK_CASE(t_windows),
     CHECK_CASE(t_tpu),
 };

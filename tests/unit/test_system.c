@@ -253,6 +253,32 @@ static void t_bubble_rest(void)
     CHECK(mfu_step_time_below(&sys, &c, &k, 0, ev.bound.step_time_s) == ev.bound.step_time_s);
 }
 
+/* F-PP-BUBBLE-CHUNK: the interleaved fill and drain pass one virtual stage
+ * per hop. Llama 3 8B's 32 layers over 4 ranks: 2 chunks of 4 each are
+ * equal, the bubble (p-1)/(v m) = 3/(2 m) of the busiest stage's path; 3
+ * chunks leave a remainder, 32 = 12 x 2 + 8, so virtual stages 0-7 take 3
+ * layers and 8-11 take 2, each rank 3 + 3 + 2: the fill waits for 3-layer
+ * stages, (p-1) x 3/8 of the path per micro-batch, not (p-1)/3 -- the
+ * bubble at 3 chunks is 3/4 of the one at 2, not 2/3. */
+static void t_bubble_chunk(void)
+{
+    fixture();
+    mfu_config c = cfg(2, 1, 1, 1, 4, 1);
+    c.grad_accum = 8;
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.vpp = 2;
+    CHECK(mfu_config_default_split(&sys, &c) == MFU_OK);
+    mfu_eval e2, e3;
+    CHECK(mfu_evaluate(&sys, &c, ops, &e2) == 0);
+    c.vpp = 3;
+    CHECK(mfu_config_default_split(&sys, &c) == MFU_OK);
+    CHECK_EQ_I(mfu_max_vstage_layers(&sys, &c), 3);
+    CHECK_EQ_I(mfu_stage_layers(&sys, &c, 3), 8);
+    CHECK(mfu_evaluate(&sys, &c, ops, &e3) == 0);
+    CHECK_NEAR(e3.bound.compute_s, e2.bound.compute_s, 1e-12 * e2.bound.compute_s);
+    CHECK_NEAR(e3.bound.bubble_s / e2.bound.bubble_s, 3.0 / 4.0, 1e-9);
+}
+
 /* F-COMM-TP-SYNC and F-TIME-WGRAD-ACC, Megatron-LM of 2021 (v2.5): Llama 3
  * 8B at TP 8 over the ideal node, 64 micro-batches of 4096 tokens. The
  * backward's all-reduces are waited for: every one of the 4 per layer
@@ -936,6 +962,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_tp_by_hand),
     CHECK_CASE(t_pp_by_hand),
     CHECK_CASE(t_bubble_rest),
+    CHECK_CASE(t_bubble_chunk),
     CHECK_CASE(t_legacy_megatron),
     CHECK_CASE(t_unfused_cross_entropy),
     CHECK_CASE(t_members_per_node),
