@@ -378,10 +378,13 @@ static void mg_sharding(json_t *argv, json_t *notes, const mfu_system *sys, cons
                         const model_view *v)
 {
     int64_t dp = c->ax[MFU_AX_DP];
-    int64_t fsdp = c->ax[MFU_AX_FSDP];
     int64_t tp = c->ax[MFU_AX_TP];
     int64_t cp = c->ax[MFU_AX_CP];
-    int dist_opt = c->zero >= 1;
+    int dist_opt = c->zero == 1 || c->zero == 2;
+    /* FSDP: an fsdp axis, or zero 3 over the cp ranks alone (both shard
+     * over the data-and-context group: torch_fully_sharded_data_parallel.py
+     * get_data_parallel_group(with_context_parallel=True)) */
+    int fsdp_on = mfu_fsdp_on(c);
     if (c->zero == 1) rcp_word(argv, "--use-distributed-optimizer");
     if (c->zero == 2) {
         /* Megatron-FSDP: "optim_grads: Shards gradients and optimizer
@@ -396,7 +399,7 @@ static void mg_sharding(json_t *argv, json_t *notes, const mfu_system *sys, cons
         rcp_note(notes, "ZeRO-2 is Megatron-FSDP's optim_grads strategy (its own sharded buffers and "
                         "communication schedule, not the distributed optimizer's buckets the estimate prices).");
     }
-    if (fsdp > 1 && (dp > 1 || c->ax[MFU_AX_EP] > 1)) {
+    if (fsdp_on && (dp > 1 || c->ax[MFU_AX_EP] > 1)) {
         /* experts or a replica axis: Megatron-FSDP's ZeRO-3
          * ("optim_grads_params: shards gradients, optimizer states and
          * parameters", megatron_fsdp.py), HSDP as dp instances of the
@@ -413,7 +416,7 @@ static void mg_sharding(json_t *argv, json_t *notes, const mfu_system *sys, cons
         rcp_note(notes, "FSDP with %s is Megatron-FSDP's optim_grads_params (ZeRO-3): its own sharded buffers and "
                         "prefetching, which the estimate prices as per-layer gathers and reduce-scatters.",
                  dp > 1 ? "a replica axis (HSDP)" : "experts");
-    } else if (fsdp > 1) {
+    } else if (fsdp_on) {
         /* validate_args: not with gradient accumulation fusion */
         rcp_word(argv, "--use-torch-fsdp2");
         rcp_word(argv, "--no-gradient-accumulation-fusion");
@@ -428,7 +431,7 @@ static void mg_sharding(json_t *argv, json_t *notes, const mfu_system *sys, cons
                             "distributed optimizer; this configuration keeps them in fp32.");
         }
     }
-    if (fsdp > 1 || c->zero == 2)
+    if (fsdp_on || c->zero == 2)
         rcp_note(notes, "FSDP needs CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 (validate_args asserts it).");
     else if (tp > 1 || cp > 1)
         rcp_note(notes, "Set CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args asserts it with tensor or context "
@@ -440,15 +443,14 @@ static void mg_overlap(json_t *argv, json_t *notes, const mfu_system *sys, const
                        const model_view *v)
 {
     int64_t dp = c->ax[MFU_AX_DP];
-    int64_t fsdp = c->ax[MFU_AX_FSDP];
     int64_t tp = c->ax[MFU_AX_TP];
     int64_t pp = c->ax[MFU_AX_PP];
     int64_t cp = c->ax[MFU_AX_CP];
     int64_t ep = c->ax[MFU_AX_EP];
-    int dist_opt = c->zero >= 1;
+    int dist_opt = c->zero == 1 || c->zero == 2;
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     int64_t edp = v->moe ? dp * cp * tp / (ep * c->etp) : 1;
-    if (!sys->train.no_grad_overlap && fsdp == 1 && (dp * cp > 1 || edp > 1)) {
+    if (!sys->train.no_grad_overlap && !mfu_fsdp_on(c) && (dp * cp > 1 || edp > 1)) {
         rcp_word(argv, "--overlap-grad-reduce");
         /* validate_args: --overlap-param-gather needs the distributed
          * optimizer or Megatron-FSDP, and --overlap-grad-reduce */
@@ -551,7 +553,7 @@ json_t *rcp_megatron(const mfu_system *sys, const mfu_config *c, const model_vie
         return rcp_unavailable(why);
     }
     /* validate_args: --use-torch-fsdp2 asserts untie_embeddings_and_output_weights */
-    if (c->ax[MFU_AX_FSDP] > 1 && m->tie_embeddings)
+    if (mfu_fsdp_on(c) && m->tie_embeddings)
         return rcp_unavailable("Megatron-LM's --use-torch-fsdp2 requires --untie-embeddings-and-output-weights "
                                "(arguments.py validate_args) and this model ties them");
 

@@ -150,9 +150,9 @@ static void tt_parallelism(FILE *f, json_t *notes, const mfu_system *sys, const 
             tt_stage_modules(f, sys, c);
     }
     if (cp > 1 && fsdp == 1)
-        rcp_note(notes, "torchtitan wraps the model in FSDP over the context-parallel ranks even with "
-                        "data_parallel_shard_degree 1 (parallel_dims.py: fsdp is dp_shard x cp); the estimate "
-                        "keeps the parameters replicated there.");
+        rcp_note(notes, "With data_parallel_shard_degree 1 torchtitan wraps the model in FSDP over the "
+                        "context-parallel ranks (parallel_dims.py: fsdp is dp_shard x cp), as the estimate "
+                        "(zero 3) shards it.");
 }
 
 /* torchtitan job config: activation checkpointing, compile, FP8 and the

@@ -280,10 +280,17 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     int sp = 0;
     int64_t zero = 0;
     bad |= jv_bool(par, "sp", pp, JV_OPTIONAL, 0, &sp, st);
-    bad |= jv_int(par, "zero", pp, JV_OPTIONAL, 0, 0, 2, &zero, st);
+    bad |= jv_int(par, "zero", pp, JV_OPTIONAL, 0, 0, 3, &zero, st);
     bad |= jv_int(par, "etp", pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->etp, st);
     c->sp = sp;
     c->zero = (int)zero;
+    /* no zero given, context parallelism the only data axis: its ranks
+     * shard the model (zero 3), as torchtitan (FSDP over dp_shard x cp,
+     * parallel_dims.py) and MaxText (the weights' 'embed' axis over
+     * context, base.yml) run such a layout; Megatron-LM's DDP or
+     * distributed optimizer over cp is zero 0 or 1, said explicitly */
+    if (!json_object_get(par, "zero") && c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1 && c->ax[MFU_AX_DP] == 1)
+        c->zero = 3;
     bad |= jv_enum(cj, "schedule", ptr, JV_OPTIONAL, 0, api_schedule_names, &v, st);
     c->schedule = (mfu_schedule)v;
     /* DualPipeV is two stages per rank: vpp 2 unless given */

@@ -42,7 +42,7 @@ static int parse_fix(json_t *fix, const char *ptr, const mfu_system *sys, mfu_se
     int b = 0;
     if (json_object_get(fix, "sp")) { bad |= jv_bool(fix, "sp", fp, JV_REQUIRED, 0, &b, st); o->fix_sp = b; }
     int64_t iv;
-    if (json_object_get(fix, "zero")) { bad |= jv_int(fix, "zero", fp, JV_REQUIRED, 0, 0, 2, &iv, st); o->fix_zero = (int)iv; }
+    if (json_object_get(fix, "zero")) { bad |= jv_int(fix, "zero", fp, JV_REQUIRED, 0, 0, 3, &iv, st); o->fix_zero = (int)iv; }
     if (json_object_get(fix, "etp")) { bad |= jv_int(fix, "etp", fp, JV_REQUIRED, 1, 1, API_MAX_DEVICES, &o->fix_etp, st); }
     if (json_object_get(fix, "vpp")) { bad |= jv_int(fix, "vpp", fp, JV_REQUIRED, 1, 1, 64, &o->fix_vpp, st); }
     if (json_object_get(fix, "mbs")) { bad |= jv_int(fix, "mbs", fp, JV_REQUIRED, 1, 1, 1 << 20, &o->fix_mbs, st);

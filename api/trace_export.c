@@ -75,7 +75,7 @@ static coll axis_collectives(const mfu_config *c, int axis)
     case MFU_COMM_EP: k = (coll){{A2A, NULL}, {1, 0}}; break;
     case MFU_COMM_FSDP: k = (coll){{AG, RS}, {2.0 / 3.0, 1.0 / 3.0}}; break;
     case MFU_COMM_DP:
-        if (c->zero) k = (coll){{RS, AG}, {0.5, 0.5}};
+        if (c->zero == 1 || c->zero == 2) k = (coll){{RS, AG}, {0.5, 0.5}};
         else k = (coll){{AR, NULL}, {1, 0}};
         break;
     default: k = (coll){{SR, NULL}, {1, 0}}; break;

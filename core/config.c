@@ -120,7 +120,9 @@ int mfu_config_check_split(const mfu_system *sys, const mfu_config *c, int *reas
 static int sched_rest(const mfu_config *c, int *reason, const char **why)
 {
     const int D = MFU_PRUNE_DIVISIBILITY;
-    if (c->zero < 0 || c->zero > 2) return illegal(reason, why, D, "zero must be 0, 1 or 2 (use fsdp for stage 3)");
+    if (c->zero < 0 || c->zero > 3) return illegal(reason, why, D, "zero must be 0, 1, 2 or 3");
+    if (c->zero == 3 && (c->ax[MFU_AX_FSDP] != 1 || c->ax[MFU_AX_CP] < 2))
+        return illegal(reason, why, D, "zero 3 shards over the cp ranks alone: fsdp 1 and cp >= 2 (else the fsdp axis)");
     if (c->zero && c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] < 2)
         return illegal(reason, why, D, "zero needs dp * cp >= 2 (the ranks it shards over)");
     if (c->mbs < 1 || c->grad_accum < 1) return illegal(reason, why, MFU_PRUNE_BATCH, "mbs and grad_accum must be >= 1");
@@ -447,6 +449,11 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
         return "FW-M1: FSDP shards the optimizer already (ZeRO-1/2 on top of it is not a Megatron setting)";
     if (c->zero == 2 && pp > 1)
         return "FW-M2: ZeRO-2 (Megatron-FSDP optim_grads) is not validated with pipeline parallelism";
+    /* zero 3: FSDP over the cp ranks alone, the fsdp axis's rules (FW-M1, FW-M8) */
+    if (c->zero == 3 && pp > 1)
+        return "FW-M1: FSDP (torch FSDP2 or Megatron-FSDP) with pipeline parallelism";
+    if (c->zero == 3 && sys->model->tie_embeddings)
+        return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
     if (c->schedule != MFU_SCHED_1F1B && c->schedule != MFU_SCHED_INTERLEAVED)
         return "FW-M4: Megatron-LM schedules are 1F1B and interleaved 1F1B";
     if (c->schedule == MFU_SCHED_INTERLEAVED && (m < pp || m % pp))
@@ -520,7 +527,13 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
             return "FW-T7: torchtitan recomputes none, op-level selective, or full";
     }
     if (!(lv & MFU_LV_SCHED)) return NULL;
-    if (c->zero) return "FW-T1: torchtitan shards with FSDP only (no ZeRO-1/2 on the replica axis)";
+    if (c->zero == 1 || c->zero == 2) return "FW-T1: torchtitan shards with FSDP only (no ZeRO-1/2 on the replica axis)";
+    /* parallel_dims.py: fsdp_enabled = dp_shard > 1 or cp > 1, and
+     * parallelize.py wraps the model in FSDP over the dp_shard x cp mesh:
+     * with cp > 1 and dp_shard 1 the cp ranks shard it (zero 3), never
+     * replicate it */
+    if (cp > 1 && fsdp == 1 && c->zero != 3)
+        return "FW-T14: torchtitan shards the model over the cp ranks (FSDP over dp_shard x cp): zero 3, not replicas";
     if (pp > 1) {
         if (c->schedule == MFU_SCHED_ZB) return "FW-T5: torchtitan's zero-bubble schedules are interleaved/V, not ZB-H1";
         if (c->schedule == MFU_SCHED_1F1B && m < pp) return "FW-T5: Schedule1F1B needs micro-batches >= stages";
@@ -550,6 +563,11 @@ static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsi
     }
     if (!(lv & MFU_LV_SCHED)) return NULL;
     if (c->zero == 2) return "FW-X1: MaxText shards optimizer state over data (ZeRO-1) or everything over fsdp";
+    /* base.yml logical_axis_rules: 'embed' -> fsdp, fsdp_transpose, context,
+     * context_usp_ulysses, expert: the weights shard over the context
+     * axis too */
+    if (c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1 && c->zero != 3)
+        return "FW-X6: MaxText shards the weights over the context axis (logical_axis_rules 'embed'): zero 3, not replicas";
     if (pp > 1) {
         if (c->schedule != MFU_SCHED_GPIPE) return "FW-X4: MaxText pipelines are GPipe / circular";
         if (c->grad_accum % pp) return "FW-X4: num_pipeline_microbatches must be a multiple of the stages";

@@ -75,7 +75,7 @@ static void state_bytes_(const mfu_system *sys, const mfu_config *c, mfu_dev_par
     double per_layer = sys->layer_dense_avg / (double)c->ax[MFU_AX_TP] +
                        sys->layer_expert_avg / (double)(c->ax[MFU_AX_EP] * c->etp);
     (void)layers;
-    if (c->ax[MFU_AX_FSDP] > 1) {
+    if (mfu_fsdp_on(c)) {
         /* ZeRO-3 / FSDP2: dense shards over fsdp * cp (torchtitan shards
          * over dp_shard x cp; MaxText's context axis shards weights too),
          * experts over efsdp. The sharded fp32 parameter is the master copy
@@ -129,7 +129,7 @@ static int communicators(const mfu_system *sys, const mfu_config *c)
     int n = 0;
     n += c->ax[MFU_AX_TP] > 1;
     n += c->ax[MFU_AX_CP] > 1;
-    n += c->ax[MFU_AX_FSDP] > 1;
+    n += mfu_fsdp_on(c);
     n += mfu_dense_replicas(c) > 1;
     n += c->ax[MFU_AX_PP] > 1;
     if (sys->moe_layers > 0) {

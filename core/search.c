@@ -235,8 +235,8 @@ typedef struct ctx {
      * the micro-batch, the batch nor the schedule of one split (slot 0:
      * DualPipeV's V, whose head is on rank 0; every other schedule's on
      * the last) */
-    mfu_stage_state st_memo[3][MFU_SEARCH_MAX_VPP + 1][3];
-    unsigned st_ready[3][MFU_SEARCH_MAX_VPP + 1];
+    mfu_stage_state st_memo[4][MFU_SEARCH_MAX_VPP + 1][3]; /* by zero 0..3 */
+    unsigned st_ready[4][MFU_SEARCH_MAX_VPP + 1];
     /* the last family looked up in the ranking and where it stood, valid
      * while the ranking is unchanged (fam_ver == the insert count): the
      * points of one family come one after another */
@@ -533,6 +533,14 @@ static unsigned schedule_frameworks(mfu_schedule s)
 
 static int rc_count(const ctx *x) { return x->n_rc; }
 
+/* The zero stages a layout takes: none without a data or context axis,
+ * 0-2 with one, and 3 (FSDP over the cp ranks) where cp > 1 and fsdp 1. */
+static int zero_max(const mfu_config *c)
+{
+    if (c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] < 2) return 0;
+    return c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1 ? 3 : 2;
+}
+
 /* Points below the shape level (batch x zero x schedule x recompute), for
  * the space size when a whole shape is pruned. */
 static uint64_t subtree_points(const ctx *x, const mfu_config *c)
@@ -543,7 +551,7 @@ static uint64_t subtree_points(const ctx *x, const mfu_config *c)
     int64_t lo = (o->batch_min_seqs + per - 1) / per, hi = o->batch_max_seqs / per;
     if (lo < 1) lo = 1;
     uint64_t n_ga = hi >= lo ? (uint64_t)(hi - lo + 1) : 1;
-    uint64_t n_zero = (c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] > 1 && o->fix_zero < 0) ? 3 : 1;
+    uint64_t n_zero = o->fix_zero >= 0 ? 1 : (uint64_t)zero_max(c) + 1;
     int64_t pp = c->ax[MFU_AX_PP];
     uint64_t n_sched = 1;
     if (pp > 1 && o->fix_schedule < 0) {
@@ -622,10 +630,12 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 {
     /* ZeRO 1: Megatron's distributed optimizer, MaxText's
-     * shard_optimizer_over_data; ZeRO 2: Megatron-FSDP optim_grads */
-    const unsigned offered[3] = {MFU_FW_ALL, MFU_FW_MASK(MFU_FW_MEGATRON) | MFU_FW_MASK(MFU_FW_MAXTEXT),
-                                 MFU_FW_MASK(MFU_FW_MEGATRON)};
-    int zmax = c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] > 1 ? 2 : 0;
+     * shard_optimizer_over_data; ZeRO 2: Megatron-FSDP optim_grads; ZeRO 3
+     * over the cp ranks alone: FSDP with dp_shard 1 (torchtitan, MaxText's
+     * context axis, Megatron's FSDP2 or Megatron-FSDP) */
+    const unsigned offered[4] = {MFU_FW_ALL, MFU_FW_MASK(MFU_FW_MEGATRON) | MFU_FW_MASK(MFU_FW_MAXTEXT),
+                                 MFU_FW_MASK(MFU_FW_MEGATRON), MFU_FW_ALL};
+    int zmax = zero_max(c);
     for (int z = 0; z <= zmax && !x->stop; z++) {
         if (x->o->fix_zero >= 0 && z != x->o->fix_zero) continue;
         if (x->o->fix_zero < 0 && !fw_admits(x, offered[z])) continue;

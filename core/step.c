@@ -160,6 +160,7 @@ typedef struct step_ctx {
     const mfu_layer_cost *a;    /* the average layer */
     const mfu_rc_policy *rp;
     double dp, fsdp, tp, ep, pp, cp, mb, ab, h, moe_frac;
+    int fsdp_on;                /* mfu_fsdp_on: fsdp > 1, or zero 3 over the cp ranks */
     double L, nrc, t_f, t_b, t_rc; /* the busiest stage: layers, recomputed, per micro-batch */
     double t_rest;              /* the other stages' mean t_f + t_b (F-PP-BUBBLE-REST) */
     double T;                   /* local tokens per micro-batch */
@@ -491,7 +492,7 @@ static void comm_fsdp(step_ctx *x)
      * the last micro-batch (FW-T8). */
     double P_layer = sys->layer_params_dense / (double)sys->layers / tp +
                      sys->params_expert / (double)sys->layers / (ep * (double)c->etp);
-    if (fsdp > 1) {
+    if (x->fsdp_on) {
         double F = fsdp * cp;
         link l = link_group(sys, fsdp * cp, tp, eff);
         if (pp > 1 && sys->hw->platform == MFU_PLATFORM_GPU) {
@@ -580,9 +581,9 @@ static void comm_dp(step_ctx *x)
      * experts over their expert-data-parallel group; the groups share the
      * links, so their times add. */
     const mfu_dev_params dpar = x->dpar;
-    double rd = fsdp > 1 ? dp : mfu_dense_replicas(c);
-    double re = fsdp > 1 ? dp : mfu_expert_dp(c);
-    double shard_d = fsdp > 1 ? fsdp * cp : 1.0, shard_e = fsdp > 1 ? mfu_expert_fsdp(c) : 1.0;
+    double rd = x->fsdp_on ? dp : mfu_dense_replicas(c);
+    double re = x->fsdp_on ? dp : mfu_expert_dp(c);
+    double shard_d = x->fsdp_on ? fsdp * cp : 1.0, shard_e = x->fsdp_on ? mfu_expert_fsdp(c) : 1.0;
     double n_sync = c->zero == 2 ? mb : 1.0;
     if (rd > 1 || re > 1) {
         link l = link_group(sys, dp, (double)s_fsdp, eff);
@@ -605,10 +606,11 @@ static void comm_dp(step_ctx *x)
             if (P <= 0 || n <= 1) continue;
             double g = sys->grad_comm_bytes * P;
             double bucket = fmin(sys->bucket_bytes, g);
-            double t_part = c->zero == 0 ? t_ar(g, n, l) : t_ag(g, n, l);
+            int zr = c->zero == 1 || c->zero == 2; /* ZeRO on the replica axis; zero 3 all-reduces the shards */
+            double t_part = zr ? t_ag(g, n, l) : t_ar(g, n, l);
             t_sync += t_part;
             t_last += share[i] * t_part;
-            if (c->zero == 0) {
+            if (!zr) {
                 t_bucket = mfu_dmax(t_bucket, t_ar(bucket, n, l));
             } else {
                 t_gather += t_ag(sys->weight_bytes * P, n, l);
@@ -714,8 +716,8 @@ static void step_parts(step_ctx *x)
      * weights (14 B); gradient clipping reads every gradient for the global
      * norm (4 B) and the gradient buffer is zeroed for the next step (4 B). */
     double P_opt;
-    if (fsdp > 1) P_opt = dpar.dense / (fsdp * cp) + dpar.expert / mfu_expert_fsdp(c);
-    else if (c->zero >= 1) P_opt = dpar.dense / mfu_dense_replicas(c) + dpar.expert / mfu_expert_dp(c);
+    if (x->fsdp_on) P_opt = dpar.dense / (fsdp * cp) + dpar.expert / mfu_expert_fsdp(c);
+    else if (c->zero == 1 || c->zero == 2) P_opt = dpar.dense / mfu_dense_replicas(c) + dpar.expert / mfu_expert_dp(c);
     else P_opt = P_dev;
     tm->optimizer_s = 38.0 * P_opt / (sys->hw->hbm_bw_bytes_s * (eff ? eff->hbm_eff : 1.0));
     /* F-MEM-OPT-OFFLOAD: the moments cross the host link to the device for
@@ -824,6 +826,7 @@ static int step_eval(const mfu_system *sys, const mfu_config *c, const mfu_shape
     x->rp = &sys->rc[c->recompute];
     x->dp = (double)c->ax[MFU_AX_DP];
     x->fsdp = (double)c->ax[MFU_AX_FSDP];
+    x->fsdp_on = mfu_fsdp_on(c);
     x->tp = (double)c->ax[MFU_AX_TP];
     x->ep = (double)c->ax[MFU_AX_EP];
     x->pp = (double)c->ax[MFU_AX_PP];

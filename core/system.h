@@ -114,6 +114,17 @@ typedef struct mfu_config {
 /* Layers whose activations go to the host under c on a stage of `ls`
  * layers (0 unless the policy is cpu_offload; -1 = all but the last, the
  * most Transformer Engine's default synchronizer accepts). */
+/* Whether the dense parameters are fully sharded (FSDP, ZeRO-3) over
+ * fsdp * cp ranks: an fsdp axis, or zero 3 with fsdp 1 and cp > 1, the
+ * context-parallel ranks alone sharding (torchtitan wraps the model in FSDP
+ * over dp_shard x cp whenever either is above 1: parallel_dims.py
+ * fsdp_enabled; Megatron-FSDP and FSDP2 shard over the data-and-context
+ * group). */
+static inline int mfu_fsdp_on(const mfu_config *c)
+{
+    return c->ax[MFU_AX_FSDP] > 1 || c->zero == 3;
+}
+
 static inline int64_t mfu_offload_layers(const mfu_config *c, int64_t ls)
 {
     if (c->recompute != MFU_RC_CPU_OFFLOAD) return 0;

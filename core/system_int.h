@@ -52,7 +52,7 @@ static inline double mfu_expert_dp(const mfu_config *c)
 }
 static inline double mfu_expert_fsdp(const mfu_config *c)
 {
-    return c->ax[MFU_AX_FSDP] > 1 ? mfu_expert_dp(c) / (double)c->ax[MFU_AX_DP] : 1.0;
+    return mfu_fsdp_on(c) ? mfu_expert_dp(c) / (double)c->ax[MFU_AX_DP] : 1.0;
 }
 
 /* step.c: the time of one step under one profile (eff NULL: the bound),

@@ -697,6 +697,10 @@ def megatron_rules(c, L, moe, tied):
     # is not validated with PP; ZeRO-1/2 on top of FSDP is no setting
     if par["fsdp"] > 1 and (pp > 1 or par["zero"]):
         out.append("FSDP with pp > 1 or ZeRO-1/2")
+    # zero 3: FSDP over the cp ranks alone (FSDP2 / Megatron-FSDP over the
+    # data-and-context group), the same pp limit
+    if par["zero"] == 3 and pp > 1:
+        out.append("FSDP over cp with pp > 1")
     if par["zero"] == 2 and pp > 1:
         out.append("Megatron-FSDP optim_grads is not validated with pp")
     if moe and par["tp"] > 1 and not par["sp"]:
@@ -740,8 +744,12 @@ def torchtitan_rules(c, L, moe, tied, seq):
     pipeline_parallel.py, PyTorch schedules.py, activation_checkpoint.py."""
     par, v, pp, m = c["parallel"], c["vpp"], c["parallel"]["pp"], c["grad_accum"]
     out = []
-    if par["zero"]:
+    if par["zero"] in (1, 2):
         out.append("no ZeRO-1/2 (FSDP only)")
+    # parallel_dims.py: fsdp_enabled = dp_shard > 1 or cp > 1 -- with cp and
+    # dp_shard 1 the cp ranks shard the model, they never replicate it
+    if par["cp"] > 1 and par["fsdp"] == 1 and par["zero"] != 3:
+        out.append("cp > 1 with dp_shard 1 is FSDP over cp (zero 3), not replicas")
     if par["tp"] > 1 and not par["sp"]:
         out.append("tp without sequence parallel")
     div = (par["tp"] if par["sp"] else 1) * (2 * par["cp"] if par["cp"] > 1 else 1)

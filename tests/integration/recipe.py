@@ -173,11 +173,12 @@ def megatron(name, c, seq, layers, moe):
             "--context-parallel-size": par["cp"], "--micro-batch-size": c["mbs"],
             "--global-batch-size": gbs, "--seq-length": seq, "--num-layers": layers,
             "--sequence-parallel": bool(par["sp"] and par["tp"] > 1),
-            "--use-distributed-optimizer": par["zero"] >= 1, "--use-megatron-fsdp": par["zero"] == 2,
-            "--use-torch-fsdp2": par["fsdp"] > 1}
-    # FSDP with experts or a replica axis (HSDP) is Megatron-FSDP's
-    # optim_grads_params (ZeRO-3), HSDP as dp distributed-optimizer instances
-    mfsdp = par["fsdp"] > 1 and (par["dp"] > 1 or par["ep"] > 1)
+            "--use-distributed-optimizer": par["zero"] in (1, 2), "--use-megatron-fsdp": par["zero"] == 2,
+            "--use-torch-fsdp2": par["fsdp"] > 1 or par["zero"] == 3}
+    # FSDP (an fsdp axis, or zero 3 over the cp ranks alone) with experts or
+    # a replica axis (HSDP) is Megatron-FSDP's optim_grads_params (ZeRO-3),
+    # HSDP as dp distributed-optimizer instances
+    mfsdp = (par["fsdp"] > 1 or par["zero"] == 3) and (par["dp"] > 1 or par["ep"] > 1)
     if mfsdp:
         want["--use-torch-fsdp2"] = False
         want["--use-megatron-fsdp"] = True
@@ -423,6 +424,17 @@ cfgs = run("deepseek-v3 256xGB200 pp4 vpp4", {
 mg = [c for c in cfgs if "megatron" in c["frameworks"]]
 check(len(mg) > 0 and all("--pipeline-model-parallel-layout" in c["recipes"]["megatron"]["argv"] for c in mg),
       "deepseek-v3 256xGB200 pp4 vpp4: Megatron-LM should launch it, with a layout")
+
+# torchtitan's Llama 3.1 8B at 262,144 tokens on 8 GPUs, "FSDP 1, CP 8"
+# (benchmarks/llama3_h100_202412_torchtitan.md, Table 2): the cp ranks shard
+# the model (zero 3); replicated it would not fit
+cfgs = run("llama3-8b 8xH100 cp8 torchtitan", {
+    "model": {"preset": "llama3-8b"}, "hardware": {"preset": "h100-sxm"}, "devices": 8,
+    "training": {"seq_len": 262144, "global_batch_tokens": 262144, "dtype": "fp8"},
+    "search": {"top_k": 3, "frameworks": ["torchtitan"], "fix": {"cp": 8, "fsdp": 1, "mbs": 1}}}, 32)
+check(len(cfgs) > 0 and all(c["parallel"]["zero"] == 3 and "torchtitan" in c["frameworks"] for c in cfgs),
+      "llama3-8b 8xH100 cp8 torchtitan: zero 3 configurations expected, got %r" %
+      [(c["parallel"], c["frameworks"]) for c in cfgs])
 
 # the training switches: fp8, bf16 gradients and moments, TP and EP overlap
 opts = {"model": {"preset": "mixtral-8x7b"}, "hardware": {"preset": "h100-sxm"}, "devices": 64,

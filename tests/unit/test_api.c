@@ -753,6 +753,39 @@ static void t_hardware_mxu_fp8_fields(void)
 
 /* A search that must succeed (checked); the caller releases the answer
  * and the request it returns through *req_out. */
+/* A measured configuration whose only data axis is cp and that names no
+ * zero stage is sharded over the cp ranks (zero 3), as torchtitan and
+ * MaxText run it; a zero it names is kept (Megatron's DDP over cp). */
+static int measured_zero(const char *parallel)
+{
+    char req[512];
+    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
+             "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": %s}, "
+             "\"step_time_s\": 1}}", parallel);
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *par = json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "parallel");
+    int z = (int)json_integer_value(json_object_get(par, "zero"));
+    json_decref(res);
+    json_decref(r);
+    return z;
+}
+
+static void t_measured_zero_default(void)
+{
+    CHECK_EQ_I(measured_zero("{\"cp\": 8}"), 3);
+    CHECK_EQ_I(measured_zero("{\"cp\": 8, \"zero\": 0}"), 0);
+    CHECK_EQ_I(measured_zero("{\"cp\": 4, \"dp\": 2}"), 0);  /* a replica axis: as stated */
+    CHECK_EQ_I(measured_zero("{\"cp\": 4, \"fsdp\": 2}"), 0); /* the fsdp axis shards */
+    CHECK_EQ_I(measured_zero("{\"dp\": 8}"), 0);
+    /* zero 3 beside an fsdp axis is refused where it is named */
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
+                 "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 2, \"cp\": 4, \"zero\": 3}}, "
+                 "\"step_time_s\": 1}}", 422, "/measured/config");
+}
+
 static json_t *search_ok(const char *req, json_t **req_out)
 {
     api_status st;
@@ -937,6 +970,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_cache_key),
     CHECK_CASE(t_errors_with_pointers),
     CHECK_CASE(t_measured_batch),
+    CHECK_CASE(t_measured_zero_default),
     CHECK_CASE(t_overrides),
     CHECK_CASE(t_hardware_wave_field),
     CHECK_CASE(t_hardware_gemm_k_field),

@@ -989,6 +989,67 @@ static void t_megatron_fsdp(void)
     CHECK(mfu_config_frameworks(&se, &c, why) & MFU_FW_MASK(MFU_FW_MEGATRON));
 }
 
+/* zero 3: the context-parallel ranks alone shard the model. torchtitan's
+ * Llama 3.1 8B at 262,144 tokens on 8 H100 (benchmarks/
+ * llama3_h100_202412_torchtitan.md, Table 2: "FSDP 1, CP 8") wraps the
+ * model in FSDP over dp_shard x cp = 8 ranks (parallel_dims.py
+ * fsdp_enabled = dp_shard > 1 or cp > 1). Its states are those of FSDP 2 x
+ * CP 4 -- the same 8 shards: the fp32 master and Adam's moments, 12 B per
+ * parameter over 8 -- where zero 0 replicates them (12 B x P on every
+ * rank, 96 GB for 8 B parameters). */
+static void t_fsdp_over_cp(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_model m;
+    CHECK(load_model("llama3-8b", &m) == 0);
+    mfu_training tr = {262144, 262144.0, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    const char *why[MFU_FW_COUNT];
+    mfu_config z3 = cfg(1, 1, 1, 1, 1, 8), z0, f2 = cfg(1, 2, 1, 1, 1, 4);
+    z3.recompute = f2.recompute = MFU_RC_FULL;
+    z3.zero = 3;
+    z0 = z3;
+    z0.zero = 0;
+    CHECK(mfu_config_default_split(&s, &z3) == MFU_OK && mfu_config_default_split(&s, &z0) == MFU_OK &&
+          mfu_config_default_split(&s, &f2) == MFU_OK);
+    mfu_eval e3, e0, ef;
+    CHECK(mfu_evaluate(&s, &z3, ops, &e3) == 0);
+    CHECK(mfu_evaluate(&s, &z0, ops, &e0) == 0);
+    CHECK(mfu_evaluate(&s, &f2, ops, &ef) == 0);
+    double P = s.params_total;
+    CHECK_NEAR(e3.mem.optimizer_bytes, 12.0 * P / 8.0, 1e-9);
+    CHECK_NEAR(e0.mem.optimizer_bytes, 12.0 * P, 1e-9);
+    CHECK_NEAR(e3.mem.weights_bytes + e3.mem.grads_bytes + e3.mem.optimizer_bytes,
+               ef.mem.weights_bytes + ef.mem.grads_bytes + ef.mem.optimizer_bytes, 1e-9);
+    CHECK(e3.feasible && !e0.feasible);
+    /* it pays FSDP's gathers over the 8 ranks, as FSDP 2 x CP 4 does */
+    CHECK(e3.bound.comm_total_s[MFU_COMM_FSDP] > 0);
+    CHECK_NEAR(e3.bound.comm_total_s[MFU_COMM_FSDP], ef.bound.comm_total_s[MFU_COMM_FSDP],
+               1e-9 * ef.bound.comm_total_s[MFU_COMM_FSDP]);
+    /* torchtitan runs zero 3 and never the replicas (FW-T14); Megatron-LM
+     * both (FSDP2 over the data-and-context group, or DDP over cp) */
+    CHECK(mfu_config_frameworks(&s, &z3, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    CHECK(!(mfu_config_frameworks(&s, &z0, why) & MFU_FW_MASK(MFU_FW_TORCHTITAN)));
+    CHECK(why[MFU_FW_TORCHTITAN] && strstr(why[MFU_FW_TORCHTITAN], "FW-T14") != NULL);
+    CHECK(mfu_config_frameworks(&s, &z3, NULL) & MFU_FW_MASK(MFU_FW_MEGATRON));
+    CHECK(mfu_config_frameworks(&s, &z0, NULL) & MFU_FW_MASK(MFU_FW_MEGATRON));
+    /* zero 3 is for the cp ranks alone: with an fsdp axis, the axis */
+    int reason;
+    const char *w;
+    f2.zero = 3;
+    CHECK(mfu_config_check_sched(&s, &f2, &reason, &w) != MFU_OK);
+    /* MaxText shards the weights over its context axis too (FW-X6) */
+    mfu_hardware tpu;
+    CHECK(load_hw("tpu-v5p", &tpu) == 0);
+    mfu_system st;
+    CHECK(mfu_system_init(&st, &m, &tpu, &tr, 8, 0, ops) == MFU_OK);
+    CHECK(!(mfu_config_frameworks(&st, &z0, why) & MFU_FW_MASK(MFU_FW_MAXTEXT)));
+    CHECK(why[MFU_FW_MAXTEXT] && strstr(why[MFU_FW_MAXTEXT], "FW-X6") != NULL);
+    CHECK(mfu_config_frameworks(&st, &z3, NULL) & MFU_FW_MASK(MFU_FW_MAXTEXT));
+}
+
 /* Megatron's checks on CPU offload (transformer_config.py) for
  * t_cpu_offload's system s (training tr) and configuration c20: fewer
  * offloaded layers than layers, no pipeline parallelism; a host link to
@@ -1115,6 +1176,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_moe_load),
     CHECK_CASE(t_maxtext_savers),
     CHECK_CASE(t_megatron_fsdp),
+    CHECK_CASE(t_fsdp_over_cp),
     CHECK_CASE(t_cpu_offload),
 };
 

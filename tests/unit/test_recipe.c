@@ -236,6 +236,30 @@ static void t_zero(void)
     CHECK(find(a, "--overlap-grad-reduce") < 0);
     json_decref(rec);
     s.sys.train.no_grad_overlap = 0;
+
+    /* zero 3, the 8 cp ranks alone sharding (tp 8 x cp 8): Megatron's FSDP2,
+     * which shards over the data-and-context group
+     * (torch_fully_sharded_data_parallel.py), no distributed optimizer and no
+     * DDP overlap flags; torchtitan's FSDP over dp_shard x cp with dp_shard
+     * 1, which it refuses to replicate (FW-T14) */
+    c = test_cfg(1, 1, 8, 1, 1, 8);
+    c.sp = 1;
+    c.grad_accum = 64;
+    c.recompute = MFU_RC_FULL;
+    c.zero = 3;
+    rec = recipes_of(&s, &c, &ev);
+    a = argv_of(rec, "megatron");
+    CHECK(find(a, "--use-torch-fsdp2") >= 0);
+    CHECK(find(a, "--use-distributed-optimizer") < 0);
+    CHECK(find(a, "--overlap-grad-reduce") < 0);
+    CHECK_STR(value(a, "--context-parallel-size"), "8");
+    CHECK(unavailable(rec, "torchtitan")[0] == 0);
+    json_decref(rec);
+    c.zero = 0;
+    rec = recipes_of(&s, &c, &ev);
+    CHECK(!strncmp(unavailable(rec, "torchtitan"), "FW-T14", 6));
+    CHECK(find(argv_of(rec, "megatron"), "--use-torch-fsdp2") < 0);
+    json_decref(rec);
 }
 
 /* Megatron-LM before Megatron-Core waited for its pipeline sends
