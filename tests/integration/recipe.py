@@ -425,6 +425,57 @@ mg = [c for c in cfgs if "megatron" in c["frameworks"]]
 check(len(mg) > 0 and all("--pipeline-model-parallel-layout" in c["recipes"]["megatron"]["argv"] for c in mg),
       "deepseek-v3 256xGB200 pp4 vpp4: Megatron-LM should launch it, with a layout")
 
+# Layouts Megatron Bridge launches for NVIDIA's performance tables
+# (scripts/performance/configs/*/..._workload_base_configs.py; the scripts
+# set grad_reduce_in_fp32 False: bf16 gradients): each must fit and be
+# Megatron-LM's, its recipe parsing as Megatron's own (the checks above).
+BRIDGE = [
+    # DeepSeek-V3 (deepseek_workload_base_configs.py): H100 V1 (pp_layout "Et|(tt|)*30mL": 7 layers on
+    # rank 0, 6 on rank 7 less the MTP layer mfud does not model), B200 V1, B200 FP8-MX V2
+    ("deepseek-v3 1024xH100", "deepseek-v3", "h100-sxm", 1024, 4096, 8192, "bf16",
+     {"tp": 2, "pp": 8, "ep": 64}, 4, ["mla_up_proj", "mlp"], {"first": 7, "last": 6}),
+    ("deepseek-v3 256xB200", "deepseek-v3", "b200", 256, 4096, 2048, "bf16", {"pp": 16, "ep": 8}, 1,
+     ["mla_up_proj"], None),
+    ("deepseek-v3 256xB200 fp8", "deepseek-v3", "b200", 256, 4096, 4096, "fp8", {"pp": 8, "ep": 32}, 2,
+     ["mla_up_proj", "mlp"], None),
+    # Qwen3 (qwen3_workload_base_configs.py): 235B-A22B H100 and B200 V1, 30B-A3B B200 V1
+    ("qwen3-235b-a22b 256xH100", "qwen3-235b-a22b", "h100-sxm", 256, 4096, 2048, "bf16",
+     {"tp": 2, "pp": 8, "ep": 32}, 4, None, None),
+    ("qwen3-235b-a22b 64xB200", "qwen3-235b-a22b", "b200", 64, 4096, 1024, "bf16", {"pp": 8, "ep": 8}, 4, None, None),
+    ("qwen3-30b-a3b 8xB200 mbs4", "qwen3-30b-a3b", "b200", 8, 4096, 512, "bf16", {"ep": 8, "mbs": 4}, 1, None, None),
+    # Llama 3 (llama3_workload_base_configs.py): 70B H100 BF16 and FP8 V1, 8B H100 BF16 V1
+    ("llama3-70b 64xH100", "llama3-70b", "h100-sxm", 64, 8192, 128, "bf16", {"tp": 4, "pp": 4, "cp": 2}, 5,
+     None, None),
+    ("llama3-70b 64xH100 fp8", "llama3-70b", "h100-sxm", 64, 8192, 128, "fp8", {"tp": 4, "pp": 8}, 5, None, None),
+    ("llama3-8b 8xH100 cp2", "llama3-8b", "h100-sxm", 8, 8192, 128, "bf16", {"cp": 2}, 1, None, None),
+]
+for label, preset, hw, n, seq, gbs, dtype, axes, vpp, mods, split in BRIDGE:
+    par = {"tp": 1, "pp": 1, "cp": 1, "ep": 1}
+    par.update({k: v for k, v in axes.items() if k != "mbs"})
+    par["dp"] = n // (par["tp"] * par["pp"] * par["cp"])
+    par.update({"fsdp": 1, "sp": par["tp"] > 1, "zero": 1})
+    cfg = {"parallel": par, "schedule": "interleaved" if vpp > 1 else "1f1b", "vpp": vpp,
+           "mbs": axes.get("mbs", 1), "recompute": "selective" if mods else "none"}
+    if mods:
+        cfg["recompute_modules"] = mods
+    if split:
+        cfg["pipeline_split"] = split
+    doc = search({"model": {"preset": preset}, "hardware": {"preset": hw}, "devices": n,
+                  "training": {"seq_len": seq, "global_batch_tokens": gbs * seq, "dtype": dtype,
+                               "grad_dtype": "bf16"},
+                  "search": {"top_k": 1, "max_evaluations": 1},
+                  "measured": {"config": cfg, "step_time_s": 1.0}})
+    if doc is None:
+        continue
+    c = doc["measured"]["config"]
+    check(c["feasible"] and "megatron" in c["frameworks"],
+          "%s (Megatron Bridge): feasible %s, frameworks %r, memory %.1f of %.1f GB, megatron %r" %
+          (label, c["feasible"], c["frameworks"], c["memory"]["total_bytes"] / 1e9,
+           c["memory"]["capacity_bytes"] / 1e9, c["recipes"]["megatron"].get("unavailable")))
+    if "megatron" in c["frameworks"]:
+        megatron(label + " (Bridge)", c, seq, doc["model"]["resolved"]["layers_total"],
+                 any(r["mlp"].get("type") == "moe" for r in doc["model"]["resolved"]["ir"]["layers"]))
+
 # torchtitan's Llama 3.1 8B at 262,144 tokens on 8 GPUs, "FSDP 1, CP 8"
 # (benchmarks/llama3_h100_202412_torchtitan.md, Table 2): the cp ranks shard
 # the model (zero 3); replicated it would not fit
