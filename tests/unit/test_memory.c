@@ -152,6 +152,29 @@ static void t_splits(void)
     c.ax[MFU_AX_FSDP] = 4;
     CHECK(has_fw(&s, &c, MFU_FW_TORCHTITAN));
 
+    /* torchtitan's CI pp_looped_1f1b: 6 layers + embedding + output over 4
+     * ranks of 2 virtual stages, one unit each -- the first holds the
+     * embedding alone, the last the norm and output alone
+     * (generate_llm_fqn_per_model_part only asks for one unit per stage):
+     * ranks hold 0 + 1, 1 + 1, 1 + 1, 1 + 0 layers (FW-T6) */
+    CHECK(toy(&s, &m, &hw, 6, 8) == 0);
+    c = cfg(1, 2, 1, 1, 4, 1);
+    c.vpp = 2;
+    c.schedule = MFU_SCHED_INTERLEAVED;
+    c.grad_accum = 8;
+    c.split = MFU_SPLIT_ACCOUNT;
+    mfu_config_fill_stages(&s, &c);
+    CHECK_EQ_I(mfu_vstage_decoder_layers(&s, &c, 0, 0), 0);
+    CHECK_EQ_I(mfu_vstage_decoder_layers(&s, &c, 3, 1), 0);
+    CHECK_EQ_I(mfu_stage_layers(&s, &c, 0), 1);
+    CHECK_EQ_I(mfu_stage_layers(&s, &c, 1), 2);
+    CHECK(has_fw(&s, &c, MFU_FW_TORCHTITAN));
+    /* one stage more than units: refused */
+    c.vpp = 3;
+    c.grad_accum = 12;
+    mfu_config_fill_stages(&s, &c);
+    CHECK(!has_fw(&s, &c, MFU_FW_TORCHTITAN));
+
     /* every rank's chunks hold its layers, for each split the search makes
      * (the layout Megatron is given writes these counts out) */
     const int64_t Ls[] = {29, 61, 94, 126}, ps[] = {2, 3, 4, 8};
