@@ -225,16 +225,25 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
         noff = mfu_offload_layers(c, ls);
         per_mb = (double)(ls - noff) * a->saved_bytes[c->recompute];
     }
-    double act = fixed->activations_bytes + fixed->inflight * per_mb;
+    /* F-MEM-LOGITS: the loss's and the LM head's tensors (stage_fixed) are
+     * freed by their own backward, which runs before any layer's: the
+     * stage peaks at the larger of those and one layer's backward, not
+     * their sum. Not in DualPipeV's V, where a chunk's forward (the loss's
+     * among them) runs beside another micro-batch's backward. */
+    double head = fixed->stage == mfu_head_rank(c) ? k->head_saved + k->logits_transient : 0.0;
+    int apart = c->schedule != MFU_SCHED_DUALPIPEV;
+    double act = fixed->activations_bytes - (apart ? head : 0.0) + fixed->inflight * per_mb;
+    double bwd = 0.0;
     if (ls > 0) {
         /* the backward of one layer: gradients as large as what it saved */
-        act += a->saved_bytes[MFU_RC_NONE];
+        bwd += a->saved_bytes[MFU_RC_NONE];
         /* a recomputed layer rematerialises its activations once */
         if (rp->kind == MFU_RCK_SELECTIVE)
-            act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[c->recompute];
+            bwd += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[c->recompute];
         else if (rp->kind == MFU_RCK_FULL && nrc > 0)
-            act += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[MFU_RC_FULL];
+            bwd += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[MFU_RC_FULL];
     }
+    act += apart ? mfu_dmax(head, bwd) : bwd;
     out->activations_bytes = act;
     double used = out->weights_bytes + out->grads_bytes + out->optimizer_bytes +
                   out->activations_bytes + out->buffers_bytes;

@@ -1012,6 +1012,57 @@ static void t_megatron_fsdp(void)
     CHECK(mfu_config_frameworks(&se, &c, why) & MFU_FW_MASK(MFU_FW_MEGATRON));
 }
 
+/* F-MEM-LOGITS: the loss's and the LM head's tensors are freed by their own
+ * backward, before the first layer's backward begins, so the stage that
+ * holds the head peaks at the larger of the two, not their sum. Llama 3
+ * 8B over 2 stages of 16 layers (1F1B, 8 micro-batches, recompute none):
+ * the last rank holds 1 micro-batch in flight (min(p - r, m)), 16 S of
+ * activations, and then the loss's saved tensors and bf16 logits, or one
+ * layer's gradients (S) -- the logits of a 128,256-word vocabulary are the
+ * larger. Rank 0 (no head) keeps 2 micro-batches, the embedding's tensors
+ * and S. */
+static void t_head_apart(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_model m;
+    CHECK(load_model("llama3-8b", &m) == 0);
+    mfu_training tr = {8192, 8192.0 * 32, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    mfu_config c = cfg(4, 1, 1, 1, 2, 1);
+    c.grad_accum = 8;
+    c.schedule = MFU_SCHED_1F1B;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    mfu_memory m0, m1;
+    mfu_memory_stage(&s, &c, &k, 0, &m0);
+    mfu_memory_stage(&s, &c, &k, 1, &m1);
+    double S = k.avg.saved_bytes[MFU_RC_NONE], head = k.head_saved + k.logits_transient;
+    CHECK(head > S);
+    CHECK_NEAR(m1.activations_bytes, 1.0 * 16 * S + head, 1e-12);
+    CHECK_NEAR(m0.activations_bytes, 2.0 * (16 * S + k.embed_saved) + S, 1e-12);
+    /* where the vocabulary is small beside the width (about 6 V < 34 h
+     * bytes per token), the layer's backward is the larger: GPT-3 175B
+     * (50,257 words, d 12,288), 48 layers a stage */
+    mfu_model g;
+    CHECK(load_model("gpt3-175b", &g) == 0);
+    mfu_training tg = {2048, 2048.0 * 32, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system gs;
+    CHECK(mfu_system_init(&gs, &g, &hw, &tg, 8, 0, ops) == MFU_OK);
+    CHECK(mfu_config_default_split(&gs, &c) == MFU_OK);
+    mfu_config_shape(&gs, &c, &sh);
+    mfu_shape_costs(&gs, &sh, NULL, ops, &k);
+    mfu_memory_stage(&gs, &c, &k, 1, &m1);
+    S = k.avg.saved_bytes[MFU_RC_NONE];
+    head = k.head_saved + k.logits_transient;
+    CHECK(head < S);
+    CHECK_NEAR(m1.activations_bytes, 1.0 * 48 * S + S, 1e-12);
+}
+
 /* zero 3: the context-parallel ranks alone shard the model. torchtitan's
  * Llama 3.1 8B at 262,144 tokens on 8 H100 (benchmarks/
  * llama3_h100_202412_torchtitan.md, Table 2: "FSDP 1, CP 8") wraps the
@@ -1200,6 +1251,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_maxtext_savers),
     CHECK_CASE(t_megatron_fsdp),
     CHECK_CASE(t_fsdp_over_cp),
+    CHECK_CASE(t_head_apart),
     CHECK_CASE(t_cpu_offload),
 };
 
