@@ -559,8 +559,11 @@ static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsi
     int64_t fsdp = c->ax[MFU_AX_FSDP], pp = c->ax[MFU_AX_PP], ep = c->ax[MFU_AX_EP];
     int64_t v = c->vpp, L = sys->layers;
     if (lv & MFU_LV_SHAPE) {
-        if (c->etp != 1 || (ep > 1 && fsdp % ep))
-            return "FW-X2: MaxText's expert axis shards like fsdp (ep must divide fsdp; no expert TP)";
+        /* base.yml logical_axis_rules: 'exp' -> expert, 'mlp_moe' ->
+         * fsdp_transpose, tensor, ...: the experts' hidden dimension splits
+         * over the tensor axis, so expert TP is tp */
+        if (c->etp != (sys->moe_layers > 0 ? c->ax[MFU_AX_TP] : 1) || (ep > 1 && fsdp % ep))
+            return "FW-X2: MaxText's expert axis shards like fsdp (ep must divide fsdp) and its experts split over tensor (etp = tp)";
     }
     if (lv & MFU_LV_RC) {
         if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_MAXTEXT)))

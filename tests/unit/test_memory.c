@@ -317,6 +317,25 @@ static void t_frameworks_tpu(void)
     CHECK_EQ_I(mfu_config_frameworks(&st, &c, NULL), MFU_FW_MASK(MFU_FW_MAXTEXT));
     c.recompute = MFU_RC_MINIMAL;
     CHECK_EQ_I(mfu_config_frameworks(&st, &c, NULL), MFU_FW_MASK(MFU_FW_MAXTEXT));
+
+    /* MoE with tensor parallelism: MaxText splits the experts' hidden
+     * dimension over the tensor axis (base.yml 'mlp_moe' -> fsdp_transpose,
+     * tensor), so its layout is etp = tp (FW-X2): Mixtral 8x7B on 128 v5p
+     * chips, fsdp 32 x tensor 4, expert 8 within fsdp */
+    mfu_model mx;
+    CHECK(load_model("mixtral-8x7b", &mx) == 0);
+    mfu_training tr = {4096, 4096.0 * 128, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system sm;
+    CHECK(mfu_system_init(&sm, &mx, &tpu, &tr, 128, 0, ops) == MFU_OK);
+    mfu_config e = cfg(1, 32, 4, 8, 1, 1);
+    e.sp = 1;
+    e.recompute = MFU_RC_FULL;
+    e.etp = 4;
+    CHECK(mfu_config_default_split(&sm, &e) == MFU_OK);
+    CHECK(mfu_config_frameworks(&sm, &e, why) & MFU_FW_MASK(MFU_FW_MAXTEXT));
+    e.etp = 1;
+    CHECK(!(mfu_config_frameworks(&sm, &e, why) & MFU_FW_MASK(MFU_FW_MAXTEXT)));
+    CHECK(strstr(why[MFU_FW_MAXTEXT], "FW-X2") != NULL);
 }
 
 /* The memory policies a stage adds up (F-MEM-*), for the hand calculations
