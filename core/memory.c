@@ -93,6 +93,14 @@ static void state_bytes_(const mfu_system *sys, const mfu_config *c, mfu_dev_par
              * to_accumulated_grad_if_needed) */
             out->weights_bytes = wb * P;
             out->grads_bytes = 4.0 * P + gb * shard;
+        } else if (sys->hw->platform == MFU_PLATFORM_TPU) {
+            /* XLA (MaxText's scanned layers): one layer gathered at a time,
+             * its weights and its gradient in bf16 -- "a single layer of
+             * weights ... roughly 10B params per layer, which corresponds
+             * to 40GiB of bf16 weights and gradients" (MaxText
+             * docs/guides/optimization/custom_model.md) */
+            out->weights_bytes = wb * per_layer;
+            out->grads_bytes = gb * shard + 2.0 * per_layer;
         } else {
             /* gathered per layer and micro-batch: the current and the
              * prefetched layer in bf16, one layer's unsharded gradient

@@ -1082,6 +1082,37 @@ static void t_head_apart(void)
     CHECK_NEAR(m1.activations_bytes, 1.0 * 48 * S + S, 1e-12);
 }
 
+/* FSDP's gathered layer on a TPU: XLA runs MaxText's scanned layers one at a
+ * time, "a single layer of weights ... roughly 10B params per layer, which
+ * corresponds to 40GiB of bf16 weights and gradients" (MaxText
+ * docs/guides/optimization/custom_model.md): 2 + 2 bytes per parameter of
+ * the layer, where a GPU's FSDP2 holds the current and the prefetched layer
+ * (2 x 2) and one layer's fp32 gradient (4). Llama 3 8B over 256 chips,
+ * the sharded state 16 bytes a parameter over 256 on both. */
+static void t_fsdp_layer_tpu(void)
+{
+    mfu_model m;
+    CHECK(load_model("llama3-8b", &m) == 0);
+    mfu_training tr = {8192, 8192.0 * 256, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    const char *chips[2] = {"tpu-v6e", "h100-sxm"};
+    double want_w[2] = {2.0, 4.0}, want_g[2] = {2.0, 4.0};
+    for (int i = 0; i < 2; i++) {
+        mfu_hardware hw;
+        CHECK(load_hw(chips[i], &hw) == 0);
+        mfu_system s;
+        CHECK(mfu_system_init(&s, &m, &hw, &tr, 256, 0, ops) == MFU_OK);
+        mfu_config c = cfg(1, 256, 1, 1, 1, 1);
+        c.recompute = MFU_RC_FULL;
+        CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+        mfu_eval ev;
+        CHECK(mfu_evaluate(&s, &c, ops, &ev) == 0);
+        double layer = s.layer_dense_avg, P = s.params_total;
+        CHECK_NEAR(ev.mem.weights_bytes, want_w[i] * layer, 1e-9);
+        CHECK_NEAR(ev.mem.grads_bytes, 4.0 * P / 256 + want_g[i] * layer, 1e-9);
+        CHECK_NEAR(ev.mem.optimizer_bytes, 12.0 * P / 256, 1e-9);
+    }
+}
+
 /* zero 3: the context-parallel ranks alone shard the model. torchtitan's
  * Llama 3.1 8B at 262,144 tokens on 8 H100 (benchmarks/
  * llama3_h100_202412_torchtitan.md, Table 2: "FSDP 1, CP 8") wraps the
@@ -1270,6 +1301,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_maxtext_savers),
     CHECK_CASE(t_megatron_fsdp),
     CHECK_CASE(t_fsdp_over_cp),
+    CHECK_CASE(t_fsdp_layer_tpu),
     CHECK_CASE(t_head_apart),
     CHECK_CASE(t_cpu_offload),
 };
