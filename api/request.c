@@ -29,14 +29,14 @@ const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", "gpipe", 
 /* the recompute slots of core/system.h; "custom" is what "selective" with
  * a recompute_modules list that no named policy has becomes */
 const char *const api_recompute_names[] = {"none", "selective", "minimal", "save_dot_except_mlp",
-                                           "mla_up", "full", "custom", "qkv_proj_offloaded",
+                                           "mla_up", "op_sac", "full", "custom", "qkv_proj_offloaded",
                                            "minimal_offloaded", "maxtext", "cpu_offload", NULL};
 /* the names a request may give, and the slot each is */
 static const char *const RC_INPUT[] = {"none", "selective", "minimal", "save_dot_except_mlp", "mla_up",
-                                       "full", "qkv_proj_offloaded", "minimal_offloaded", "maxtext",
+                                       "op_sac", "full", "qkv_proj_offloaded", "minimal_offloaded", "maxtext",
                                        "cpu_offload", NULL};
 static const int RC_INPUT_SLOT[] = {MFU_RC_NONE, MFU_RC_SELECTIVE, MFU_RC_MINIMAL,
-                                    MFU_RC_SAVE_DOT_EXCEPT_MLP, MFU_RC_MLA_UP, MFU_RC_FULL,
+                                    MFU_RC_SAVE_DOT_EXCEPT_MLP, MFU_RC_MLA_UP, MFU_RC_OP_SAC, MFU_RC_FULL,
                                     MFU_RC_QKV_OFFLOADED, MFU_RC_MINIMAL_OFFLOADED, MFU_RC_MAXTEXT,
                                     MFU_RC_CPU_OFFLOAD};
 /* "recompute": "maxtext" with "remat": {name: "remat" | "device" |
@@ -82,7 +82,7 @@ void api_request_free(api_request *r)
 static unsigned parse_modules(json_t *arr, const char *ptr, api_status *st)
 {
     if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > 16) {
-        api_fail(st, 422, ptr, "must be an array of 1 to 16 module names: core_attn, layernorm, mlp, moe_act, moe, mla_up_proj, shared_experts, act");
+        api_fail(st, 422, ptr, "must be an array of 1 to 16 module names: core_attn, layernorm, mlp, moe_act, moe, mla_up_proj, shared_experts, act, expert_gemm");
         return 0;
     }
     unsigned mask = 0;
@@ -95,7 +95,7 @@ static unsigned parse_modules(json_t *arr, const char *ptr, api_status *st)
         if (found < 0) {
             char q[256];
             api_fail(st, 422, jv_ptr_i(q, sizeof q, ptr, i),
-                     "unknown module; modules: core_attn, layernorm, mlp, moe_act, moe, mla_up_proj, shared_experts, act");
+                     "unknown module; modules: core_attn, layernorm, mlp, moe_act, moe, mla_up_proj, shared_experts, act, expert_gemm");
             return 0;
         }
         mask |= 1u << found;

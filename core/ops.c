@@ -24,7 +24,8 @@
 #include "ops_int.h"
 
 const char *const mfu_rcm_names[MFU_RCM_COUNT] = {"core_attn", "layernorm", "mlp", "moe_act",
-                                                  "moe", "mla_up_proj", "shared_experts", "act"};
+                                                  "moe", "mla_up_proj", "shared_experts", "act",
+                                                  "expert_gemm"};
 const char *const mfu_mx_names[MFU_MX_COUNT] = {"qkv_proj", "context", "out_proj", "mlpwi", "mlpwo",
                                                 "decoder_layer_input"};
 
@@ -158,6 +159,9 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
         push(b, "expert_fp8_pad", MFU_FWD, te, 0, 2.0 * ab * (slots + Ts), 0);
         push(b, "expert_fp8_pad.bwd", MFU_BWD, te, 0, 2.0 * ab * (slots + Ts), 0);
     }
+    /* the up projection keeps its input (the dispatched slots) unless the
+     * whole layer reruns; expert_gemm reruns it from them */
+    rc(b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM);
     matmul3(b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
             slots);
     double n_out = Ts * I / etp;
@@ -170,10 +174,10 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
      * outputs): it also keeps each slot's probability (fp32), and the
      * combine below is a plain unpermute that keeps nothing. */
     mx(b, 0);
-    rc(b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT);
+    rc(b, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT | MFU_RCM_EXPERT_GEMM);
     elementwise(b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
                 act_flops(p->act) + (p->gated ? 1.0 : 0.0) + 1.0, ab * n_in + 4.0 * Ts);
-    rc(b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT, MFU_RCM_MOE);
+    rc(b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT | MFU_RCM_EXPERT_GEMM, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM);
     mx(b, MFU_MX_WO);
     matmul3(b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
             n_out);

@@ -50,7 +50,11 @@ enum {
     MFU_RCM_MLA_UP = 1u << 5,
     MFU_RCM_SHARED = 1u << 6,
     MFU_RCM_ACT = 1u << 7,
-    MFU_RCM_COUNT = 8
+    /* the routed experts' grouped GEMMs and their activation rerun from
+     * the dispatched tokens, which stay (torchtitan's op-level SAC: its
+     * save list has no _grouped_mm and keeps all_to_all_single outputs) */
+    MFU_RCM_EXPERT_GEMM = 1u << 8,
+    MFU_RCM_COUNT = 9
 };
 /* Megatron-LM's recompute modules (core_v0.14+ for shared_experts) */
 #define MFU_RCM_MEGATRON (MFU_RCM_CORE_ATTN | MFU_RCM_LAYERNORM | MFU_RCM_MLP | MFU_RCM_MOE_ACT | \

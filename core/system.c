@@ -39,6 +39,7 @@ const unsigned mfu_rc_std_modules[MFU_RC_COUNT] = {
     MFU_RCM_LAYERNORM | MFU_RCM_ACT | MFU_RCM_MOE_ACT,
     MFU_RCM_LAYERNORM | MFU_RCM_MLP | MFU_RCM_MOE | MFU_RCM_SHARED,
     MFU_RCM_LAYERNORM | MFU_RCM_MLA_UP,
+    MFU_RCM_LAYERNORM | MFU_RCM_ACT | MFU_RCM_MOE_ACT | MFU_RCM_EXPERT_GEMM,
     0u,
     0u};
 
@@ -79,7 +80,16 @@ static void rc_table(mfu_system *sys, unsigned custom)
     /* Megatron has moe_act but no module for a dense MLP's (or shared
      * experts') activation */
     unsigned act_mg = sys->has_dense_mlp ? 0u : MG;
-    rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], TT | MX | act_mg, 0u, 0u};
+    /* torchtitan's op-level SAC (distributed/activation_checkpoint.py
+     * _apply_op_sac with the models' _op_sac_save_list, v0.2.2): compute
+     * ops' outputs kept, elementwise ones recomputed -- mfud's minimal
+     * (approximated: it keeps every matmul's output, torchtitan every
+     * other one) -- but _grouped_mm is not on the list, so on an MoE
+     * model the routed experts' GEMMs rerun from the dispatched tokens
+     * (all_to_all_single outputs are kept): op_sac */
+    unsigned tt_min = sys->moe_layers > 0 ? 0u : TT;
+    rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], tt_min | MX | act_mg, 0u, 0u};
+    rc[MFU_RC_OP_SAC] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_OP_SAC], TT, 0u, 0u};
     rc[MFU_RC_SAVE_DOT_EXCEPT_MLP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SAVE_DOT_EXCEPT_MLP],
                                                      MG | MX, 0u, 0u};
     rc[MFU_RC_MLA_UP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MLA_UP], sys->has_mla ? MG : 0u, 0u, 0u};

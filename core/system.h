@@ -63,6 +63,8 @@ typedef enum {
     MFU_RC_SAVE_DOT_EXCEPT_MLP, /* norms and the MLP/MoE blocks (MaxText
                                  * save_dot_with_context_except_mlp; Megatron layernorm,mlp,moe) */
     MFU_RC_MLA_UP,              /* norms and the MLA up-projections (DeepSeek-V3 sec. 3.2.3) */
+    MFU_RC_OP_SAC,              /* torchtitan's op-level SAC on an MoE model: minimal, and
+                                 * the routed experts' GEMMs (no _grouped_mm saved) */
     MFU_RC_FULL,                /* the whole layer */
     MFU_RC_CUSTOM,              /* a module set given in the request */
     /* MaxText's name policies (docs/model.md F-RC-MAXTEXT): what is kept

@@ -771,7 +771,10 @@ def torchtitan_rules(c, L, moe, tied, seq):
             out.append("schedule %s vpp %d" % (c["schedule"], v))
         if tied:
             out.append("pp with tied embeddings")
-    if c["recompute"] not in ("none", "minimal", "full"):
+    # op-level SAC (activation_checkpoint.py _apply_op_sac): minimal on a dense
+    # model; on an MoE model op_sac (_grouped_mm is not on the save list)
+    if c["recompute"] not in ("none", "minimal", "full", "op_sac") or \
+            (moe and c["recompute"] == "minimal") or (not moe and c["recompute"] == "op_sac"):
         out.append("recompute %s" % c["recompute"])
     return out
 

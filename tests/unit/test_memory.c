@@ -1113,6 +1113,50 @@ static void t_fsdp_layer_tpu(void)
     }
 }
 
+/* torchtitan's op-level SAC on an MoE model (op_sac): its save list
+ * (models/deepseek_v3/infra/parallelize.py _op_sac_save_list, v0.2.2) has
+ * mm, the attention kernels, reduce_scatter and all_to_all_single but not
+ * _grouped_mm, so the routed experts' up projection reruns from the
+ * dispatched tokens (kept) and its output is not saved. Mixtral 8x7B on 8
+ * H100 (EP 8, 4,096 tokens a device, top-2: 8,192 slots), per layer: the
+ * activation's kept input, 2 x 14,336 wide in bf16, and each slot's fp32
+ * probability are freed beyond minimal's -- 2 x 2 x 8,192 x 14,336 + 4 x
+ * 8,192 bytes -- and the experts' GEMMs rerun. torchtitan is op_sac's
+ * alone on an MoE model, and no longer minimal's. */
+static void t_op_sac(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_model m;
+    CHECK(load_model("mixtral-8x7b", &m) == 0);
+    mfu_training tr = {4096, 4096.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    mfu_system s;
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    mfu_config c = cfg(1, 8, 1, 8, 1, 1);
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    double Ts = 4096.0 * 2;
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_MINIMAL] - k.avg.saved_bytes[MFU_RC_OP_SAC],
+               2.0 * 2.0 * Ts * 14336 + 4.0 * Ts, 1e-9);
+    CHECK(k.avg.rc_s[MFU_RC_OP_SAC] > k.avg.rc_s[MFU_RC_MINIMAL]);
+    c.recompute = MFU_RC_OP_SAC;
+    CHECK_EQ_I(mfu_config_frameworks(&s, &c, NULL), MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    c.recompute = MFU_RC_MINIMAL;
+    CHECK(!(mfu_config_frameworks(&s, &c, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN)));
+    /* a dense model: minimal is torchtitan's op SAC */
+    mfu_model d;
+    CHECK(load_model("llama3-8b", &d) == 0);
+    mfu_system sd;
+    CHECK(mfu_system_init(&sd, &d, &hw, &tr, 8, 0, ops) == MFU_OK);
+    mfu_config cd = cfg(1, 8, 1, 1, 1, 1);
+    cd.recompute = MFU_RC_MINIMAL;
+    CHECK(mfu_config_default_split(&sd, &cd) == MFU_OK);
+    CHECK(mfu_config_frameworks(&sd, &cd, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+}
+
 /* zero 3: the context-parallel ranks alone shard the model. torchtitan's
  * Llama 3.1 8B at 262,144 tokens on 8 H100 (benchmarks/
  * llama3_h100_202412_torchtitan.md, Table 2: "FSDP 1, CP 8") wraps the
@@ -1301,6 +1345,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_maxtext_savers),
     CHECK_CASE(t_megatron_fsdp),
     CHECK_CASE(t_fsdp_over_cp),
+    CHECK_CASE(t_op_sac),
     CHECK_CASE(t_fsdp_layer_tpu),
     CHECK_CASE(t_head_apart),
     CHECK_CASE(t_cpu_offload),
