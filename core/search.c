@@ -640,7 +640,15 @@ static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
     int zmax = zero_max(c);
     for (int z = 0; z <= zmax && !x->stop; z++) {
         if (x->o->fix_zero >= 0 && z != x->o->fix_zero) continue;
-        if (x->o->fix_zero < 0 && !fw_admits(x, offered[z])) continue;
+        unsigned off = offered[z];
+        if (z == 3) {
+            /* Megatron's FSDP runs without pp only (FW-M1); weighed only
+             * where a framework the layout's shape admits can take it */
+            off = MFU_FW_MASK(MFU_FW_TORCHTITAN) | MFU_FW_MASK(MFU_FW_MAXTEXT) |
+                  (c->ax[MFU_AX_PP] == 1 ? MFU_FW_MASK(MFU_FW_MEGATRON) : 0u);
+            if (!x->any) off &= x->fw_shape;
+        }
+        if (x->o->fix_zero < 0 && !fw_admits(x, off)) continue;
         c->zero = z;
         schedule_loop(x, c, ce);
     }
