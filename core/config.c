@@ -450,10 +450,10 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
     if (c->zero == 2 && pp > 1)
         return "FW-M2: ZeRO-2 (Megatron-FSDP optim_grads) is not validated with pipeline parallelism";
     /* zero 3: FSDP over the cp ranks alone, the fsdp axis's rules (FW-M1, FW-M8) */
-    if (c->zero == 3 && pp > 1)
-        return "FW-M1: FSDP (torch FSDP2 or Megatron-FSDP) with pipeline parallelism";
-    if (c->zero == 3 && sys->model->tie_embeddings)
-        return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
+    if (c->zero == 3) {
+        if (pp > 1) return "FW-M1: FSDP (torch FSDP2 or Megatron-FSDP) with pipeline parallelism";
+        if (sys->model->tie_embeddings) return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
+    }
     if (c->schedule != MFU_SCHED_1F1B && c->schedule != MFU_SCHED_INTERLEAVED)
         return "FW-M4: Megatron-LM schedules are 1F1B and interleaved 1F1B";
     if (c->schedule == MFU_SCHED_INTERLEAVED && (m < pp || m % pp))

@@ -188,7 +188,8 @@ static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_sh
     if (r == 0) act += inflight * k->embed_saved;
     /* the loss's logits are kept for one micro-batch: the last stage runs
      * each micro-batch's backward right after its forward (F-MEM-LOGITS) */
-    if (r == mfu_head_rank(c)) act += k->head_saved + k->logits_transient;
+    if (r == mfu_head_rank(c)) out->head_bytes = k->head_saved + k->logits_transient;
+    act += out->head_bytes;
     out->activations_bytes = act;
 
     /* Buffers (F-MEM-BUF). */
@@ -238,7 +239,7 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
      * stage peaks at the larger of those and one layer's backward, not
      * their sum. Not in DualPipeV's V, where a chunk's forward (the loss's
      * among them) runs beside another micro-batch's backward. */
-    double head = fixed->stage == mfu_head_rank(c) ? k->head_saved + k->logits_transient : 0.0;
+    double head = fixed->head_bytes;
     int apart = c->schedule != MFU_SCHED_DUALPIPEV;
     double act = fixed->activations_bytes - (apart ? head : 0.0) + fixed->inflight * per_mb;
     double bwd = 0.0;

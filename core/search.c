@@ -642,10 +642,12 @@ static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
         if (x->o->fix_zero >= 0 && z != x->o->fix_zero) continue;
         unsigned off = offered[z];
         if (z == 3) {
-            /* Megatron's FSDP runs without pp only (FW-M1); weighed only
-             * where a framework the layout's shape admits can take it */
+            /* Megatron's FSDP runs without pp (FW-M1) and with untied
+             * embeddings (FW-M8) only; weighed only where a framework the
+             * layout's shape admits can take it */
+            int mg = c->ax[MFU_AX_PP] == 1 && !x->sys->model->tie_embeddings;
             off = MFU_FW_MASK(MFU_FW_TORCHTITAN) | MFU_FW_MASK(MFU_FW_MAXTEXT) |
-                  (c->ax[MFU_AX_PP] == 1 ? MFU_FW_MASK(MFU_FW_MEGATRON) : 0u);
+                  (mg ? MFU_FW_MASK(MFU_FW_MEGATRON) : 0u);
             if (!x->any) off &= x->fw_shape;
         }
         if (x->o->fix_zero < 0 && !fw_admits(x, off)) continue;

@@ -172,6 +172,8 @@ typedef struct mfu_memory {
     int64_t stage;            /* pipeline rank these figures are for */
     int64_t layers;           /* transformer layers on it */
     double inflight;          /* micro-batches whose activations it holds (layer-equivalents / layers) */
+    double head_bytes;        /* of activations_bytes: the loss's and LM head's (F-MEM-LOGITS), which
+                               * a layer's backward does not meet */
 } mfu_memory;
 
 /* Time of one step on the busiest device, one set per profile (bound/expected). */
