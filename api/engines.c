@@ -203,6 +203,7 @@ static int pinned_config(json_t *fix, const mfu_system *sys, const mfu_search_op
     int64_t per = c->mbs * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
     c->grad_accum = per > 0 && o->batch_max_seqs / per > 0 ? o->batch_max_seqs / per : 1;
     if (mfu_config_default_split(sys, c) != MFU_OK) c->split = MFU_SPLIT_EVEN;
+    if (o->fix_zero < 0) rq_default_zero(sys, c, admitted_of(o));
     return 1;
 }
 
@@ -217,7 +218,7 @@ int api_request_measured(json_t *request, api_request *r, mfu_system *sys, mfu_c
         return -1;
     }
     if (rq_parse_measured(meas, 1, step_time_s, NULL, st)) return -1;
-    if (rq_parse_config(json_object_get(meas, "config"), "/measured/config", sys, c, st)) return -1;
+    if (rq_parse_config(json_object_get(meas, "config"), "/measured/config", sys, c, MFU_FW_ALL, st)) return -1;
     c->tp_overlap = r->tp_overlap;
     c->ep_overlap = r->ep_overlap;
     return 0;
@@ -328,7 +329,8 @@ static json_t *search_from(struct api_prepared *p, json_t *request, api_status *
     json_t *meas_trace = NULL;
     if (meas) {
         if (rq_parse_measured(meas, 1, &meas_t, &meas_trace, st)) goto fail;
-        if (rq_parse_config(json_object_get(meas, "config"), "/measured/config", sys, &mc, st)) goto fail;
+        if (rq_parse_config(json_object_get(meas, "config"), "/measured/config", sys, &mc, admitted_of(o), st))
+            goto fail;
         mc.tp_overlap = r->tp_overlap;
         mc.ep_overlap = r->ep_overlap;
     }

@@ -230,7 +230,7 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         if (rq_parse_measured(meas, 0, &t, &tr, st)) goto fail;
         json_t *cj = json_object_get(meas, "config");
         if (!cj) { api_fail(st, 422, "/measured/config", "required field is missing"); goto fail; }
-        if (rq_parse_config(cj, "/measured/config", sys, &mc, st)) goto fail;
+        if (rq_parse_config(cj, "/measured/config", sys, &mc, admitted_of(o), st)) goto fail;
         mc.tp_overlap = r->tp_overlap;
         mc.ep_overlap = r->ep_overlap;
         mj = json_pack("{s:o}", "config", config_json_min(sys, &mc));

@@ -553,7 +553,7 @@ json_t *rcp_megatron(const mfu_system *sys, const mfu_config *c, const model_vie
         return rcp_unavailable(why);
     }
     /* validate_args: --use-torch-fsdp2 asserts untie_embeddings_and_output_weights */
-    if (mfu_fsdp_on(c) && m->tie_embeddings)
+    if (mfu_fsdp_on(c) && m->tie_embeddings && c->ax[MFU_AX_DP] == 1 && c->ax[MFU_AX_EP] == 1)
         return rcp_unavailable("Megatron-LM's --use-torch-fsdp2 requires --untie-embeddings-and-output-weights "
                                "(arguments.py validate_args) and this model ties them");
 

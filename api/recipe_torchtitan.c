@@ -173,7 +173,10 @@ static void tt_tail(FILE *f, json_t *notes, const mfu_system *sys, const mfu_con
     } else {
         fprintf(f, "mode = \"selective\"\nselective_ac_option = \"op\"\n");
         rcp_note(notes, "torchtitan's op-level selective checkpointing saves every other matmul "
-                        "(activation_checkpoint.py _apply_op_sac); the estimate prices it as recomputing norms and activations.");
+                        "(activation_checkpoint.py _apply_op_sac); the estimate prices it as recomputing norms and "
+                        "activations%s.",
+                 c->recompute == MFU_RC_OP_SAC ? ", and the routed experts, whose grouped GEMMs are not on its save list"
+                                               : "");
     }
     if (c->tp_overlap && tp > 1) {
         fprintf(f, "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n");

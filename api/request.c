@@ -259,8 +259,26 @@ static int parse_split(json_t *cj, const char *ptr, const mfu_system *sys, mfu_c
     return 0;
 }
 
+static int nbits(unsigned x)
+{
+    int n = 0;
+    for (; x; x &= x - 1) n++;
+    return n;
+}
+
+void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted)
+{
+    if (c->ax[MFU_AX_CP] < 2 || c->ax[MFU_AX_FSDP] != 1 || c->ax[MFU_AX_DP] != 1) return;
+    admitted &= mfu_platform_frameworks(sys->hw);
+    c->zero = 3;
+    unsigned f3 = mfu_config_frameworks(sys, c, NULL) & admitted;
+    c->zero = 0;
+    unsigned f0 = mfu_config_frameworks(sys, c, NULL) & admitted;
+    if (f3 && nbits(f3) >= nbits(f0)) c->zero = 3;
+}
+
 int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c,
-                        api_status *st)
+                    unsigned admitted, api_status *st)
 {
     char p[256];
     int bad = 0, v;
@@ -284,13 +302,6 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     bad |= jv_int(par, "etp", pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->etp, st);
     c->sp = sp;
     c->zero = (int)zero;
-    /* no zero given, context parallelism the only data axis: its ranks
-     * shard the model (zero 3), as torchtitan (FSDP over dp_shard x cp,
-     * parallel_dims.py) and MaxText (the weights' 'embed' axis over
-     * context, base.yml) run such a layout; Megatron-LM's DDP or
-     * distributed optimizer over cp is zero 0 or 1, said explicitly */
-    if (!json_object_get(par, "zero") && c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1 && c->ax[MFU_AX_DP] == 1)
-        c->zero = 3;
     bad |= jv_enum(cj, "schedule", ptr, JV_OPTIONAL, 0, api_schedule_names, &v, st);
     c->schedule = (mfu_schedule)v;
     /* DualPipeV is two stages per rank: vpp 2 unless given */
@@ -329,6 +340,7 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     }
     bad |= jv_int(cj, "grad_accum", ptr, JV_OPTIONAL, ga_default, 1, 1 << 24, &c->grad_accum, st);
     if (bad) return -1;
+    if (!json_object_get(par, "zero")) rq_default_zero(sys, c, admitted);
     const char *why;
     int reason;
     if (mfu_config_check(sys, c, &reason, &why) != MFU_OK) {

@@ -27,7 +27,25 @@ struct api_prepared {
 /* api/request.c */
 int rq_parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, unsigned mx[2], api_status *st);
 int rq_parse_remat(json_t *rj, const char *ptr, unsigned *device, unsigned *host, api_status *st);
-int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c, api_status *st);
+/* The frameworks a search's options admit (MFU_FW_ANY: every one). */
+static inline unsigned admitted_of(const mfu_search_opts *o)
+{
+    return (o->frameworks & MFU_FW_ANY) ? MFU_FW_ALL : o->frameworks;
+}
+/* A configuration (measured or compared), its zero stage defaulted for the
+ * frameworks `admitted` (MFU_FW_MASK bits) as rq_default_zero says. */
+int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c, unsigned admitted,
+                    api_status *st);
+/* The zero stage of a configuration that names none and whose only data
+ * axis is cp (dp 1, fsdp 1): its ranks shard the model (zero 3) where the
+ * admitted frameworks that run that are at least as many as those that run
+ * the replicas (zero 0). torchtitan (FSDP over dp_shard x cp,
+ * parallel_dims.py) and MaxText (the weights' embed axis over context,
+ * base.yml) never replicate over cp; Megatron-LM runs both, FSDP only
+ * without pp and with untied embeddings: a Megatron-only request, or a
+ * pipelined layout no other admitted framework takes, keeps 0. Others:
+ * unchanged. */
+void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted);
 
 /* api/search_opts.c */
 int rq_parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, double *deadline, api_status *st);

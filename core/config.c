@@ -435,7 +435,9 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
             return "FW-M1: FSDP (torch FSDP2 or Megatron-FSDP) with pipeline parallelism";
         if (sys->moe_layers > 0 && tp > 1 && !c->sp)
             return "FW-M3: MoE with tp > 1 needs sequence parallel (MoELayer raises without it)";
-        if (fsdp > 1 && sys->model->tie_embeddings)
+        /* FSDP2 (no replica axis, no experts; else Megatron-FSDP, which
+         * has no such assert) */
+        if (fsdp > 1 && sys->model->tie_embeddings && c->ax[MFU_AX_DP] == 1 && c->ax[MFU_AX_EP] == 1)
             return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
         if (sys->train.vocab_tiles > 1 || sys->train.optimizer_offload)
             return "FW-M9: Megatron-LM has no token-chunked loss with recomputed logits nor host-resident optimizer moments";
@@ -452,7 +454,8 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
     /* zero 3: FSDP over the cp ranks alone, the fsdp axis's rules (FW-M1, FW-M8) */
     if (c->zero == 3) {
         if (pp > 1) return "FW-M1: FSDP (torch FSDP2 or Megatron-FSDP) with pipeline parallelism";
-        if (sys->model->tie_embeddings) return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
+        if (sys->model->tie_embeddings && c->ax[MFU_AX_DP] == 1 && c->ax[MFU_AX_EP] == 1)
+            return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
     }
     if (c->schedule != MFU_SCHED_1F1B && c->schedule != MFU_SCHED_INTERLEAVED)
         return "FW-M4: Megatron-LM schedules are 1F1B and interleaved 1F1B";

@@ -138,7 +138,8 @@ static int communicators(const mfu_system *sys, const mfu_config *c)
     n += c->ax[MFU_AX_TP] > 1;
     n += c->ax[MFU_AX_CP] > 1;
     n += mfu_fsdp_on(c);
-    n += mfu_dense_replicas(c) > 1;
+    /* the dense replicas' group: dp x cp, or dp where FSDP shards over cp */
+    n += (mfu_fsdp_on(c) ? (double)c->ax[MFU_AX_DP] : mfu_dense_replicas(c)) > 1;
     n += c->ax[MFU_AX_PP] > 1;
     if (sys->moe_layers > 0) {
         int64_t edp = mfu_expert_dp(c);
@@ -156,6 +157,23 @@ static void stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t r
     int64_t ls = mfu_stage_layers(sys, c, r);
     state_bytes(sys, c, mfu_device_params(sys, c, r), ls, &m);
     out->layers = ls;
+    /* F-MEM-ACT: Megatron's interleaved order runs each group's forwards
+     * chunk 0 first and its backwards chunk v-1 first, so at the peak the
+     * early chunks are the ones held; where the split leaves them larger (a
+     * remainder goes to the earliest virtual stages) a micro-batch in
+     * flight weighs v times the largest chunk, not the stage's average (a
+     * review simulated the schedule: GPT-3's 96 layers at pp 8 vpp 8 hold
+     * 1.27-1.33 times the average) */
+    out->act_layers = (double)ls;
+    int64_t v = c->vpp, pp = c->ax[MFU_AX_PP];
+    if (pp > 1 && v > 1 && c->schedule != MFU_SCHED_DUALPIPEV) {
+        int64_t big = 0;
+        for (int64_t j = 0; j < v; j++) {
+            int64_t n = mfu_vstage_decoder_layers(sys, c, r, j);
+            if (n > big) big = n;
+        }
+        if ((double)(v * big) > out->act_layers) out->act_layers = (double)(v * big);
+    }
     out->weights_bytes = m.weights_bytes;
     out->grads_bytes = m.grads_bytes;
     out->optimizer_bytes = m.optimizer_bytes;
@@ -177,6 +195,7 @@ static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_sh
     int64_t pp = c->ax[MFU_AX_PP];
     out->stage = r;
     out->layers = st->layers;
+    out->act_layers = st->act_layers;
     out->weights_bytes = st->weights_bytes;
     out->grads_bytes = st->grads_bytes;
     out->optimizer_bytes = st->optimizer_bytes;
@@ -238,10 +257,13 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
      * freed by their own backward, which runs before any layer's: the
      * stage peaks at the larger of those and one layer's backward, not
      * their sum. Not in DualPipeV's V, where a chunk's forward (the loss's
-     * among them) runs beside another micro-batch's backward. */
+     * among them) runs beside another micro-batch's backward, nor in ZB-H1,
+     * which defers the LM head's weight gradient past the next layer's
+     * backward. */
     double head = fixed->head_bytes;
-    int apart = c->schedule != MFU_SCHED_DUALPIPEV;
-    double act = fixed->activations_bytes - (apart ? head : 0.0) + fixed->inflight * per_mb;
+    int apart = c->schedule != MFU_SCHED_DUALPIPEV && c->schedule != MFU_SCHED_ZB;
+    double f = ls > 0 && fixed->act_layers > (double)ls ? fixed->act_layers / (double)ls : 1.0;
+    double act = fixed->activations_bytes - (apart ? head : 0.0) + fixed->inflight * per_mb * f;
     double bwd = 0.0;
     if (ls > 0) {
         /* the backward of one layer: gradients as large as what it saved */

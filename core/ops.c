@@ -91,6 +91,57 @@ static void shared_experts(builder *b, const mfu_mlp *p, double T, double Te, do
     }
 }
 
+/* The routed experts' grouped up projection, activation and down
+ * projection over Ts slots on `local` experts (F-MOE-FP8-PAD's copies
+ * around them in FP8), tags te. */
+static void expert_mlp(builder *b, const mfu_mlp *p, const mfu_shape *s, double Ts, double local, double h,
+                       unsigned te)
+{
+    double ab = b->ab, etp = (double)s->etp, slots = Ts * h;
+    double I = (double)p->expert_ffn_dim;
+    double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
+    /* F-MOE-FP8-PAD: in FP8 the grouped GEMM wants each expert's rows a
+     * multiple of 16 (32 MXFP8): Megatron-Core's TEGroupedMLP pads its
+     * input and the probabilities (Transformer Engine Fp8Padding,
+     * fused_multi_row_padding) and unpads its output (Fp8Unpadding), a
+     * copy each unless every expert's count is already aligned, which
+     * random routing almost never gives (--moe-router-padding-for-fp8,
+     * off by default, aligns them in the router instead): core_v0.15.0
+     * moe/experts.py TEGroupedMLP.forward; TE module/fp8_padding.py */
+    int pad = b->eb < ab && !s->moe_no_copies;
+    if (pad) {
+        push(b, "expert_fp8_pad", MFU_FWD, te, 0, 2.0 * ab * (slots + Ts), 0);
+        push(b, "expert_fp8_pad.bwd", MFU_BWD, te, 0, 2.0 * ab * (slots + Ts), 0);
+    }
+    /* the up projection keeps its input (the dispatched slots) unless the
+     * whole layer reruns; expert_gemm reruns it from them */
+    rc(b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM);
+    matmul3(b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
+            slots);
+    double n_out = Ts * I / etp;
+    double n_in = (p->gated ? 2.0 : 1.0) * n_out;
+    /* moe_act recomputes the activation from its kept input, freeing its
+     * output (the down projection's saved input). The routing
+     * probabilities are applied here, in the activation (Megatron-Core
+     * TEGroupedMLP's weighted SwiGLU, weighted_bias_swiglu_impl with
+     * permuted_probs; by linearity the same as weighting the expert
+     * outputs): it also keeps each slot's probability (fp32), and the
+     * combine below is a plain unpermute that keeps nothing. */
+    mx(b, 0);
+    rc(b, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT | MFU_RCM_EXPERT_GEMM);
+    elementwise(b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
+                act_flops(p->act) + (p->gated ? 1.0 : 0.0) + 1.0, ab * n_in + 4.0 * Ts);
+    rc(b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT | MFU_RCM_EXPERT_GEMM, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM);
+    mx(b, MFU_MX_WO);
+    matmul3(b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
+            n_out);
+    rc(b, MFU_RCM_MOE, MFU_RCM_MOE);
+    if (pad) {
+        push(b, "expert_fp8_unpad", MFU_FWD, te, 0, 2.0 * ab * slots, 0);
+        push(b, "expert_fp8_unpad.bwd", MFU_BWD, te, 0, 2.0 * ab * slots, 0);
+    }
+}
+
 /* The routed-expert MLP (F-MOE-LOAD for its slots) and its shared experts. */
 static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T, double Te,
                       double h)
@@ -143,49 +194,8 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
         push(b, "moe_sort", MFU_FWD, t | MFU_TAG_EXPERT, 0, 2.0 * ab * (slots + Ts), 0);
         push(b, "moe_sort.bwd", MFU_BWD, t | MFU_TAG_EXPERT, 0, 2.0 * ab * (slots + Ts), 0);
     }
-    double I = (double)p->expert_ffn_dim;
-    double up_n = (p->gated ? 2.0 : 1.0) * I / etp;
     unsigned te = t | MFU_TAG_EXPERT;
-    /* F-MOE-FP8-PAD: in FP8 the grouped GEMM wants each expert's rows a
-     * multiple of 16 (32 MXFP8): Megatron-Core's TEGroupedMLP pads its
-     * input and the probabilities (Transformer Engine Fp8Padding,
-     * fused_multi_row_padding) and unpads its output (Fp8Unpadding), a
-     * copy each unless every expert's count is already aligned, which
-     * random routing almost never gives (--moe-router-padding-for-fp8,
-     * off by default, aligns them in the router instead): core_v0.15.0
-     * moe/experts.py TEGroupedMLP.forward; TE module/fp8_padding.py */
-    int pad = b->eb < ab && !s->moe_no_copies;
-    if (pad) {
-        push(b, "expert_fp8_pad", MFU_FWD, te, 0, 2.0 * ab * (slots + Ts), 0);
-        push(b, "expert_fp8_pad.bwd", MFU_BWD, te, 0, 2.0 * ab * (slots + Ts), 0);
-    }
-    /* the up projection keeps its input (the dispatched slots) unless the
-     * whole layer reruns; expert_gemm reruns it from them */
-    rc(b, MFU_RCM_MOE, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM);
-    matmul3(b, EXPERT_NAMES[0], EXPERT_NAMES[1], EXPERT_NAMES[2], te, Ts, h, up_n, local,
-            slots);
-    double n_out = Ts * I / etp;
-    double n_in = (p->gated ? 2.0 : 1.0) * n_out;
-    /* moe_act recomputes the activation from its kept input, freeing its
-     * output (the down projection's saved input). The routing
-     * probabilities are applied here, in the activation (Megatron-Core
-     * TEGroupedMLP's weighted SwiGLU, weighted_bias_swiglu_impl with
-     * permuted_probs; by linearity the same as weighting the expert
-     * outputs): it also keeps each slot's probability (fp32), and the
-     * combine below is a plain unpermute that keeps nothing. */
-    mx(b, 0);
-    rc(b, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT | MFU_RCM_EXPERT_GEMM);
-    elementwise(b, EXPERT_NAMES[3], EXPERT_NAMES[4], te, n_in, n_out,
-                act_flops(p->act) + (p->gated ? 1.0 : 0.0) + 1.0, ab * n_in + 4.0 * Ts);
-    rc(b, MFU_RCM_MOE | MFU_RCM_MOE_ACT | MFU_RCM_ACT | MFU_RCM_EXPERT_GEMM, MFU_RCM_MOE | MFU_RCM_EXPERT_GEMM);
-    mx(b, MFU_MX_WO);
-    matmul3(b, EXPERT_NAMES[5], EXPERT_NAMES[6], EXPERT_NAMES[7], te, Ts, I / etp, h, local,
-            n_out);
-    rc(b, MFU_RCM_MOE, MFU_RCM_MOE);
-    if (pad) {
-        push(b, "expert_fp8_unpad", MFU_FWD, te, 0, 2.0 * ab * slots, 0);
-        push(b, "expert_fp8_unpad.bwd", MFU_BWD, te, 0, 2.0 * ab * slots, 0);
-    }
+    expert_mlp(b, p, s, Ts, local, h, te);
     /* combine: the k (already weighted) expert outputs summed back into
      * token order; its backward gathers the output gradient to the slots */
     if (local > 1.0 && !s->moe_no_copies) {

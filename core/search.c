@@ -645,7 +645,8 @@ static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
             /* Megatron's FSDP runs without pp (FW-M1) and with untied
              * embeddings (FW-M8) only; weighed only where a framework the
              * layout's shape admits can take it */
-            int mg = c->ax[MFU_AX_PP] == 1 && !x->sys->model->tie_embeddings;
+            int fsdp2 = c->ax[MFU_AX_DP] == 1 && c->ax[MFU_AX_EP] == 1;
+            int mg = c->ax[MFU_AX_PP] == 1 && !(x->sys->model->tie_embeddings && fsdp2);
             off = MFU_FW_MASK(MFU_FW_TORCHTITAN) | MFU_FW_MASK(MFU_FW_MAXTEXT) |
                   (mg ? MFU_FW_MASK(MFU_FW_MEGATRON) : 0u);
             if (!x->any) off &= x->fw_shape;

@@ -89,7 +89,13 @@ static void rc_table(mfu_system *sys, unsigned custom)
      * (all_to_all_single outputs are kept): op_sac */
     unsigned tt_min = sys->moe_layers > 0 ? 0u : TT;
     rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], tt_min | MX | act_mg, 0u, 0u};
-    rc[MFU_RC_OP_SAC] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_OP_SAC], TT, 0u, 0u};
+    /* the save lists differ by family: deepseek_v3's (MLA; and llama4's)
+     * keeps all_to_all_single outputs, qwen3's -- the family torchtitan's
+     * recipe gives mfud's other MoE models -- does not, so there the whole
+     * routed part reruns from the layer's norm output, its all-to-alls
+     * included (models/qwen3/infra/parallelize.py, v0.2.2) */
+    unsigned sac = sys->has_mla ? std[MFU_RC_OP_SAC] : (std[MFU_RC_MINIMAL] | MFU_RCM_MOE);
+    rc[MFU_RC_OP_SAC] = (mfu_rc_policy){MFU_RCK_SELECTIVE, sac, TT, 0u, 0u};
     rc[MFU_RC_SAVE_DOT_EXCEPT_MLP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SAVE_DOT_EXCEPT_MLP],
                                                      MG | MX, 0u, 0u};
     rc[MFU_RC_MLA_UP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MLA_UP], sys->has_mla ? MG : 0u, 0u, 0u};

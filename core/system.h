@@ -174,6 +174,8 @@ typedef struct mfu_memory {
     double inflight;          /* micro-batches whose activations it holds (layer-equivalents / layers) */
     double head_bytes;        /* of activations_bytes: the loss's and LM head's (F-MEM-LOGITS), which
                                * a layer's backward does not meet */
+    double act_layers;        /* layers a micro-batch in flight holds: layers, or vpp x the largest
+                               * chunk where the chunks differ (F-MEM-ACT) */
 } mfu_memory;
 
 /* Time of one step on the busiest device, one set per profile (bound/expected). */
@@ -431,6 +433,7 @@ void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_s
  * head's rank (DualPipeV's V puts it on rank 0). */
 typedef struct mfu_stage_state {
     int64_t layers;
+    double act_layers;  /* what a micro-batch in flight holds, in layers (F-MEM-ACT) */
     double weights_bytes, grads_bytes, optimizer_bytes, host_bytes, reserve_bytes;
 } mfu_stage_state;
 /* The part of the candidate stages' memory every recompute policy shares

@@ -755,13 +755,14 @@ static void t_hardware_mxu_fp8_fields(void)
  * and the request it returns through *req_out. */
 /* A measured configuration whose only data axis is cp and that names no
  * zero stage is sharded over the cp ranks (zero 3), as torchtitan and
- * MaxText run it; a zero it names is kept (Megatron's DDP over cp). */
-static int measured_zero(const char *parallel)
+ * MaxText run it, where the admitted frameworks that run that are no fewer
+ * than those that run replicas; a zero it names is kept. */
+static int measured_zero(int devices, const char *frameworks, const char *parallel)
 {
-    char req[512];
-    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
-             "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": %s}, "
-             "\"step_time_s\": 1}}", parallel);
+    char req[640];
+    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": %d, "
+             "\"search\": {\"top_k\": 1%s}, \"measured\": {\"config\": {\"parallel\": %s}, "
+             "\"step_time_s\": 1}}", devices, frameworks, parallel);
     api_status st;
     api_status_init(&st);
     json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
@@ -775,11 +776,17 @@ static int measured_zero(const char *parallel)
 
 static void t_measured_zero_default(void)
 {
-    CHECK_EQ_I(measured_zero("{\"cp\": 8}"), 3);
-    CHECK_EQ_I(measured_zero("{\"cp\": 8, \"zero\": 0}"), 0);
-    CHECK_EQ_I(measured_zero("{\"cp\": 4, \"dp\": 2}"), 0);  /* a replica axis: as stated */
-    CHECK_EQ_I(measured_zero("{\"cp\": 4, \"fsdp\": 2}"), 0); /* the fsdp axis shards */
-    CHECK_EQ_I(measured_zero("{\"dp\": 8}"), 0);
+    CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 8}"), 3);
+    CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 8, \"zero\": 0}"), 0);
+    CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 4, \"dp\": 2}"), 0);  /* a replica axis: as stated */
+    CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 4, \"fsdp\": 2}"), 0); /* the fsdp axis shards */
+    CHECK_EQ_I(measured_zero(8, "", "{\"dp\": 8}"), 0);
+    /* a pipelined cp-only layout that only Megatron-LM is asked for: its
+     * FSDP needs pp 1 (FW-M1), so the replicas; torchtitan's reading of the
+     * same layout shards (FSDP over cp with pp) */
+    const char *pipelined = "{\"tp\": 4, \"sp\": true, \"pp\": 2, \"cp\": 4}";
+    CHECK_EQ_I(measured_zero(32, ", \"frameworks\": [\"megatron\"]", pipelined), 0);
+    CHECK_EQ_I(measured_zero(32, ", \"frameworks\": [\"torchtitan\"]", pipelined), 3);
     /* zero 3 beside an fsdp axis is refused where it is named */
     expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
                  "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 2, \"cp\": 4, \"zero\": 3}}, "

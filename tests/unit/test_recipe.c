@@ -236,7 +236,17 @@ static void t_zero(void)
     CHECK(find(a, "--overlap-grad-reduce") < 0);
     json_decref(rec);
     s.sys.train.no_grad_overlap = 0;
+}
 
+/* zero 3 over the cp ranks: Megatron's FSDP2 and torchtitan's FSDP over
+ * dp_shard x cp (t_zero's layout, tp 8 x cp 8) */
+static void t_zero3(void)
+{
+    static setup s;
+    mk(&s, "llama3-70b", "h100-sxm", 64, 8192, 64, MFU_DT_BF16);
+    mfu_config c;
+    mfu_eval ev;
+    json_t *rec, *a;
     /* zero 3, the 8 cp ranks alone sharding (tp 8 x cp 8): Megatron's FSDP2,
      * which shards over the data-and-context group
      * (torch_fully_sharded_data_parallel.py), no distributed optimizer and no
@@ -666,6 +676,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_legacy_flags),
     CHECK_CASE(t_fp8_recipes),
     CHECK_CASE(t_zero),
+    CHECK_CASE(t_zero3),
     CHECK_CASE(t_torchtitan),
     CHECK_CASE(t_moe),
     CHECK_CASE(t_pp_layout),
