@@ -67,6 +67,16 @@ static int toy(mfu_system *s, mfu_model *m, mfu_hardware *hw, int64_t L, int64_t
     return mfu_system_init(s, m, hw, &tr, devices, 0, ops);
 }
 
+/* A system over preset `model` on `chip` (loaded into *m, *hw): bf16, flash
+ * attention, causal, seq-token sequences, batch_seqs of them a step. */
+static int preset_sys(mfu_system *s, mfu_model *m, mfu_hardware *hw, const char *model, const char *chip,
+                      int64_t seq, double batch_seqs, int64_t devices)
+{
+    if (load_hw(chip, hw) || load_model(model, m)) return -1;
+    mfu_training tr = {seq, (double)seq * batch_seqs, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    return mfu_system_init(s, m, hw, &tr, devices, 0, ops) == MFU_OK ? 0 : -1;
+}
+
 static void t_splits(void)
 {
     mfu_hardware hw;
@@ -1053,12 +1063,9 @@ static void t_megatron_fsdp(void)
 static void t_head_apart(void)
 {
     mfu_hardware hw;
-    CHECK(load_hw("h100-sxm", &hw) == 0);
     mfu_model m;
-    CHECK(load_model("llama3-8b", &m) == 0);
-    mfu_training tr = {8192, 8192.0 * 32, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     mfu_system s;
-    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    CHECK(preset_sys(&s, &m, &hw, "llama3-8b", "h100-sxm", 8192, 32, 8) == 0);
     mfu_config c = cfg(4, 1, 1, 1, 2, 1);
     c.grad_accum = 8;
     c.schedule = MFU_SCHED_1F1B;
@@ -1078,10 +1085,8 @@ static void t_head_apart(void)
      * bytes per token), the layer's backward is the larger: GPT-3 175B
      * (50,257 words, d 12,288), 48 layers a stage */
     mfu_model g;
-    CHECK(load_model("gpt3-175b", &g) == 0);
-    mfu_training tg = {2048, 2048.0 * 32, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     mfu_system gs;
-    CHECK(mfu_system_init(&gs, &g, &hw, &tg, 8, 0, ops) == MFU_OK);
+    CHECK(preset_sys(&gs, &g, &hw, "gpt3-175b", "h100-sxm", 2048, 32, 8) == 0);
     CHECK(mfu_config_default_split(&gs, &c) == MFU_OK);
     mfu_config_shape(&gs, &c, &sh);
     mfu_shape_costs(&gs, &sh, NULL, ops, &k);
@@ -1101,16 +1106,13 @@ static void t_head_apart(void)
  * the sharded state 16 bytes a parameter over 256 on both. */
 static void t_fsdp_layer_tpu(void)
 {
-    mfu_model m;
-    CHECK(load_model("llama3-8b", &m) == 0);
-    mfu_training tr = {8192, 8192.0 * 256, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     const char *chips[2] = {"tpu-v6e", "h100-sxm"};
     double want_w[2] = {2.0, 4.0}, want_g[2] = {2.0, 4.0};
     for (int i = 0; i < 2; i++) {
         mfu_hardware hw;
-        CHECK(load_hw(chips[i], &hw) == 0);
+        mfu_model m;
         mfu_system s;
-        CHECK(mfu_system_init(&s, &m, &hw, &tr, 256, 0, ops) == MFU_OK);
+        CHECK(preset_sys(&s, &m, &hw, "llama3-8b", chips[i], 8192, 256, 256) == 0);
         mfu_config c = cfg(1, 256, 1, 1, 1, 1);
         c.recompute = MFU_RC_FULL;
         CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
@@ -1138,12 +1140,9 @@ static void t_fsdp_layer_tpu(void)
 static void t_op_sac(void)
 {
     mfu_hardware hw;
-    CHECK(load_hw("h100-sxm", &hw) == 0);
     mfu_model m;
-    CHECK(load_model("deepseek-v2-lite", &m) == 0);
-    mfu_training tr = {4096, 4096.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     mfu_system s;
-    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    CHECK(preset_sys(&s, &m, &hw, "deepseek-v2-lite", "h100-sxm", 4096, 8, 8) == 0);
     mfu_config c = cfg(1, 8, 1, 8, 1, 1);
     CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
     mfu_shape sh;
@@ -1160,15 +1159,13 @@ static void t_op_sac(void)
     CHECK(!(mfu_config_frameworks(&s, &c, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN)));
     /* Mixtral (no MLA: torchtitan's qwen3 family): minimal and the moe module */
     mfu_model mx;
-    CHECK(load_model("mixtral-8x7b", &mx) == 0);
     mfu_system sx;
-    CHECK(mfu_system_init(&sx, &mx, &hw, &tr, 8, 0, ops) == MFU_OK);
+    CHECK(preset_sys(&sx, &mx, &hw, "mixtral-8x7b", "h100-sxm", 4096, 8, 8) == 0);
     CHECK_EQ_I(sx.rc[MFU_RC_OP_SAC].modules, sx.rc[MFU_RC_MINIMAL].modules | MFU_RCM_MOE);
     /* a dense model: minimal is torchtitan's op SAC */
     mfu_model d;
-    CHECK(load_model("llama3-8b", &d) == 0);
     mfu_system sd;
-    CHECK(mfu_system_init(&sd, &d, &hw, &tr, 8, 0, ops) == MFU_OK);
+    CHECK(preset_sys(&sd, &d, &hw, "llama3-8b", "h100-sxm", 4096, 8, 8) == 0);
     mfu_config cd = cfg(1, 8, 1, 1, 1, 1);
     cd.recompute = MFU_RC_MINIMAL;
     CHECK(mfu_config_default_split(&sd, &cd) == MFU_OK);
@@ -1222,12 +1219,9 @@ static void t_inflight_chunks(void)
 static void t_fsdp_over_cp(void)
 {
     mfu_hardware hw;
-    CHECK(load_hw("h100-sxm", &hw) == 0);
     mfu_model m;
-    CHECK(load_model("llama3-8b", &m) == 0);
-    mfu_training tr = {262144, 262144.0, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     mfu_system s;
-    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    CHECK(preset_sys(&s, &m, &hw, "llama3-8b", "h100-sxm", 262144, 1, 8) == 0);
     const char *why[MFU_FW_COUNT];
     mfu_config z3 = cfg(1, 1, 1, 1, 1, 8), z0, f2 = cfg(1, 2, 1, 1, 1, 4);
     z3.recompute = f2.recompute = MFU_RC_FULL;
@@ -1263,9 +1257,9 @@ static void t_fsdp_over_cp(void)
     CHECK(mfu_config_check_sched(&s, &f2, &reason, &w) != MFU_OK);
     /* MaxText shards the weights over its context axis too (FW-X6) */
     mfu_hardware tpu;
-    CHECK(load_hw("tpu-v5p", &tpu) == 0);
+    mfu_model mt;
     mfu_system st;
-    CHECK(mfu_system_init(&st, &m, &tpu, &tr, 8, 0, ops) == MFU_OK);
+    CHECK(preset_sys(&st, &mt, &tpu, "llama3-8b", "tpu-v5p", 262144, 1, 8) == 0);
     CHECK(!(mfu_config_frameworks(&st, &z0, why) & MFU_FW_MASK(MFU_FW_MAXTEXT)));
     CHECK(why[MFU_FW_MAXTEXT] && strstr(why[MFU_FW_MAXTEXT], "FW-X6") != NULL);
     CHECK(mfu_config_frameworks(&st, &z3, NULL) & MFU_FW_MASK(MFU_FW_MAXTEXT));
