@@ -399,9 +399,6 @@ unsigned mfu_platform_frameworks(const mfu_hardware *hw)
                                             : MFU_FW_MASK(MFU_FW_MEGATRON) | MFU_FW_MASK(MFU_FW_TORCHTITAN);
 }
 
-/* Each framework's rules, grouped by the level of the search that knows
- * what they read: MFU_LV_SHAPE (axes, etp, sp, mbs), MFU_LV_SCHED (zero,
- * batch, schedule, vpp, split), MFU_LV_RC (recompute). */
 /* Whether Megatron's classic split flags express c's split: an even split
  * (no flag), --account-for-embedding/loss-in-pipeline-split or
  * --decoder-first/last-pipeline-num-layers, each of which needs exact
@@ -421,6 +418,9 @@ int mfu_megatron_split_flags(const mfu_system *sys, const mfu_config *c)
     }
 }
 
+/* Each framework's rules, grouped by the level of the search that knows
+ * what they read: MFU_LV_SHAPE (axes, etp, sp, mbs), MFU_LV_SCHED (zero,
+ * batch, schedule, vpp, split), MFU_LV_RC (recompute). */
 static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
 {
     int64_t fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP];
