@@ -268,13 +268,17 @@ static int nbits(unsigned x)
 
 void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted)
 {
-    if (c->ax[MFU_AX_CP] < 2 || c->ax[MFU_AX_FSDP] != 1 || c->ax[MFU_AX_DP] != 1) return;
+    if (c->ax[MFU_AX_CP] < 2 || c->ax[MFU_AX_FSDP] != 1) return;
     admitted &= mfu_platform_frameworks(sys->hw);
     c->zero = 3;
     unsigned f3 = mfu_config_frameworks(sys, c, NULL) & admitted;
     c->zero = 0;
     unsigned f0 = mfu_config_frameworks(sys, c, NULL) & admitted;
-    if (f3 && nbits(f3) >= nbits(f0)) c->zero = 3;
+    /* with a replica axis too (HSDP over cp) only where no admitted
+     * framework runs the replicas: Megatron's dp x cp data parallelism
+     * stays what such a layout means to it */
+    int cp_only = c->ax[MFU_AX_DP] == 1;
+    if (f3 && (cp_only ? nbits(f3) >= nbits(f0) : f0 == 0)) c->zero = 3;
 }
 
 int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c,

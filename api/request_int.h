@@ -39,7 +39,8 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
 /* The zero stage of a configuration that names none and whose only data
  * axis is cp (dp 1, fsdp 1): its ranks shard the model (zero 3) where the
  * admitted frameworks that run that are at least as many as those that run
- * the replicas (zero 0). torchtitan (FSDP over dp_shard x cp,
+ * the replicas (zero 0); with a replica axis too (dp > 1, fsdp 1: HSDP over
+ * cp), only where no admitted framework runs the replicas. torchtitan (FSDP over dp_shard x cp,
  * parallel_dims.py) and MaxText (the weights' embed axis over context,
  * base.yml) never replicate over cp; Megatron-LM runs both, FSDP only
  * without pp and with untied embeddings: a Megatron-only request, or a

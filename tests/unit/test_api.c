@@ -778,7 +778,11 @@ static void t_measured_zero_default(void)
 {
     CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 8}"), 3);
     CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 8, \"zero\": 0}"), 0);
-    CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 4, \"dp\": 2}"), 0);  /* a replica axis: as stated */
+    CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 4, \"dp\": 2}"), 0);  /* a replica axis: Megatron's dp x cp */
+    /* ... unless only torchtitan is asked for, which never replicates over
+     * cp: HSDP, replicas over dp of FSDP over cp (its CI's
+     * hsdp+cp_without_dp_shard) */
+    CHECK_EQ_I(measured_zero(8, ", \"frameworks\": [\"torchtitan\"]", "{\"cp\": 4, \"dp\": 2}"), 3);
     CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 4, \"fsdp\": 2}"), 0); /* the fsdp axis shards */
     CHECK_EQ_I(measured_zero(8, "", "{\"dp\": 8}"), 0);
     /* a pipelined cp-only layout that only Megatron-LM is asked for: its
