@@ -85,8 +85,7 @@ static void rc_table(mfu_system *sys, unsigned custom)
      * ops' outputs kept, elementwise ones recomputed -- mfud's minimal
      * (approximated: it keeps every matmul's output, torchtitan every
      * other one) -- but _grouped_mm is not on the list, so on an MoE
-     * model the routed experts' GEMMs rerun from the dispatched tokens
-     * (all_to_all_single outputs are kept): op_sac */
+     * model the routed experts' GEMMs rerun: op_sac, below */
     unsigned tt_min = sys->moe_layers > 0 ? 0u : TT;
     rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], tt_min | MX | act_mg, 0u, 0u};
     /* the save lists differ by family: deepseek_v3's (MLA; and llama4's)
