@@ -203,6 +203,7 @@ static int pinned_config(json_t *fix, const mfu_system *sys, const mfu_search_op
     int64_t per = c->mbs * c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
     c->grad_accum = per > 0 && o->batch_max_seqs / per > 0 ? o->batch_max_seqs / per : 1;
     if (mfu_config_default_split(sys, c) != MFU_OK) c->split = MFU_SPLIT_EVEN;
+    rq_default_sp_etp(sys, c, admitted_of(o), 1, o->fix_etp > 0);
     if (o->fix_zero < 0) rq_default_zero(sys, c, admitted_of(o));
     return 1;
 }

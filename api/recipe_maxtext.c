@@ -253,8 +253,8 @@ static void mx_tail(json_t *argv, json_t *notes, const mfu_system *sys, const mf
     }
     rcp_kv_str(argv, "attention", sys->train.attn_impl == MFU_ATTN_UNFUSED ? "dot_product" : "flash");
     if (c->sp && tp > 1)
-        rcp_note(notes, "MaxText has no sequence-parallel switch; how activations shard over the tensor axis is "
-                        "XLA's choice under base.yml's logical_axis_rules.");
+        rcp_note(notes, "MaxText has no sequence-parallel switch: base.yml's logical_axis_rules split the "
+                        "activations' embedding over the tensor axis ('activation_embed'), the share sp keeps.");
     if (c->tp_overlap && tp > 1)
         rcp_note(notes, "TP overlap on TPU comes from XLA's collective-matmul flags (LIBTPU_INIT_ARGS), not base.yml.");
     if (c->ep_overlap && v->moe && ep > 1)

@@ -281,6 +281,33 @@ void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted)
     if (f3 && (cp_only ? nbits(f3) >= nbits(f0) : f0 == 0)) c->zero = 3;
 }
 
+/* sp and etp are shape-level choices (FW-T2, FW-X2, FW-X7): judged on
+ * the shape rules alone, before the zero stage is defaulted */
+static unsigned shape_frameworks(const mfu_system *sys, const mfu_config *c)
+{
+    return mfu_config_frameworks_at(sys, c, MFU_LV_SHAPE, MFU_FW_ALL, NULL);
+}
+
+void rq_default_sp_etp(const mfu_system *sys, mfu_config *c, unsigned admitted, int sp_given, int etp_given)
+{
+    int64_t tp = c->ax[MFU_AX_TP];
+    admitted &= mfu_platform_frameworks(sys->hw);
+    if (tp < 2 || (shape_frameworks(sys, c) & admitted)) return;
+    mfu_config t = *c;
+    /* sp alone, etp alone, then both: the first some admitted framework runs */
+    for (int k = 1; k <= 3; k++) {
+        if (((k & 1) && (sp_given || c->sp)) || ((k & 2) && (etp_given || c->etp != 1 || !sys->moe_layers)))
+            continue;
+        t.sp = (k & 1) ? 1 : c->sp;
+        t.etp = (k & 2) ? tp : c->etp;
+        if (shape_frameworks(sys, &t) & admitted) {
+            c->sp = t.sp;
+            c->etp = t.etp;
+            return;
+        }
+    }
+}
+
 int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c,
                     unsigned admitted, api_status *st)
 {
@@ -344,6 +371,7 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     }
     bad |= jv_int(cj, "grad_accum", ptr, JV_OPTIONAL, ga_default, 1, 1 << 24, &c->grad_accum, st);
     if (bad) return -1;
+    rq_default_sp_etp(sys, c, admitted, json_object_get(par, "sp") != NULL, json_object_get(par, "etp") != NULL);
     if (!json_object_get(par, "zero")) rq_default_zero(sys, c, admitted);
     const char *why;
     int reason;

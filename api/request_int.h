@@ -47,6 +47,16 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
  * pipelined layout no other admitted framework takes, keeps 0. Others:
  * unchanged. */
 void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted);
+/* The sp and etp of a configuration that names them not, with tp > 1:
+ * sequence parallel, and expert TP = tp on an MoE model, where some
+ * admitted framework runs the layout so and none as it was given --
+ * MaxText, whose activations always split over the tensor axis (FW-X7)
+ * and whose experts split over it too (FW-X2), alone on TPUs. On GPUs
+ * Megatron-LM runs a dense model's tp without sp (--sequence-parallel is
+ * off unless given, megatron/training/arguments.py) and etp 1, so a
+ * configuration that does not say keeps sp 0 and etp 1; an MoE model's tp
+ * it runs only with sp (FW-M3), so there sp. */
+void rq_default_sp_etp(const mfu_system *sys, mfu_config *c, unsigned admitted, int sp_given, int etp_given);
 
 /* api/search_opts.c */
 int rq_parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, double *deadline, api_status *st);

@@ -567,6 +567,15 @@ static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsi
          * over the tensor axis, so expert TP is tp */
         if (c->etp != (sys->moe_layers > 0 ? c->ax[MFU_AX_TP] : 1) || (ep > 1 && fsdp % ep))
             return "FW-X2: MaxText's expert axis shards like fsdp (ep must divide fsdp) and its experts split over tensor (etp = tp)";
+        /* base.yml logical_axis_rules: 'activation_embed' -> tensor: the
+         * [batch, length, embed] activations between the projections (the
+         * layer's input, residuals, norms) split their embedding over the
+         * tensor axis, as Megatron's sequence parallelism splits them over
+         * the sequence: a 1/tp share kept, an all-gather before the
+         * projections and a reduce-scatter after. MaxText has no layout
+         * that keeps them whole on every tensor rank */
+        if (c->ax[MFU_AX_TP] > 1 && !c->sp)
+            return "FW-X7: MaxText splits the activations' embedding over the tensor axis (logical_axis_rules 'activation_embed'): with tp, sp";
     }
     if (lv & MFU_LV_RC) {
         if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_MAXTEXT)))

@@ -797,6 +797,57 @@ static void t_measured_zero_default(void)
                  "\"step_time_s\": 1}}", 422, "/measured/config");
 }
 
+/* The measured configuration's sp and etp where it names them not
+ * (rq_default_sp_etp): on TPUs MaxText alone runs the layout, and only
+ * with its activations split over the tensor axis (FW-X7: base.yml maps
+ * 'activation_embed' to tensor) and its experts too (FW-X2: 'mlp_moe' to
+ * tensor), so sp and etp = tp; on GPUs Megatron-LM runs tp without sp
+ * (--sequence-parallel is off unless given) and etp 1, so they stay --
+ * but for an MoE model, whose tp Megatron runs only with sp (FW-M3). What
+ * is named is kept. Returns the echoed sp, and etp in *etp. */
+static int64_t sp_zero; /* the last measured_sp's echoed zero */
+
+static int measured_sp(const char *model, const char *chip, const char *parallel, int64_t *etp)
+{
+    char req[768];
+    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"%s\"}, \"hardware\": {\"preset\": \"%s\"}, "
+             "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 131072}, "
+             "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": %s, "
+             "\"recompute\": \"full\"}, \"step_time_s\": 1}}", model, chip, parallel);
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *par = json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "parallel");
+    int sp = json_is_true(json_object_get(par, "sp"));
+    *etp = json_integer_value(json_object_get(par, "etp"));
+    sp_zero = json_integer_value(json_object_get(par, "zero"));
+    json_decref(res);
+    json_decref(r);
+    return sp;
+}
+
+static void t_measured_sp_default(void)
+{
+    int64_t etp;
+    CHECK_EQ_I(measured_sp("llama3-8b", "tpu-v5p", "{\"fsdp\": 2, \"tp\": 4}", &etp), 1);
+    CHECK_EQ_I(measured_sp("llama3-8b", "h100-sxm", "{\"fsdp\": 2, \"tp\": 4}", &etp), 0);
+    CHECK_EQ_I(measured_sp("llama3-8b", "tpu-v5p", "{\"fsdp\": 2, \"tp\": 4, \"sp\": false}", &etp), 0);
+    CHECK_EQ_I(measured_sp("llama3-8b", "tpu-v5p", "{\"fsdp\": 8}", &etp), 0); /* no tensor axis */
+    /* a cp-only layout on a TPU: sp, then zero 3 (FW-X6) */
+    CHECK_EQ_I(measured_sp("llama3-8b", "tpu-v5p", "{\"tp\": 2, \"cp\": 4}", &etp), 1);
+    CHECK_EQ_I(sp_zero, 3);
+    CHECK_EQ_I(measured_sp("qwen3-30b-a3b", "tpu-v5p", "{\"fsdp\": 4, \"tp\": 2, \"ep\": 2}", &etp), 1);
+    CHECK_EQ_I(etp, 2);
+    /* etp 1 named: no TPU framework runs it, and nothing is changed */
+    CHECK_EQ_I(measured_sp("qwen3-30b-a3b", "tpu-v5p", "{\"fsdp\": 4, \"tp\": 2, \"ep\": 2, \"etp\": 1}", &etp), 0);
+    CHECK_EQ_I(etp, 1);
+    /* on a GPU an MoE model's tp needs sp in Megatron-LM too (FW-M3:
+     * MoELayer raises without it), and etp 1 is Megatron's */
+    CHECK_EQ_I(measured_sp("qwen3-30b-a3b", "h100-sxm", "{\"fsdp\": 4, \"tp\": 2, \"ep\": 2}", &etp), 1);
+    CHECK_EQ_I(etp, 1);
+}
+
 static json_t *search_ok(const char *req, json_t **req_out)
 {
     api_status st;
@@ -982,6 +1033,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_errors_with_pointers),
     CHECK_CASE(t_measured_batch),
     CHECK_CASE(t_measured_zero_default),
+    CHECK_CASE(t_measured_sp_default),
     CHECK_CASE(t_overrides),
     CHECK_CASE(t_hardware_wave_field),
     CHECK_CASE(t_hardware_gemm_k_field),

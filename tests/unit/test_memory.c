@@ -1125,6 +1125,40 @@ static void t_fsdp_layer_tpu(void)
     }
 }
 
+/* MaxText's tensor axis splits the activations' embedding too (FW-X7):
+ * base.yml's logical_axis_rules map 'activation_embed' to tensor, so the
+ * saved layer inputs are a 1/tp share, which mfud's sp means. MaxText's
+ * own v5e recipe for GPT-3 175B (src/maxtext/configs/tpu/v5e/gpt3_175b.sh:
+ * 256 chips, ici_fsdp -1 = 16, ici_tensor 16, per_device_batch_size 0.5,
+ * 2,048 tokens, remat_policy full): 128 sequences, 8 a fsdp rank. Whole on
+ * every tensor rank, the 96 layers' bf16 inputs alone would be
+ * 96 x 8 x 2048 x 12288 x 2 B = 38.7 GB, more than v5e's 16 GiB; split
+ * over 16, 2.42 GB. Without sp it is no MaxText layout, with sp it fits. */
+static void t_maxtext_sp(void)
+{
+    mfu_hardware hw;
+    mfu_model m;
+    mfu_system s;
+    CHECK(preset_sys(&s, &m, &hw, "gpt3-175b", "tpu-v5e", 2048, 128, 256) == 0);
+    mfu_config c = cfg(1, 16, 16, 1, 1, 1);
+    c.mbs = 8;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    const char *why[MFU_FW_COUNT] = {0};
+    CHECK_EQ_I(mfu_config_frameworks(&s, &c, why), 0u);
+    CHECK(why[MFU_FW_MAXTEXT] && strstr(why[MFU_FW_MAXTEXT], "FW-X7") != NULL);
+    mfu_eval e0, e1;
+    CHECK(mfu_evaluate(&s, &c, ops, &e0) == 0);
+    c.sp = 1;
+    CHECK_EQ_I(mfu_config_frameworks(&s, &c, NULL), MFU_FW_MASK(MFU_FW_MAXTEXT));
+    CHECK(mfu_evaluate(&s, &c, ops, &e1) == 0);
+    double stack = 96.0 * 8 * 2048 * 12288 * 2;
+    CHECK(e0.mem.total_bytes > stack && stack > hw.hbm_bytes);
+    CHECK(e1.mem.total_bytes <= e1.mem.capacity_bytes);
+    /* the layers' kept inputs are what sp splits: 15/16 of them freed */
+    CHECK(e0.mem.activations_bytes - e1.mem.activations_bytes >= stack * 15.0 / 16.0 * (1.0 - 1e-9));
+}
+
 /* torchtitan's op-level SAC on an MoE model (op_sac). deepseek_v3's save
  * list (models/deepseek_v3/infra/parallelize.py _op_sac_save_list, v0.2.2)
  * has mm, the attention kernels, reduce_scatter and all_to_all_single but
@@ -1396,6 +1430,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_inflight_chunks),
     CHECK_CASE(t_op_sac),
     CHECK_CASE(t_fsdp_layer_tpu),
+    CHECK_CASE(t_maxtext_sp),
     CHECK_CASE(t_head_apart),
     CHECK_CASE(t_cpu_offload),
 };
