@@ -312,7 +312,14 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
      * vocab_parallel_cross_entropy): reads the bf16 logits, keeps the fp32
      * softmax for the backward (Korthikanti sec. 4.3: 4sbv/t bytes). */
     double n = T * V / tp;
-    push(&b, "loss", MFU_FWD, 0, 5.0 * n, ab * n + 4.0 * n, 4.0 * n);
+    /* F-MEM-LOGITS-XLA: MaxText's loss (max_utils.cross_entropy_with_logits,
+     * a custom VJP over the logits cast to fp32, cast_logits_to_fp32) keeps
+     * the fp32 logits and exp(logits - max) as residuals, both elementwise
+     * in the LM head's 16-bit output: XLA fuses them into their consumers
+     * (and under its memory limit rematerializes them, HloRematerialization)
+     * rather than storing them in fp32. What must exist is the head's
+     * output: it stays, 16-bit, in place of the softmax */
+    push(&b, "loss", MFU_FWD, 0, 5.0 * n, ab * n + 4.0 * n, s->xla_loss ? ab * n : 4.0 * n);
     push(&b, "loss.bwd", MFU_BWD, 0, 2.0 * n, 4.0 * n + ab * n, 0);
     if (s->ce_unfused) {
         /* F-TIME-CE-UNFUSED: Megatron's vocab_parallel_cross_entropy

@@ -143,6 +143,9 @@ typedef struct mfu_shape {
      * the router avoids): the roofline's ideal, and XLA's (MaxText on
      * TPUs routes with its own sort) */
     int moe_no_copies;
+    /* F-MEM-LOGITS-XLA: the loss as XLA compiles MaxText's -- the fp32
+     * softmax fused into its consumers, the 16-bit logits kept instead */
+    int xla_loss;
 } mfu_shape;
 
 /* Routed token slots on the busiest expert rank relative to the mean

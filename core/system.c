@@ -218,6 +218,7 @@ void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s)
     s->ce_unfused = sys->train.ce_unfused;
     s->fp8_recipe = sys->train.fp8_recipe;
     s->moe_no_copies = sys->hw->platform == MFU_PLATFORM_TPU;
+    s->xla_loss = sys->hw->platform == MFU_PLATFORM_TPU;
 }
 
 /* The recompute policies that can be used at all: not an empty selective
@@ -380,7 +381,7 @@ static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_e
     /* F-MEM-VOCAB-TILES: MaxText's num_vocab_tiling runs the LM head and the
      * loss over token chunks in a custom VJP that keeps only the hidden
      * states (utils/vocabulary_tiling.py): the loss keeps nothing, one
-     * chunk's logits (bf16 and their fp32 softmax) are live at a time, and
+     * chunk's logits (bf16, and their gradient) are live at a time, and
      * the backward runs each chunk's head and loss forward again */
     int64_t tiles = sys->train.vocab_tiles > 1 ? sys->train.vocab_tiles : 1;
     for (int p = 0; p < np; p++)
@@ -396,8 +397,11 @@ static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_e
      * its fp32 copy (Megatron vocab_parallel_cross_entropy(logits.float())),
      * and again as the logits' gradient in the backward */
     double nl = T * (double)m->vocab / (double)s->tp;
+    /* a chunk's softmax: fp32, but under XLA fused away (F-MEM-LOGITS-XLA):
+     * its 16-bit gradient instead */
+    double soft = s->xla_loss ? ab : 4.0;
     for (int p = 0; p < np; p++)
-        out[p].logits_transient = tiles > 1 ? (ab + 4.0) * nl / (double)tiles : ab * nl;
+        out[p].logits_transient = tiles > 1 ? (ab + soft) * nl / (double)tiles : ab * nl;
 }
 
 void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,

@@ -964,12 +964,13 @@ static void t_maxtext_savers(void)
     mfu_shape_cost k0, k4;
     mfu_shape_costs(&s0, &sh, NULL, ops, &k0);
     mfu_shape_costs(&s4, &sh, NULL, ops, &k4);
-    /* untiled: the loss keeps the fp32 softmax (4n), the bf16 logits (2n)
-     * are transient; tiled in 4: the loss keeps nothing, one chunk's bf16
-     * logits and fp32 softmax (6n / 4) are live */
-    CHECK_NEAR(k0.head_saved - k4.head_saved, 4.0 * n, 1e-12);
+    /* untiled: the loss keeps the bf16 logits (2n; a GPU's Megatron keeps
+     * the fp32 softmax, XLA fuses it away: F-MEM-LOGITS-XLA), their bf16
+     * gradient (2n) is transient; tiled in 4: the loss keeps nothing, one
+     * chunk's bf16 logits and gradient (4n / 4) are live */
+    CHECK_NEAR(k0.head_saved - k4.head_saved, 2.0 * n, 1e-12);
     CHECK_NEAR(k0.logits_transient, 2.0 * n, 1e-12);
-    CHECK_NEAR(k4.logits_transient, 6.0 * n / 4.0, 1e-12);
+    CHECK_NEAR(k4.logits_transient, 4.0 * n / 4.0, 1e-12);
     /* the backward runs the head's GEMM and the loss forward again */
     int nh = mfu_ops_head(&m, &sh, ops, MFU_MAX_OPS);
     double again = 0;
@@ -1157,6 +1158,41 @@ static void t_maxtext_sp(void)
     CHECK(e1.mem.total_bytes <= e1.mem.capacity_bytes);
     /* the layers' kept inputs are what sp splits: 15/16 of them freed */
     CHECK(e0.mem.activations_bytes - e1.mem.activations_bytes >= stack * 15.0 / 16.0 * (1.0 - 1e-9));
+}
+
+/* F-MEM-LOGITS-XLA: on a TPU the loss keeps the 16-bit logits where
+ * Megatron's keeps the fp32 softmax: 2 bytes a logit fewer. MaxText's
+ * Llama 3.1 70B recipe on v6e-256 (AI-Hypercomputer/tpu-recipes v0.1.5,
+ * benchmarks/maxtext_trillium_model_configs.py llama3_1_70b_8192:
+ * per_device_batch_size 5, ici_fsdp -1, remat custom with the layer input
+ * and q/k/v offloaded) ran: 5 x 8,192 tokens x 128,256 = 5.25e9 logits a
+ * chip. At 6 bytes a logit that is 31.5 GB, over v6e's HBM beside the
+ * state; at 4 it fits. (Llama 3 70B's preset: 3.1's shapes.) */
+static void t_loss_xla(void)
+{
+    mfu_hardware th, gh;
+    mfu_model tm, gm;
+    mfu_system ts, gs;
+    CHECK(preset_sys(&ts, &tm, &th, "llama3-70b", "tpu-v6e", 8192, 1280, 256) == 0);
+    CHECK(preset_sys(&gs, &gm, &gh, "llama3-70b", "h100-sxm", 8192, 1280, 256) == 0);
+    CHECK(mfu_system_set_remat_names(&ts, 0u, MFU_MX_INPUT | MFU_MX_QKV) == MFU_OK);
+    mfu_config c = cfg(1, 256, 1, 1, 1, 1);
+    c.mbs = 5;
+    c.recompute = MFU_RC_MAXTEXT;
+    CHECK(mfu_config_default_split(&ts, &c) == MFU_OK);
+    mfu_shape sh;
+    mfu_shape_cost kt, kg;
+    mfu_config_shape(&ts, &c, &sh);
+    mfu_shape_costs(&ts, &sh, NULL, ops, &kt);
+    mfu_config_shape(&gs, &c, &sh);
+    mfu_shape_costs(&gs, &sh, NULL, ops, &kg);
+    double n = 5.0 * 8192 * 128256;
+    CHECK_NEAR(kg.head_saved - kt.head_saved, 2.0 * n, 1e-9);
+    CHECK_NEAR(kt.logits_transient, 2.0 * n, 1e-9);
+    mfu_eval ev;
+    CHECK(mfu_evaluate(&ts, &c, ops, &ev) == 0);
+    CHECK(ev.mem.total_bytes <= ev.mem.capacity_bytes);
+    CHECK(ev.mem.total_bytes - ev.mem.head_bytes + 6.0 * n > ev.mem.capacity_bytes);
 }
 
 /* torchtitan's op-level SAC on an MoE model (op_sac). deepseek_v3's save
@@ -1431,6 +1467,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_op_sac),
     CHECK_CASE(t_fsdp_layer_tpu),
     CHECK_CASE(t_maxtext_sp),
+    CHECK_CASE(t_loss_xla),
     CHECK_CASE(t_head_apart),
     CHECK_CASE(t_cpu_offload),
 };
