@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "request_int.h"
 
 static const char *const AXIS_NAMES[MFU_AX_COUNT] = {"dp", "fsdp", "tp", "ep", "pp", "cp"};
 
@@ -111,11 +112,7 @@ static double now_s(void)
 static int fits_on(const api_request *r, const mfu_search_opts *o, int64_t n, mfu_search_scratch *sc)
 {
     mfu_system s;
-    if (mfu_system_init(&s, &r->model, &r->hw, &r->train, n, r->rc_custom, sc->ops) != MFU_OK)
-        return -1;
-    if ((r->rc_mx_device | r->rc_mx_host) &&
-        mfu_system_set_remat_names(&s, r->rc_mx_device, r->rc_mx_host) != MFU_OK)
-        return -1;
+    if (rq_system_setup(&s, r, n, sc->ops) != MFU_OK) return -1;
     mfu_search_opts p = *o;
     p.top_k = 1;
     p.first_fit = 1;

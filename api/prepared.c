@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "jsonv.h"
 #include "sha256.h"
+#include "recipe_int.h"
 #include "request_int.h"
 
 /* A configuration as the normal form writes it: only what the request can
@@ -43,12 +44,21 @@ static json_t *config_json_min(const mfu_system *sys, const mfu_config *c)
 
 /* The system of a parsed request; a failure (an inventory beyond the
  * limits) is a 422 at /model. */
-int rq_system_init(mfu_system *sys, const api_request *r, mfu_op *ops, api_status *st)
+int rq_system_setup(mfu_system *sys, const api_request *r, int64_t devices, mfu_op *ops)
 {
-    int rc = mfu_system_init(sys, &r->model, &r->hw, &r->train, r->devices, r->rc_custom, ops);
+    int rc = mfu_system_init(sys, &r->model, &r->hw, &r->train, devices, r->rc_custom, ops);
     if (rc == MFU_OK && (r->rc_mx_device | r->rc_mx_host) &&
         mfu_system_set_remat_names(sys, r->rc_mx_device, r->rc_mx_host) != MFU_OK)
         rc = MFU_EINVAL; /* parse_remat admits no such names */
+    /* on TPUs, MaxText's decoder layer (F-MEM-SCAN-UNIT) */
+    int64_t unit = rc == MFU_OK && r->hw.platform == MFU_PLATFORM_TPU ? rcp_maxtext_layer_unit(sys) : 1;
+    if (unit > 1 && mfu_system_set_scan_unit(sys, unit) != MFU_OK) rc = MFU_EINVAL;
+    return rc;
+}
+
+int rq_system_init(mfu_system *sys, const api_request *r, mfu_op *ops, api_status *st)
+{
+    int rc = rq_system_setup(sys, r, r->devices, ops);
     if (rc == MFU_OK) return 0;
     api_fail_core(st, rc, "/model", "cannot be modelled");
     return -1;

@@ -58,5 +58,9 @@ int64_t rcp_global_batch_seqs(const mfu_config *c);
 json_t *rcp_megatron(const mfu_system *sys, const mfu_config *c, const model_view *v, const char *why_not);
 json_t *rcp_torchtitan(const mfu_system *sys, const mfu_config *c, const model_view *v, const char *why_not);
 json_t *rcp_maxtext(const mfu_system *sys, const mfu_config *c, const model_view *v, const char *why_not);
+/* Model layers per decoder layer of the MaxText model this one is (its
+ * models/<name>.yml: gemma2's merges a local and a global layer), 1 for
+ * any other. */
+int64_t rcp_maxtext_layer_unit(const mfu_system *sys);
 
 #endif

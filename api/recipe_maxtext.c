@@ -31,7 +31,9 @@ static const mx_model MX_MODELS[] = {
     {"mixtral-8x7b", 4096, 32, 32, 8, 0, 14336, 8, 2, 32000, 0, 1},
     {"mixtral-8x22b", 6144, 56, 48, 8, 0, 16384, 8, 2, 32768, 0, 1},
     {"gemma-7b", 3072, 28, 16, 16, 24576, 0, 0, 0, 256128, 0, 1},
+    {"gemma2-2b", 2304, 26, 8, 4, 9216, 0, 0, 0, 256128, 4096, 2},
     {"gemma2-9b", 3584, 42, 16, 8, 14336, 0, 0, 0, 256128, 4096, 2},
+    {"gemma2-27b", 4608, 46, 32, 16, 36864, 0, 0, 0, 256128, 4096, 2},
     {"deepseek2-16b", 2048, 27, 16, 0, 10944, 1408, 64, 6, 102400, 0, 1},
     {"deepseek3-671b", 7168, 61, 128, 0, 18432, 2048, 256, 8, 129280, 0, 1},
     {"qwen3-8b", 4096, 36, 32, 8, 12288, 0, 0, 0, 151936, 0, 1},
@@ -49,6 +51,15 @@ static int mx_matches(const mx_model *x, const model_view *v)
     if (v->moe && (v->moe->n_experts != x->experts || v->moe->top_k != x->topk ||
                    v->moe->expert_ffn_dim != x->moe_ffn))
         return 0;
+    return 1;
+}
+
+int64_t rcp_maxtext_layer_unit(const mfu_system *sys)
+{
+    model_view v;
+    rcp_model_view_of(sys, &v);
+    for (size_t i = 0; i < sizeof MX_MODELS / sizeof *MX_MODELS; i++)
+        if (mx_matches(&MX_MODELS[i], &v)) return MX_MODELS[i].layer_unit;
     return 1;
 }
 

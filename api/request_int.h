@@ -62,6 +62,9 @@ void rq_default_sp_etp(const mfu_system *sys, mfu_config *c, unsigned admitted, 
 int rq_parse_search(json_t *sj, const mfu_system *sys, mfu_search_opts *o, double *deadline, api_status *st);
 
 /* api/prepared.c */
+/* The request's system over `devices` (its remat names, MaxText's decoder
+ * layer on TPUs): an MFU_* code. */
+int rq_system_setup(mfu_system *sys, const api_request *r, int64_t devices, mfu_op *ops);
 int rq_system_init(mfu_system *sys, const api_request *r, mfu_op *ops, api_status *st);
 void rq_set_recompute(json_t *obj, const mfu_system *sys, int slot);
 int rq_parse_measured(json_t *meas, int engine, double *t, json_t **trace, api_status *st);

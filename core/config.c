@@ -560,7 +560,8 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
 static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
 {
     int64_t fsdp = c->ax[MFU_AX_FSDP], pp = c->ax[MFU_AX_PP], ep = c->ax[MFU_AX_EP];
-    int64_t v = c->vpp, L = sys->layers;
+    /* MaxText's decoder layers (Gemma 2's are pairs: F-MEM-SCAN-UNIT) */
+    int64_t v = c->vpp, L = sys->layers / sys->scan_unit;
     if (lv & MFU_LV_SHAPE) {
         /* base.yml logical_axis_rules: 'exp' -> expert, 'mlp_moe' ->
          * fsdp_transpose, tensor, ...: the experts' hidden dimension splits

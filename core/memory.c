@@ -94,13 +94,15 @@ static void state_bytes_(const mfu_system *sys, const mfu_config *c, mfu_dev_par
             out->weights_bytes = wb * P;
             out->grads_bytes = 4.0 * P + gb * shard;
         } else if (sys->hw->platform == MFU_PLATFORM_TPU) {
-            /* XLA (MaxText's scanned layers): one layer gathered at a time,
+            /* XLA (MaxText's scanned layers): one layer (one scanned unit)
+             * gathered at a time,
              * its weights and its gradient in bf16 -- "a single layer of
              * weights ... roughly 10B params per layer, which corresponds
              * to 40GiB of bf16 weights and gradients" (MaxText
              * docs/guides/optimization/custom_model.md) */
-            out->weights_bytes = wb * per_layer;
-            out->grads_bytes = gb * shard + 2.0 * per_layer;
+            double unit = (double)sys->scan_unit * per_layer; /* F-MEM-SCAN-UNIT */
+            out->weights_bytes = wb * unit;
+            out->grads_bytes = gb * shard + 2.0 * unit;
         } else {
             /* gathered per layer and micro-batch: the current and the
              * prefetched layer in bf16, one layer's unsharded gradient
@@ -268,11 +270,13 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
     if (ls > 0) {
         /* the backward of one layer: gradients as large as what it saved */
         bwd += a->saved_bytes[MFU_RC_NONE];
-        /* a recomputed layer rematerialises its activations once */
+        /* a recomputed layer rematerialises its activations once; XLA a
+         * scanned unit's layers together (F-MEM-SCAN-UNIT) */
+        double u = (double)sys->scan_unit;
         if (rp->kind == MFU_RCK_SELECTIVE)
-            bwd += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[c->recompute];
+            bwd += u * (a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[c->recompute]);
         else if (rp->kind == MFU_RCK_FULL && nrc > 0)
-            bwd += a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[MFU_RC_FULL];
+            bwd += u * (a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[MFU_RC_FULL]);
     }
     act += apart ? mfu_dmax(head, bwd) : bwd;
     out->activations_bytes = act;

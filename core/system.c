@@ -127,6 +127,13 @@ static void rc_table(mfu_system *sys, unsigned custom)
     rc[MFU_RC_CPU_OFFLOAD] = (mfu_rc_policy){MFU_RCK_NONE, 0u, sys->hw->host_bw_bytes_s > 0 ? MG : 0u, 0u, 0u};
 }
 
+int mfu_system_set_scan_unit(mfu_system *sys, int64_t unit)
+{
+    if (unit < 1 || sys->layers % unit || sys->hw->platform != MFU_PLATFORM_TPU) return MFU_EINVAL;
+    sys->scan_unit = unit;
+    return MFU_OK;
+}
+
 int mfu_system_set_remat_names(mfu_system *sys, unsigned device, unsigned host)
 {
     if (!(device & MFU_MX_INPUT) == !(host & MFU_MX_INPUT) || (device & host) ||
@@ -174,6 +181,7 @@ int mfu_system_init(mfu_system *sys, const mfu_model *m, const mfu_hardware *hw,
         }
         if (m->runs[r].attn.kind == MFU_ATTN_MLA) sys->has_mla = 1;
     }
+    sys->scan_unit = 1;
     sys->layer_dense_avg = sys->layer_params_dense / (double)sys->layers;
     sys->layer_expert_avg = sys->params_expert / (double)sys->layers;
     {
@@ -320,15 +328,17 @@ static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, doubl
         lc->host_fwd_exp_s += host * f_post;
         lc->host_bwd_s += host * b;
     }
+    /* the input of each scanned unit, a layer's share (F-MEM-SCAN-UNIT) */
+    double input = ab * Te * h / (double)sys->scan_unit;
     for (int j = 0; j < MFU_RC_COUNT; j++) {
         const mfu_rc_policy *rp = &sys->rc[j];
         lc->saved_bytes[j] += rp->kind == MFU_RCK_FULL
                                   /* full: only the layer input (Korthikanti Table 2: 2sbh; /t with sp) */
-                                  ? ab * Te * h
+                                  ? input
                                   : saved[j];
         /* a name policy keeps the layer input where decoder_layer_input says */
-        if (rp->mx_device & MFU_MX_INPUT) lc->saved_bytes[j] += ab * Te * h;
-        if (rp->mx_host & MFU_MX_INPUT) host_saved[j] += ab * Te * h;
+        if (rp->mx_device & MFU_MX_INPUT) lc->saved_bytes[j] += input;
+        if (rp->mx_host & MFU_MX_INPUT) host_saved[j] += input;
         lc->host_bytes[j] += host_saved[j];
     }
     /* F-RC-CPU-OFFLOAD: a layer keeps what "none" keeps, on the device or,

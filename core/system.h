@@ -243,6 +243,10 @@ typedef struct mfu_system {
     int64_t moe_layers;
     const mfu_mlp *moe_mlp;       /* the MoE block (of the last MoE run), NULL if dense */
     int has_mla, has_dense_mlp;
+    /* F-MEM-SCAN-UNIT: model layers per MaxText decoder layer on TPUs
+     * (Gemma 2's local + global pair: 2), which XLA scans, checkpoints and
+     * rematerializes as one (mfu_system_set_scan_unit); 1 by default */
+    int64_t scan_unit;
     double layer_params_dense;    /* non-expert params of all layers */
     /* per layer (averages) and outside the layers, for the memory model */
     double layer_dense_avg, layer_expert_avg, embed_params, head_params, final_params;
@@ -265,6 +269,9 @@ MFU_MUST_CHECK int mfu_system_init(mfu_system *sys, const mfu_model *m, const mf
  * to the host; decoder_layer_input in one of them); after mfu_system_init,
  * before any cost. MFU_EINVAL if the layer input is in neither or both. */
 MFU_MUST_CHECK int mfu_system_set_remat_names(mfu_system *sys, unsigned device, unsigned host);
+/* F-MEM-SCAN-UNIT: `unit` model layers make one MaxText decoder layer (a
+ * TPU system; unit divides the layers), MFU_EINVAL otherwise. */
+MFU_MUST_CHECK int mfu_system_set_scan_unit(mfu_system *sys, int64_t unit);
 /* Whether policy slot j is a MaxText name policy. */
 static inline int mfu_rc_is_names(const mfu_system *sys, int j)
 {

@@ -848,6 +848,33 @@ static void t_measured_sp_default(void)
     CHECK_EQ_I(etp, 1);
 }
 
+/* On a TPU a request for a model MaxText merges two layers of (Gemma 2:
+ * models/gemma2-9b.yml, 21 decoder layers of a local and a global layer)
+ * is weighed with that unit (F-MEM-SCAN-UNIT): its FSDP gathers the pair,
+ * 2 x 198,195,200 parameters (t_scan_unit's hand count) in bf16; on a GPU,
+ * FSDP2's current and prefetched layer, 2 x 2 bytes of one. */
+static void t_request_scan_unit(void)
+{
+    const char *chips[2] = {"tpu-v6e", "h100-sxm"};
+    for (int i = 0; i < 2; i++) {
+        char req[640];
+        snprintf(req, sizeof req, "{\"model\": {\"preset\": \"gemma2-9b\"}, \"hardware\": {\"preset\": \"%s\"}, "
+                 "\"devices\": 256, \"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 6291456}, "
+                 "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": {\"fsdp\": 256}, "
+                 "\"mbs\": 3, \"recompute\": \"full\"}, \"step_time_s\": 1}}", chips[i]);
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *mem = json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "memory");
+        /* 1e-4: mfud's Gemma 2 has two norms a layer of the four (no
+         * post-norms: 7,168 parameters a layer, 4e-5 of it) */
+        CHECK_NEAR(json_number_value(json_object_get(mem, "weights_bytes")), 2.0 * 2.0 * 198195200.0, 1e-4);
+        json_decref(res);
+        json_decref(r);
+    }
+}
+
 static json_t *search_ok(const char *req, json_t **req_out)
 {
     api_status st;
@@ -1034,6 +1061,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_measured_batch),
     CHECK_CASE(t_measured_zero_default),
     CHECK_CASE(t_measured_sp_default),
+    CHECK_CASE(t_request_scan_unit),
     CHECK_CASE(t_overrides),
     CHECK_CASE(t_hardware_wave_field),
     CHECK_CASE(t_hardware_gemm_k_field),

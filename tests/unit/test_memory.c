@@ -1195,6 +1195,64 @@ static void t_loss_xla(void)
     CHECK(ev.mem.total_bytes - ev.mem.head_bytes + 6.0 * n > ev.mem.capacity_bytes);
 }
 
+/* F-MEM-SCAN-UNIT: MaxText's Gemma 2 decoder layer is a local and a global
+ * layer (src/maxtext/configs/models/gemma2-9b.yml: base_num_decoder_layers
+ * 21, "we merge [local_attention, global_attention] into one layer";
+ * models/gemma2.py names decoder_layer_input once per pair). XLA scans,
+ * checkpoints and gathers it as one: under full remat 21 inputs are kept,
+ * not 42; the pair's backward rematerializes both layers; FSDP gathers
+ * both layers' weights (bf16) and gradient (bf16). Gemma 2 9B on v6e-256,
+ * MaxText's trillium recipe (3 sequences of 8,192 a chip): a layer holds
+ * 3584 x (16 + 8 + 8 + 16) x 256 attention + 3 x 3584 x 14336 MLP + 4 x
+ * 3584 norm parameters = 198,195,200. */
+static void t_scan_unit(void)
+{
+    mfu_hardware hw, gh;
+    mfu_model m, gm;
+    mfu_system s1, s2, gs;
+    CHECK(preset_sys(&s1, &m, &hw, "gemma2-9b", "tpu-v6e", 8192, 768, 256) == 0);
+    CHECK(preset_sys(&s2, &m, &hw, "gemma2-9b", "tpu-v6e", 8192, 768, 256) == 0);
+    CHECK(preset_sys(&gs, &gm, &gh, "gemma2-9b", "h100-sxm", 8192, 768, 256) == 0);
+    CHECK(mfu_system_set_scan_unit(&s2, 2) == MFU_OK);
+    CHECK(mfu_system_set_scan_unit(&gs, 2) == MFU_EINVAL); /* MaxText's, on TPUs */
+    CHECK(mfu_system_set_scan_unit(&s1, 4) == MFU_EINVAL); /* 4 does not divide 42 */
+    CHECK_EQ_I(s1.scan_unit, 1);
+    /* 1e-4: mfud's Gemma 2 has two of the four norms (7,168 a layer) */
+    CHECK_NEAR(s1.layer_dense_avg, 3584.0 * 48 * 256 + 3.0 * 3584 * 14336 + 4.0 * 3584, 1e-4);
+    mfu_config c = cfg(1, 256, 1, 1, 1, 1);
+    c.mbs = 3;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s1, &c) == MFU_OK);
+    mfu_shape sh;
+    mfu_shape_cost k1, k2;
+    mfu_config_shape(&s1, &c, &sh);
+    mfu_shape_costs(&s1, &sh, NULL, ops, &k1);
+    mfu_shape_costs(&s2, &sh, NULL, ops, &k2);
+    double input = 2.0 * 3 * 8192 * 3584;
+    CHECK_NEAR(k1.avg.saved_bytes[MFU_RC_FULL], input, 1e-12);
+    CHECK_NEAR(k2.avg.saved_bytes[MFU_RC_FULL], input / 2.0, 1e-12);
+    mfu_eval e1, e2;
+    CHECK(mfu_evaluate(&s1, &c, ops, &e1) == 0);
+    CHECK(mfu_evaluate(&s2, &c, ops, &e2) == 0);
+    CHECK_NEAR(e2.mem.weights_bytes, 2.0 * 2.0 * s1.layer_dense_avg, 1e-12);
+    CHECK_NEAR(e2.mem.weights_bytes, 2.0 * e1.mem.weights_bytes, 1e-12);
+    CHECK_NEAR(e2.mem.grads_bytes - e1.mem.grads_bytes, 2.0 * s1.layer_dense_avg, 1e-9);
+    /* MaxText's recipe ran: with the pair it fits v6e's HBM */
+    CHECK(e2.mem.total_bytes <= e2.mem.capacity_bytes);
+    /* 6 stages split 42 layers but not 21 decoder layers (FW-X4): 192
+     * chips as fsdp 32 x pp 6 */
+    CHECK(preset_sys(&s1, &m, &hw, "gemma2-9b", "tpu-v6e", 8192, 768, 192) == 0);
+    CHECK(preset_sys(&s2, &m, &hw, "gemma2-9b", "tpu-v6e", 8192, 768, 192) == 0);
+    CHECK(mfu_system_set_scan_unit(&s2, 2) == MFU_OK);
+    mfu_config p6 = cfg(1, 32, 1, 1, 6, 1);
+    p6.schedule = MFU_SCHED_GPIPE;
+    p6.grad_accum = 6;
+    p6.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s1, &p6) == MFU_OK);
+    CHECK(has_fw(&s1, &p6, MFU_FW_MAXTEXT));
+    CHECK(!has_fw(&s2, &p6, MFU_FW_MAXTEXT));
+}
+
 /* torchtitan's op-level SAC on an MoE model (op_sac). deepseek_v3's save
  * list (models/deepseek_v3/infra/parallelize.py _op_sac_save_list, v0.2.2)
  * has mm, the attention kernels, reduce_scatter and all_to_all_single but
@@ -1468,6 +1526,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_fsdp_layer_tpu),
     CHECK_CASE(t_maxtext_sp),
     CHECK_CASE(t_loss_xla),
+    CHECK_CASE(t_scan_unit),
     CHECK_CASE(t_head_apart),
     CHECK_CASE(t_cpu_offload),
 };
