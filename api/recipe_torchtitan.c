@@ -178,10 +178,21 @@ static void tt_tail(FILE *f, json_t *notes, const mfu_system *sys, const mfu_con
                  c->recompute == MFU_RC_OP_SAC ? ", and the routed experts, whose grouped GEMMs are not on its save list"
                                                : "");
     }
+    /* the loss compiled always: eager, torchtitan's cross_entropy_loss
+     * (components/loss.py: F.cross_entropy(pred.flatten(0, 1).float(), ...))
+     * holds the bf16 logits, their fp32 copy and the fp32 log-softmax at
+     * once (10 bytes a logit), and in the backward the saved log-softmax,
+     * its gradient and the input's (12); compiled, the cast and softmax
+     * fuse, within the 6 bytes a logit the estimate holds for the loss
+     * (F-MEM-LOGITS) */
     if (c->tp_overlap && tp > 1) {
         fprintf(f, "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n");
         rcp_note(notes, "Async tensor parallelism works only under torch.compile ([compile] enable), which "
                         "also changes kernel times the estimate does not model.");
+    } else {
+        fprintf(f, "\n[compile]\nenable = true\ncomponents = [\"loss\"]\n");
+        rcp_note(notes, "The loss is compiled: eager, torchtitan's cross_entropy(pred.float()) holds up to "
+                        "12 bytes a logit, twice the estimate's fused loss.");
     }
     if (fp8) {
         fprintf(f, "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n");

@@ -397,6 +397,9 @@ static void t_torchtitan(void)
     CHECK(strstr(toml, "local_batch_size = 1\nglobal_batch_size = 2048\nseq_len = 8192\n") != NULL);
     CHECK(strstr(toml, "mode = \"selective\"\nselective_ac_option = \"op\"\n") != NULL);
     CHECK(strstr(toml, "pipeline_parallel_schedule") == NULL);
+    /* the loss compiled (eager, cross_entropy(pred.float()) holds up to
+     * 12 bytes a logit: components/loss.py), the model not */
+    CHECK(strstr(toml, "[compile]\nenable = true\ncomponents = [\"loss\"]\n") != NULL);
     /* Megatron names no op-level selective recompute for a dense MLP (FW-M7) */
     CHECK(!strncmp(unavailable(rec, "megatron"), "FW-M7", 5));
     json_decref(rec);
