@@ -172,11 +172,11 @@ static void tt_tail(FILE *f, json_t *notes, const mfu_system *sys, const mfu_con
                      (long long)c->recompute_layers);
     } else {
         fprintf(f, "mode = \"selective\"\nselective_ac_option = \"op\"\n");
-        rcp_note(notes, "torchtitan's op-level selective checkpointing saves every other matmul "
-                        "(activation_checkpoint.py _apply_op_sac); the estimate prices it as recomputing norms and "
-                        "activations%s.",
-                 c->recompute == MFU_RC_OP_SAC ? ", and the routed experts, whose grouped GEMMs are not on its save list"
-                                               : "");
+        if (v->moe)
+            rcp_note(notes, "torchtitan's op-level selective checkpointing saves every other matmul "
+                            "(activation_checkpoint.py _apply_op_sac); on an MoE model the estimate keeps every "
+                            "matmul's output and reruns the norms, activations and routed experts, whose grouped "
+                            "GEMMs are not on its save list.");
     }
     /* the loss compiled always: eager, torchtitan's cross_entropy_loss
      * (components/loss.py: F.cross_entropy(pred.flatten(0, 1).float(), ...))

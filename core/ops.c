@@ -208,6 +208,49 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
     if (p->n_shared_experts > 0) shared_experts(b, p, T, Te, h, tp, t);
 }
 
+/* F-RC-OP-SAC: torchtitan's op-level SAC on a dense layer
+ * (distributed/activation_checkpoint.py _apply_op_sac, v0.2.2): the
+ * outputs of ops on the model's save list are kept -- aten.mm but every
+ * second one a layer runs (its mm counter restarts with each layer's
+ * checkpoint), the attention kernel (out and log-sum-exp) -- and every
+ * other op runs again. A llama3/qwen3 layer calls mm as wq, wk, wv, wo, w1,
+ * w3, w2 (models/llama3/model/model.py Attention, FeedForward): wq, wv,
+ * w1 and w2 kept, wk, wo and w3 rerun; the norms, RoPE, the activation,
+ * its product and the residual adds rerun; the layer's input stays (the
+ * checkpoint's). Set on the layer's forward ops: Hq, Hkv heads of width d
+ * and the MLP's width I on this device. */
+static void tt_op_sac(builder *b, double T, double Te, double h, double Hq, double Hkv, double d,
+                      double I)
+{
+    double ab = b->ab, hq = Hq * d, hkv = Hkv * d;
+    for (int i = 0; i < b->n && i < b->max; i++) {
+        mfu_op *o = &b->out[i];
+        if (o->phase != MFU_FWD) continue;
+        double kept = 0.0, rerun = 1.0;
+        const char *n = o->name;
+        if (!strcmp(n, "attn_norm")) {
+            kept = ab * Te * h;                    /* the checkpoint's input */
+        } else if (!strcmp(n, "qkv_proj")) {
+            kept = ab * T * (hq + hkv);            /* wq's and wv's outputs */
+            rerun = hkv / (hq + 2.0 * hkv);        /* wk */
+        } else if (!strcmp(n, "attn_core")) {
+            kept = 4.0 * T * Hq;                   /* the fp32 log-sum-exp */
+            rerun = 0.0;
+        } else if (!strcmp(n, "out_proj")) {
+            kept = o->saved_bytes;                 /* the kernel's output, wo's input */
+        } else if (!strcmp(n, "mlp_up")) {
+            rerun = 0.5;                           /* w3 */
+        } else if (!strcmp(n, "mlp_act")) {
+            kept = ab * T * I;                     /* w1's output */
+        } else if (!strcmp(n, "mlp_down")) {
+            kept = ab * T * h;                     /* w2's output */
+            rerun = 0.0;
+        }
+        o->sac_saved = kept;
+        o->sac_rerun = rerun;
+    }
+}
+
 int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max)
 {
     const mfu_layer_run *run = &m->runs[r];
@@ -258,6 +301,10 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     }
     rc(&b, 0, 0);
     residual(&b, m, "mlp_residual", "mlp_residual.bwd", Te, h);
+    /* torchtitan's family of dense layers, its flash kernels (FW-T12) */
+    if (a->kind == MFU_ATTN_MHA && !a->output_gate && !a->sinks && p->kind == MFU_MLP_DENSE && p->gated &&
+        s->attn_impl == MFU_ATTN_FLASH && !m->dropout && dqk == dv)
+        tt_op_sac(&b, T, Te, h, Hq, Hkv, dqk, (double)p->ffn_dim / tp);
     return b.n;
 }
 

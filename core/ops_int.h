@@ -74,6 +74,8 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     o->kv_len = 0.0;
     o->head_dim_qk = o->head_dim_v = 0.0;
     o->kernels = 1.0;
+    o->sac_saved = 0.0;
+    o->sac_rerun = -1.0;
     return o;
 }
 

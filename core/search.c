@@ -454,8 +454,6 @@ static int rc_usable_(const ctx *x, int rc)
     const mfu_rc_policy *p = &x->sys->rc[rc];
     if (p->kind == MFU_RCK_SELECTIVE && p->modules == 0 && !(p->mx_device | p->mx_host)) return 0;
     if ((p->modules & MFU_RCM_MLA_UP) && !x->sys->has_mla) return 0;
-    /* on a dense model op_sac is minimal: weighed once, as minimal */
-    if (rc == MFU_RC_OP_SAC && x->sys->moe_layers == 0) return 0;
     /* CPU activation offload only when asked: what its copies cost beyond
      * the link's rate (a PCIe link shared with the NIC's GPUDirect traffic,
      * the host's memory bandwidth when a node's GPUs copy at once, pinned

@@ -285,7 +285,9 @@ static void comm_tp(step_ctx *x)
         double mlp_coll = 1.0 - (c->etp == 1 ? moe_frac : 0.0);
         double per_layer_dir = 1.0 + mlp_coll; /* collectives per direction */
         double rc_coll = 0.0;
-        if (rp->kind == MFU_RCK_FULL) rc_coll = per_layer_dir;
+        /* F-RC-OP-SAC: torchtitan's replay reruns the norms, wk, wo and w3,
+         * so both blocks' input all-gathers and wo's reduce-scatter */
+        if (rp->kind == MFU_RCK_FULL || rp->op_sac) rc_coll = per_layer_dir;
         else if (rp->modules & (MFU_RCM_MLP | MFU_RCM_MOE)) rc_coll = mlp_coll;
         double fwd = mb * one * (L * per_layer_dir + nrc * rc_coll);
         /* the routed experts' share with etp > 1: Megatron-Core's token

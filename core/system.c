@@ -61,7 +61,7 @@ static void names_policy(mfu_rc_policy *p, unsigned device, unsigned host, unsig
     unsigned keep = device | host, mods = 0u;
     if (!(keep & MFU_MX_CONTEXT)) mods |= MFU_RCM_CORE_ATTN;
     if (!(keep & MFU_MX_WI)) mods |= MFU_RCM_MLP | MFU_RCM_MOE;
-    *p = (mfu_rc_policy){MFU_RCK_SELECTIVE, mods, frameworks, device, host};
+    *p = (mfu_rc_policy){MFU_RCK_SELECTIVE, mods, frameworks, device, host, 0};
 }
 
 /* The recompute policy table (F-RC-POLICIES) and who can express each for
@@ -74,33 +74,35 @@ static void rc_table(mfu_system *sys, unsigned custom)
     /* MaxText has no save-everything policy: remat_policy "none" (like
      * "full") gives nn.remat no policy, which saves only the layer's
      * inputs (layers/decoders.py set_remat_policy, get_remat_policy) */
-    rc[MFU_RC_NONE] = (mfu_rc_policy){MFU_RCK_NONE, 0u, MG | TT, 0u, 0u};
+    rc[MFU_RC_NONE] = (mfu_rc_policy){MFU_RCK_NONE, 0u, MG | TT, 0u, 0u, 0};
     const unsigned *std = mfu_rc_std_modules;
-    rc[MFU_RC_SELECTIVE] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SELECTIVE], MG, 0u, 0u};
+    rc[MFU_RC_SELECTIVE] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SELECTIVE], MG, 0u, 0u, 0};
     /* Megatron has moe_act but no module for a dense MLP's (or shared
      * experts') activation */
     unsigned act_mg = sys->has_dense_mlp ? 0u : MG;
+    rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], MX | act_mg, 0u, 0u, 0};
     /* torchtitan's op-level SAC (distributed/activation_checkpoint.py
-     * _apply_op_sac with the models' _op_sac_save_list, v0.2.2): compute
-     * ops' outputs kept, elementwise ones recomputed -- mfud's minimal
-     * (approximated: it keeps every matmul's output, torchtitan every
-     * other one) -- but _grouped_mm is not on the list, so on an MoE
-     * model the routed experts' GEMMs rerun: op_sac, below */
-    unsigned tt_min = sys->moe_layers > 0 ? 0u : TT;
-    rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], tt_min | MX | act_mg, 0u, 0u};
-    /* the save lists differ by family: deepseek_v3's (MLA; and llama4's)
-     * keeps all_to_all_single outputs, qwen3's -- the family torchtitan's
-     * recipe gives mfud's other MoE models -- does not, so there the whole
-     * routed part reruns from the layer's norm output, its all-to-alls
-     * included (models/qwen3/infra/parallelize.py, v0.2.2) */
-    unsigned sac = sys->has_mla ? std[MFU_RC_OP_SAC] : (std[MFU_RC_MINIMAL] | MFU_RCM_MOE);
-    rc[MFU_RC_OP_SAC] = (mfu_rc_policy){MFU_RCK_SELECTIVE, sac, TT, 0u, 0u};
+     * _apply_op_sac with the models' _op_sac_save_list, v0.2.2). On a
+     * dense model each op as F-RC-OP-SAC says (every other matmul's output
+     * kept; mfu_ops_layer's tt_op_sac), minimal's modules where a layer
+     * gives no such values. On an MoE model minimal, approximated (every
+     * matmul's output kept), but _grouped_mm is not on the lists, so the
+     * routed experts' GEMMs rerun; and the lists differ by family:
+     * deepseek_v3's (MLA; and llama4's) keeps all_to_all_single outputs,
+     * qwen3's -- the family torchtitan's recipe gives mfud's other MoE
+     * models -- does not, so there the whole routed part reruns from the
+     * layer's norm output, its all-to-alls included
+     * (models/qwen3/infra/parallelize.py) */
+    unsigned sac = sys->moe_layers == 0 ? std[MFU_RC_MINIMAL]
+                   : sys->has_mla        ? std[MFU_RC_OP_SAC]
+                                         : (std[MFU_RC_MINIMAL] | MFU_RCM_MOE);
+    rc[MFU_RC_OP_SAC] = (mfu_rc_policy){MFU_RCK_SELECTIVE, sac, TT, 0u, 0u, sys->moe_layers == 0};
     rc[MFU_RC_SAVE_DOT_EXCEPT_MLP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SAVE_DOT_EXCEPT_MLP],
-                                                     MG | MX, 0u, 0u};
-    rc[MFU_RC_MLA_UP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MLA_UP], sys->has_mla ? MG : 0u, 0u, 0u};
-    rc[MFU_RC_FULL] = (mfu_rc_policy){MFU_RCK_FULL, 0u, MFU_FW_ALL, 0u, 0u};
+                                                     MG | MX, 0u, 0u, 0};
+    rc[MFU_RC_MLA_UP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MLA_UP], sys->has_mla ? MG : 0u, 0u, 0u, 0};
+    rc[MFU_RC_FULL] = (mfu_rc_policy){MFU_RCK_FULL, 0u, MFU_FW_ALL, 0u, 0u, 0};
     rc[MFU_RC_CUSTOM] = (mfu_rc_policy){MFU_RCK_SELECTIVE, custom,
-                                        custom && !(custom & ~MFU_RCM_MEGATRON) ? MG : 0u, 0u, 0u};
+                                        custom && !(custom & ~MFU_RCM_MEGATRON) ? MG : 0u, 0u, 0u, 0};
     /* F-RC-MAXTEXT: maxtext_utils.get_save_and_offload_names --
      * qkv_proj_offloaded offloads query/key/value/kv_proj, minimal_offloaded
      * every projection (q, k, v, out, mlpwi, mlpwo) but not the context;
@@ -115,16 +117,16 @@ static void rc_table(mfu_system *sys, unsigned custom)
         names_policy(&rc[MFU_RC_MINIMAL_OFFLOADED], MFU_MX_INPUT,
                      MFU_MX_QKV | MFU_MX_OUT | MFU_MX_WI | MFU_MX_WO, off);
     } else {
-        rc[MFU_RC_QKV_OFFLOADED] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u};
-        rc[MFU_RC_MINIMAL_OFFLOADED] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u};
+        rc[MFU_RC_QKV_OFFLOADED] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u, 0};
+        rc[MFU_RC_MINIMAL_OFFLOADED] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u, 0};
     }
-    rc[MFU_RC_MAXTEXT] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u}; /* none given */
+    rc[MFU_RC_MAXTEXT] = (mfu_rc_policy){MFU_RCK_SELECTIVE, 0u, 0u, 0u, 0u, 0}; /* none given */
     /* F-RC-CPU-OFFLOAD: Megatron-LM's --cpu-offloading-num-layers keeps
      * everything (it refuses any recompute granularity with it:
      * megatron/core/transformer/transformer_config.py) and moves whole
      * layers' activations to the host: Megatron only, where the host link
      * is known */
-    rc[MFU_RC_CPU_OFFLOAD] = (mfu_rc_policy){MFU_RCK_NONE, 0u, sys->hw->host_bw_bytes_s > 0 ? MG : 0u, 0u, 0u};
+    rc[MFU_RC_CPU_OFFLOAD] = (mfu_rc_policy){MFU_RCK_NONE, 0u, sys->hw->host_bw_bytes_s > 0 ? MG : 0u, 0u, 0u, 0};
 }
 
 int mfu_system_set_scan_unit(mfu_system *sys, int64_t unit)
@@ -259,6 +261,14 @@ static void policy_op(const mfu_system *sys, const int *live, int n_live, const 
         if (rp->kind == MFU_RCK_FULL) {
             lc->rc_s[j] += t;
             lc->rc_flops[j] += o->flops;
+            continue;
+        }
+        if (rp->op_sac && o->sac_rerun >= 0) {
+            /* F-RC-OP-SAC: what torchtitan keeps of this op, and how much
+             * of it runs again */
+            saved[j] += o->sac_saved;
+            lc->rc_s[j] += t * o->sac_rerun;
+            lc->rc_flops[j] += o->flops * o->sac_rerun;
             continue;
         }
         if (rp->mx_device | rp->mx_host) {

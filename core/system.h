@@ -59,12 +59,14 @@ typedef enum {
     MFU_RC_NONE = 0,
     MFU_RC_SELECTIVE,           /* Megatron default: core_attn (Korthikanti sec. 5) */
     MFU_RC_MINIMAL,             /* norms and activations (MaxText minimal_with_context,
-                                 * torchtitan op-level SAC, Megatron layernorm+moe_act) */
+                                 * Megatron layernorm+moe_act) */
     MFU_RC_SAVE_DOT_EXCEPT_MLP, /* norms and the MLP/MoE blocks (MaxText
                                  * save_dot_with_context_except_mlp; Megatron layernorm,mlp,moe) */
     MFU_RC_MLA_UP,              /* norms and the MLA up-projections (DeepSeek-V3 sec. 3.2.3) */
-    MFU_RC_OP_SAC,              /* torchtitan's op-level SAC on an MoE model: minimal, and
-                                 * the routed experts' GEMMs (no _grouped_mm saved) */
+    MFU_RC_OP_SAC,              /* torchtitan's op-level SAC: on a dense model every other
+                                 * matmul's output kept (F-RC-OP-SAC); on an MoE model
+                                 * minimal, and the routed experts' GEMMs (no _grouped_mm
+                                 * saved) */
     MFU_RC_FULL,                /* the whole layer */
     MFU_RC_CUSTOM,              /* a module set given in the request */
     /* MaxText's name policies (docs/model.md F-RC-MAXTEXT): what is kept
@@ -225,6 +227,10 @@ typedef struct mfu_rc_policy {
      * and offloaded to the host; every other named output is recomputed.
      * Both 0: not a name policy (or the request gave none). */
     unsigned mx_device, mx_host;
+    /* F-RC-OP-SAC: torchtitan's op-level SAC, each op as its sac_saved /
+     * sac_rerun say where the layer gives them (dense layers of its
+     * family); elsewhere the modules */
+    int op_sac;
 } mfu_rc_policy;
 
 /* What every configuration shares: the model, hardware, training settings,

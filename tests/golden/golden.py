@@ -771,10 +771,9 @@ def torchtitan_rules(c, L, moe, tied, seq):
             out.append("schedule %s vpp %d" % (c["schedule"], v))
         if tied:
             out.append("pp with tied embeddings")
-    # op-level SAC (activation_checkpoint.py _apply_op_sac): minimal on a dense
-    # model; on an MoE model op_sac (_grouped_mm is not on the save list)
-    if c["recompute"] not in ("none", "minimal", "full", "op_sac") or \
-            (moe and c["recompute"] == "minimal") or (not moe and c["recompute"] == "op_sac"):
+    # op-level SAC (activation_checkpoint.py _apply_op_sac) is op_sac: it
+    # keeps every other matmul's output, not minimal's every one
+    if c["recompute"] not in ("none", "full", "op_sac"):
         out.append("recompute %s" % c["recompute"])
     return out
 

@@ -556,7 +556,10 @@ static void t_recompute_modules(void)
     /* which framework names each (FW-M7, FW-T7, FW-X5) */
     CHECK_EQ_I(s.rc[MFU_RC_SELECTIVE].frameworks, MFU_FW_MASK(MFU_FW_MEGATRON));
     CHECK(!(s.rc[MFU_RC_MINIMAL].frameworks & MFU_FW_MASK(MFU_FW_MEGATRON))); /* a dense act */
-    CHECK(s.rc[MFU_RC_MINIMAL].frameworks & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    /* torchtitan's op-level SAC keeps every other matmul's output, not
+     * minimal's every one: op_sac (F-RC-OP-SAC) */
+    CHECK(!(s.rc[MFU_RC_MINIMAL].frameworks & MFU_FW_MASK(MFU_FW_TORCHTITAN)));
+    CHECK_EQ_I(s.rc[MFU_RC_OP_SAC].frameworks, MFU_FW_MASK(MFU_FW_TORCHTITAN));
     CHECK(s.rc[MFU_RC_CUSTOM].frameworks & MFU_FW_MASK(MFU_FW_MEGATRON));
     CHECK_EQ_I(s.rc[MFU_RC_MLA_UP].frameworks, 0); /* no MLA here */
 }
@@ -1290,14 +1293,54 @@ static void t_op_sac(void)
     mfu_system sx;
     CHECK(preset_sys(&sx, &mx, &hw, "mixtral-8x7b", "h100-sxm", 4096, 8, 8) == 0);
     CHECK_EQ_I(sx.rc[MFU_RC_OP_SAC].modules, sx.rc[MFU_RC_MINIMAL].modules | MFU_RCM_MOE);
-    /* a dense model: minimal is torchtitan's op SAC */
+    /* a dense model: op_sac is torchtitan's, minimal is not (F-RC-OP-SAC,
+     * t_op_sac_dense) */
     mfu_model d;
     mfu_system sd;
     CHECK(preset_sys(&sd, &d, &hw, "llama3-8b", "h100-sxm", 4096, 8, 8) == 0);
     mfu_config cd = cfg(1, 8, 1, 1, 1, 1);
     cd.recompute = MFU_RC_MINIMAL;
     CHECK(mfu_config_default_split(&sd, &cd) == MFU_OK);
-    CHECK(mfu_config_frameworks(&sd, &cd, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    CHECK(!(mfu_config_frameworks(&sd, &cd, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN)));
+    cd.recompute = MFU_RC_OP_SAC;
+    CHECK_EQ_I(mfu_config_frameworks(&sd, &cd, NULL), MFU_FW_MASK(MFU_FW_TORCHTITAN));
+}
+
+/* F-RC-OP-SAC on a dense model, by hand: Llama 3 8B (d 4096, 32 heads and
+ * 8 KV heads of 128, SwiGLU 14336), 8,192 tokens, tp 1. torchtitan's
+ * _apply_op_sac (distributed/activation_checkpoint.py, v0.2.2) keeps the
+ * outputs of aten.mm but every second one in a layer, and of the SDPA
+ * kernel; the layer calls mm as wq, wk, wv, wo, w1, w3, w2
+ * (models/llama3/model/model.py). Kept, in bf16 per token: the layer input
+ * 4096, wq 4096, wv 1024, the kernel's output 4096 (and its fp32
+ * log-sum-exp, 32 heads x 4 B), w1 14336, w2 4096: 31,744 values. Rerun:
+ * wk (2 x 4096 x 1024 FLOPs a token), wo (2 x 4096 x 4096), w3 (2 x 4096
+ * x 14336), and the norms, RoPE, activation and residual adds, which do
+ * not count as GEMM time. */
+static void t_op_sac_dense(void)
+{
+    mfu_hardware hw;
+    mfu_model m;
+    mfu_system s;
+    CHECK(preset_sys(&s, &m, &hw, "llama3-8b", "h100-sxm", 8192, 8, 8) == 0);
+    mfu_config c = cfg(1, 8, 1, 1, 1, 1);
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    double T = 8192.0;
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_OP_SAC], 2.0 * 31744 * T + 4.0 * 32 * T, 1e-12);
+    /* the GEMMs rerun: of the layer's rc FLOPs, those of matmuls */
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_SCRATCH_OPS);
+    double mm = 0.0, other = 0.0;
+    for (int i = 0; i < n; i++)
+        if (ops[i].phase == MFU_FWD && !(ops[i].tags & MFU_TAG_MATMUL) && !(ops[i].tags & MFU_TAG_ATTN_CORE))
+            other += ops[i].flops;
+    mm = 2.0 * T * 4096 * (1024 + 4096 + 14336);
+    CHECK_NEAR(k.avg.rc_flops[MFU_RC_OP_SAC], mm + other, 1e-12);
+    /* less memory and more recompute than keeping every matmul (minimal) */
+    CHECK(k.avg.saved_bytes[MFU_RC_OP_SAC] < k.avg.saved_bytes[MFU_RC_MINIMAL]);
+    CHECK(k.avg.rc_s[MFU_RC_OP_SAC] > k.avg.rc_s[MFU_RC_MINIMAL]);
 }
 
 /* F-MEM-ACT with unequal chunks: 96 layers over 8 ranks of 8 chunks leave
@@ -1523,6 +1566,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_fsdp_over_cp),
     CHECK_CASE(t_inflight_chunks),
     CHECK_CASE(t_op_sac),
+    CHECK_CASE(t_op_sac_dense),
     CHECK_CASE(t_fsdp_layer_tpu),
     CHECK_CASE(t_maxtext_sp),
     CHECK_CASE(t_loss_xla),

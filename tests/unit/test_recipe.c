@@ -384,7 +384,7 @@ static void t_torchtitan(void)
     mfu_config c = test_cfg(4, 128, 1, 1, 1, 2);
     c.mbs = 1;
     c.grad_accum = 4;
-    c.recompute = MFU_RC_MINIMAL;
+    c.recompute = MFU_RC_OP_SAC;
     mfu_eval ev;
     json_t *rec = recipes_of(&s, &c, &ev);
     const char *toml = json_string_value(json_object_get(json_object_get(rec, "torchtitan"), "toml"));
