@@ -174,7 +174,7 @@ static void tt_tail(FILE *f, json_t *notes, const mfu_system *sys, const mfu_con
         fprintf(f, "mode = \"selective\"\nselective_ac_option = \"op\"\n");
         if (v->moe)
             rcp_note(notes, "torchtitan's op-level selective checkpointing saves every other matmul "
-                            "(activation_checkpoint.py _apply_op_sac); on an MoE model the estimate keeps every "
+                            "(activation_checkpoint.py _apply_op_sac); in the MoE blocks the estimate keeps every "
                             "matmul's output and reruns the norms, activations and routed experts, whose grouped "
                             "GEMMs are not on its save list.");
     }

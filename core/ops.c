@@ -208,7 +208,7 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
     if (p->n_shared_experts > 0) shared_experts(b, p, T, Te, h, tp, t);
 }
 
-/* F-RC-OP-SAC: torchtitan's op-level SAC on a dense layer
+/* F-RC-OP-SAC: torchtitan's op-level SAC on a layer of its family
  * (distributed/activation_checkpoint.py _apply_op_sac, v0.2.2): the
  * outputs of ops on the model's save list are kept -- aten.mm but every
  * second one a layer runs (its mm counter restarts with each layer's
@@ -217,18 +217,26 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
  * w3, w2 (models/llama3/model/model.py Attention, FeedForward): wq, wv,
  * w1 and w2 kept, wk, wo and w3 rerun; the norms, RoPE, the activation,
  * its product and the residual adds rerun; the layer's input stays (the
- * checkpoint's). Set on the layer's forward ops: Hq, Hkv heads of width d
- * and the MLP's width I on this device. */
+ * checkpoint's). An MoE layer calls wq, wk, wv, wo first too; its MoE
+ * block (the router's mm, grouped GEMMs off the list, shared experts'
+ * mms of shifted parity) is left to the policy's modules (dense_mlp 0).
+ * Set on the layer's forward ops: Hq, Hkv heads of width d and the MLP's
+ * width I on this device. */
 static void tt_op_sac(builder *b, double T, double Te, double h, double Hq, double Hkv, double d,
-                      double I)
+                      double I, int dense_mlp)
 {
     double ab = b->ab, hq = Hq * d, hkv = Hkv * d;
+    int in_mlp = 0;
     for (int i = 0; i < b->n && i < b->max; i++) {
         mfu_op *o = &b->out[i];
         if (o->phase != MFU_FWD) continue;
         double kept = 0.0, rerun = 1.0;
         const char *n = o->name;
-        if (!strcmp(n, "attn_norm")) {
+        if (!strcmp(n, "mlp_residual")) in_mlp = 0;
+        else if (in_mlp && !dense_mlp) continue;
+        if (!strcmp(n, "mlp_norm")) {
+            in_mlp = 1;
+        } else if (!strcmp(n, "attn_norm")) {
             kept = ab * Te * h;                    /* the checkpoint's input */
         } else if (!strcmp(n, "qkv_proj")) {
             kept = ab * T * (hq + hkv);            /* wq's and wv's outputs */
@@ -301,10 +309,10 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     }
     rc(&b, 0, 0);
     residual(&b, m, "mlp_residual", "mlp_residual.bwd", Te, h);
-    /* torchtitan's family of dense layers, its flash kernels (FW-T12) */
-    if (a->kind == MFU_ATTN_MHA && !a->output_gate && !a->sinks && p->kind == MFU_MLP_DENSE && p->gated &&
-        s->attn_impl == MFU_ATTN_FLASH && !m->dropout && dqk == dv)
-        tt_op_sac(&b, T, Te, h, Hq, Hkv, dqk, (double)p->ffn_dim / tp);
+    /* torchtitan's family of layers, its flash kernels (FW-T12) */
+    if (a->kind == MFU_ATTN_MHA && !a->output_gate && !a->sinks && s->attn_impl == MFU_ATTN_FLASH &&
+        !m->dropout && dqk == dv)
+        tt_op_sac(&b, T, Te, h, Hq, Hkv, dqk, (double)p->ffn_dim / tp, p->kind == MFU_MLP_DENSE && p->gated);
     return b.n;
 }
 

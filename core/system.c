@@ -82,12 +82,13 @@ static void rc_table(mfu_system *sys, unsigned custom)
     unsigned act_mg = sys->has_dense_mlp ? 0u : MG;
     rc[MFU_RC_MINIMAL] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MINIMAL], MX | act_mg, 0u, 0u, 0};
     /* torchtitan's op-level SAC (distributed/activation_checkpoint.py
-     * _apply_op_sac with the models' _op_sac_save_list, v0.2.2). On a
-     * dense model each op as F-RC-OP-SAC says (every other matmul's output
-     * kept; mfu_ops_layer's tt_op_sac), minimal's modules where a layer
-     * gives no such values. On an MoE model minimal, approximated (every
-     * matmul's output kept), but _grouped_mm is not on the lists, so the
-     * routed experts' GEMMs rerun; and the lists differ by family:
+     * _apply_op_sac with the models' _op_sac_save_list, v0.2.2): each op
+     * as F-RC-OP-SAC says where the layer gives it (every other matmul's
+     * output kept: mfu_ops_layer's tt_op_sac, on MHA/GQA attention and
+     * dense gated MLPs); elsewhere the modules. A dense model's: minimal's.
+     * An MoE block's: minimal, approximated (every matmul's output kept),
+     * but _grouped_mm is not on the lists, so the routed experts' GEMMs
+     * rerun; and the lists differ by family:
      * deepseek_v3's (MLA; and llama4's) keeps all_to_all_single outputs,
      * qwen3's -- the family torchtitan's recipe gives mfud's other MoE
      * models -- does not, so there the whole routed part reruns from the
@@ -96,7 +97,7 @@ static void rc_table(mfu_system *sys, unsigned custom)
     unsigned sac = sys->moe_layers == 0 ? std[MFU_RC_MINIMAL]
                    : sys->has_mla        ? std[MFU_RC_OP_SAC]
                                          : (std[MFU_RC_MINIMAL] | MFU_RCM_MOE);
-    rc[MFU_RC_OP_SAC] = (mfu_rc_policy){MFU_RCK_SELECTIVE, sac, TT, 0u, 0u, sys->moe_layers == 0};
+    rc[MFU_RC_OP_SAC] = (mfu_rc_policy){MFU_RCK_SELECTIVE, sac, TT, 0u, 0u, 1};
     rc[MFU_RC_SAVE_DOT_EXCEPT_MLP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_SAVE_DOT_EXCEPT_MLP],
                                                      MG | MX, 0u, 0u, 0};
     rc[MFU_RC_MLA_UP] = (mfu_rc_policy){MFU_RCK_SELECTIVE, std[MFU_RC_MLA_UP], sys->has_mla ? MG : 0u, 0u, 0u, 0};

@@ -1306,6 +1306,39 @@ static void t_op_sac(void)
     CHECK_EQ_I(mfu_config_frameworks(&sd, &cd, NULL), MFU_FW_MASK(MFU_FW_TORCHTITAN));
 }
 
+/* F-RC-OP-SAC's attention on an MoE layer: torchtitan's mm counter
+ * restarts each layer, so an MoE layer's attention also keeps wq's and
+ * wv's outputs and reruns wk and wo; the MoE block stays as the modules
+ * say (minimal and moe for the qwen3 family mixtral is built as). Against
+ * the modules alone (the custom slot given minimal | moe), Mixtral 8x7B
+ * (d 4096, 8 KV heads of 128) at 4,096 tokens keeps neither k (1,024
+ * values a token) nor the MLP norm's input (the residual, 4,096), and
+ * reruns wk and wo (2 x 4096 x (1024 + 4096) FLOPs a token) and the
+ * attention's elementwise ops beyond the norms (RoPE, the residual adds). */
+static void t_op_sac_moe_attn(void)
+{
+    mfu_hardware hw;
+    mfu_model m;
+    mfu_system s;
+    CHECK(load_hw("h100-sxm", &hw) == 0 && load_model("mixtral-8x7b", &m) == 0);
+    mfu_training tr = {4096, 4096.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    CHECK(mfu_system_init(&s, &m, &hw, &tr, 8, mfu_rc_std_modules[MFU_RC_MINIMAL] | MFU_RCM_MOE, ops) == MFU_OK);
+    CHECK_EQ_I(s.rc[MFU_RC_CUSTOM].modules, s.rc[MFU_RC_OP_SAC].modules);
+    mfu_config c = cfg(1, 8, 1, 8, 1, 1);
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    double T = 4096.0;
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_CUSTOM] - k.avg.saved_bytes[MFU_RC_OP_SAC], 2.0 * T * (1024 + 4096), 1e-12);
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_SCRATCH_OPS);
+    double extra = 2.0 * T * 4096 * (1024 + 4096);
+    for (int i = 0; i < n; i++)
+        if (ops[i].phase == MFU_FWD && (!strcmp(ops[i].name, "rope") || strstr(ops[i].name, "_residual")))
+            extra += ops[i].flops;
+    CHECK_NEAR(k.avg.rc_flops[MFU_RC_OP_SAC] - k.avg.rc_flops[MFU_RC_CUSTOM], extra, 1e-9);
+}
+
 /* F-RC-OP-SAC on a dense model, by hand: Llama 3 8B (d 4096, 32 heads and
  * 8 KV heads of 128, SwiGLU 14336), 8,192 tokens, tp 1. torchtitan's
  * _apply_op_sac (distributed/activation_checkpoint.py, v0.2.2) keeps the
@@ -1567,6 +1600,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_inflight_chunks),
     CHECK_CASE(t_op_sac),
     CHECK_CASE(t_op_sac_dense),
+    CHECK_CASE(t_op_sac_moe_attn),
     CHECK_CASE(t_fsdp_layer_tpu),
     CHECK_CASE(t_maxtext_sp),
     CHECK_CASE(t_loss_xla),
