@@ -435,7 +435,8 @@ static json_t *cal_answer(const cal_ctx *x, const mfu_hardware *hw, json_t *para
                     "fit", "noise", fo->noise, "huber_k", fo->huber_k, "iterations", fit->iterations);
 }
 
-static json_t *calibrate_run(json_t *doc, api_status *st)
+/* The document's options into x and *cv: its runs, or NULL (a 422 said). */
+static json_t *cal_parse_doc(json_t *doc, cal_ctx *x, int *cv, api_status *st)
 {
     if (!json_is_object(doc)) {
         api_fail(st, 422, "", "must be an object {runs, parameters, cross_validate, prior}");
@@ -447,18 +448,35 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
         api_fail(st, 422, "/runs", "must be an array of 1 to %d measured runs", API_MAX_CAL_RUNS);
         return NULL;
     }
-    int cv = 1;
-    if (jv_bool(doc, "cross_validate", "", JV_OPTIONAL, 1, &cv, st)) return NULL;
-    cal_ctx x;
-    memset(&x, 0, sizeof x);
+    if (jv_bool(doc, "cross_validate", "", JV_OPTIONAL, 1, cv, st)) return NULL;
     /* the priors: the hardware description as given (a preset's shipped
      * profile, for A100 and H100 their training-set fit) or a preset's
      * component-benchmark profile, as bench/calibrate fits from */
     static const char *const PRIORS[] = {"preset", "components", NULL};
     int pr = 0;
     if (jv_enum(doc, "prior", "", JV_OPTIONAL, 0, PRIORS, &pr, st)) return NULL;
-    x.prior_components = pr == 1;
-    if (cal_param_names(doc, &x, st)) return NULL;
+    x->prior_components = pr == 1;
+    if (cal_param_names(doc, x, st)) return NULL;
+    return runs;
+}
+
+/* The interval: the 90th percentile of the n runs' cross-validated (else
+ * fitted) relative errors. */
+static double cal_uncertainty(int n, int have_loo, const double *loo, const double *fitted)
+{
+    double sorted[MFU_FIT_MAX_RUNS];
+    for (int i = 0; i < n; i++) sorted[i] = fabs(expm1(have_loo ? loo[i] : fitted[i]));
+    qsort(sorted, (size_t)n, sizeof sorted[0], cmp_double);
+    return sorted[(int)ceil(0.9 * n) - 1];
+}
+
+static json_t *calibrate_run(json_t *doc, api_status *st)
+{
+    int cv = 1;
+    cal_ctx x;
+    memset(&x, 0, sizeof x);
+    json_t *runs = cal_parse_doc(doc, &x, &cv, st);
+    if (!runs) return NULL;
     int n = (int)json_array_size(runs);
     cal_run *cr = api_calloc((size_t)n, sizeof *cr);
     x.ops = api_malloc(sizeof(mfu_op) * MFU_SCRATCH_OPS);
@@ -499,12 +517,7 @@ static json_t *calibrate_run(json_t *doc, api_status *st)
         step_before[i] = before[cr[i].obs];
         fitted[i] = fit.resid[cr[i].obs];
     }
-    /* the interval: the 90th percentile of the cross-validated (else the
-     * fitted) relative errors */
-    double sorted[MFU_FIT_MAX_RUNS];
-    for (int i = 0; i < n; i++) sorted[i] = fabs(expm1(have_loo ? loo[i] : fitted[i]));
-    qsort(sorted, (size_t)n, sizeof sorted[0], cmp_double);
-    double unc = sorted[(int)ceil(0.9 * n) - 1];
+    double unc = cal_uncertainty(n, have_loo, loo, fitted);
     /* the calibrated description */
     mfu_hardware hw = cr[0].r.hw;
     for (int j = 0; j < x.np; j++) *param_ref(&hw, x.ids[j]) = fit.theta[j];

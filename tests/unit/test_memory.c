@@ -194,9 +194,17 @@ static void t_splits_units(void)
     c.grad_accum = 12;
     mfu_config_fill_stages(&s, &c);
     CHECK(!has_fw(&s, &c, MFU_FW_TORCHTITAN));
+}
 
-    /* every rank's chunks hold its layers, for each split the search makes
-     * (the layout Megatron is given writes these counts out) */
+/* Every rank's chunks hold its layers, for each split the search makes
+ * (the layout Megatron is given writes these counts out). */
+static void t_splits_chunks(void)
+{
+    mfu_hardware hw;
+    CHECK(load_hw("h100-sxm", &hw) == 0);
+    mfu_model m;
+    mfu_system s;
+    mfu_config c;
     const int64_t Ls[] = {29, 61, 94, 126}, ps[] = {2, 3, 4, 8};
     for (int a = 0; a < 4; a++) {
         CHECK(toy(&s, &m, &hw, Ls[a], 128) == 0);
@@ -1583,6 +1591,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_inflight),
     CHECK_CASE(t_splits),
     CHECK_CASE(t_splits_units),
+    CHECK_CASE(t_splits_chunks),
     CHECK_CASE(t_frameworks),
     CHECK_CASE(t_frameworks_tied),
     CHECK_CASE(t_frameworks_tpu),

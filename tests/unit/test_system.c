@@ -375,116 +375,143 @@ static void t_members_per_node(void)
     }
 }
 
-static void t_fp8(void)
+/* ---- FP8 (F-TIME-FP8): GEMMs run at the FP8 peak, attention stays at
+ * the 16-bit one, and every GEMM input is cast first: read 2 B, write 1 B
+ * per element twice (row-wise for its own GEMM, column-wise for the weight
+ * gradient's TN layout: Transformer Engine's cast_transpose). The fixture's
+ * layer on H100 at 4,096 tokens in FP8, the scale with the cast (delayed:
+ * one pass). */
+static void fp8_setup(mfu_hardware *h8, mfu_shape *sh)
 {
     fixture();
-    /* ---- FP8 (F-TIME-FP8): GEMMs run at the FP8 peak, attention stays at
-     * the 16-bit one, and every GEMM input is cast first: read 2 B, write
-     * 1 B per element twice (row-wise for its own GEMM, column-wise for the
-     * weight gradient's TN layout: Transformer Engine's cast_transpose) */
-    {
-        mfu_hardware h8;
-        CHECK(load_hw("h100-sxm", &h8) == 0);
-        mfu_shape sh = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_FP8, MFU_ATTN_FLASH};
-        sh.fp8_recipe = MFU_FP8_DELAYED; /* the scale with the cast: one pass */
-        int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
-        int casts = 0, gemms = 0;
-        for (int i = 0; i < n; i++) {
-            if (!strcmp(ops[i].name, "fp8_cast") ) {
-                casts++;
-                CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].bytes / 3.35e12, 1e-12);
-            }
-            if ((ops[i].tags & MFU_TAG_MATMUL) && ops[i].phase == MFU_FWD) gemms++;
-            if (!strcmp(ops[i].name, "attn_core"))
-                CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL),
-                           mfu_op_time(&ops[i], &h8, MFU_DT_BF16, NULL), 1e-12);
-            if (!strcmp(ops[i].name, "mlp_up")) {
-                CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].flops / 1.9789e15, 1e-12);
-                /* its input cast, the forward cast before it: 4096 tokens
-                 * x h = 4096 (the fixture's d_model), (2 + 1 + 1) B each */
-                int k = i - 1;
-                while (k >= 0 && !(ops[k].phase == MFU_FWD && !strcmp(ops[k].name, "fp8_cast"))) k--;
-                CHECK(k >= 0);
-                if (k >= 0) CHECK_NEAR(ops[k].bytes, 4096.0 * 4096 * (2 + 1 + 1), 1e-12);
-            }
+    CHECK(load_hw("h100-sxm", h8) == 0);
+    mfu_shape s8 = {1, 4096, 1, 1, 1, 1, 0, MFU_DT_FP8, MFU_ATTN_FLASH};
+    *sh = s8;
+    sh->fp8_recipe = MFU_FP8_DELAYED;
+}
+
+/* The forward cast before op i (its index, -1: none). */
+static int fp8_cast_before(int i)
+{
+    int k = i - 1;
+    while (k >= 0 && !(ops[k].phase == MFU_FWD && !strcmp(ops[k].name, "fp8_cast"))) k--;
+    return k;
+}
+
+static void t_fp8(void)
+{
+    mfu_hardware h8;
+    mfu_shape sh;
+    fp8_setup(&h8, &sh);
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    int casts = 0, gemms = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(ops[i].name, "fp8_cast") ) {
+            casts++;
+            CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].bytes / 3.35e12, 1e-12);
         }
-        CHECK_EQ_I(casts, gemms);
-        /* F-TIME-FP8-AMAX: per-tensor current scaling reads the input once
-         * more for its amax and launches the amax and scale kernels too:
-         * (2 + 2 + 1 + 1) B per element of mlp_up's input, three kernels of
-         * 5 us each beside the bytes at 3.35 TB/s x 0.9 */
-        sh.fp8_recipe = MFU_FP8_TENSORWISE;
-        int na = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS), seen = 0;
-        CHECK_EQ_I(na, n);
-        mfu_efficiency ek;
-        mfu_efficiency_ideal(&ek);
-        ek.hbm_eff = 0.9;
-        ek.kernel_overhead_s = 5e-6;
-        for (int i = 1; i < na; i++)
-            if (!strcmp(ops[i].name, "mlp_up") && ops[i].phase == MFU_FWD) {
-                int k = i - 1;
-                while (k >= 0 && !(ops[k].phase == MFU_FWD && !strcmp(ops[k].name, "fp8_cast"))) k--;
-                CHECK(k >= 0);
-                if (k < 0) break;
-                CHECK_NEAR(ops[k].bytes, 4096.0 * 4096 * (2 + 2 + 1 + 1), 1e-12);
-                CHECK_NEAR(mfu_op_time(&ops[k], &h8, MFU_DT_FP8, &ek),
-                           4096.0 * 4096 * 6 / (3.35e12 * 0.9) + 3 * 5e-6, 1e-9);
-                seen++;
-            }
-        CHECK_EQ_I(seen, 1);
-        sh.fp8_recipe = MFU_FP8_DELAYED;
-        /* the roofline casts in one pass whatever the recipe, (2 + 1 + 1)
-         * B per element: a system with a one-pass recipe never beats it
-         * (the fuzzer found the roofline taking the default recipe's amax
-         * pass while the system had none: system MFU above the roofline's) */
-        for (int rcp = MFU_FP8_TENSORWISE; rcp <= MFU_FP8_DELAYED; rcp++) {
-            mfu_training t8 = {4096, 4096.0 * 8, MFU_DT_FP8, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
-            t8.fp8_recipe = rcp;
-            mfu_roofline roof;
-            CHECK(mfu_roofline_compute(&m, &h8, &t8, ops, MFU_MAX_OPS, &roof) == MFU_OK);
-            int rcasts = 0;
-            for (int i = 0; i < roof.n_ops && i < MFU_MAX_OPS; i++)
-                if (!strcmp(ops[i].name, "fp8_cast") && ops[i].flops > 0) {
-                    rcasts++;
-                    CHECK_NEAR(ops[i].bytes / ops[i].flops, 4.0, 1e-12);
-                }
-            CHECK(rcasts > 0);
+        if ((ops[i].tags & MFU_TAG_MATMUL) && ops[i].phase == MFU_FWD) gemms++;
+        if (!strcmp(ops[i].name, "attn_core"))
+            CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL),
+                       mfu_op_time(&ops[i], &h8, MFU_DT_BF16, NULL), 1e-12);
+        if (!strcmp(ops[i].name, "mlp_up")) {
+            CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].flops / 1.9789e15, 1e-12);
+            /* its input cast, the forward cast before it: 4096 tokens
+             * x h = 4096 (the fixture's d_model), (2 + 1 + 1) B each */
+            int k = fp8_cast_before(i);
+            CHECK(k >= 0);
+            if (k >= 0) CHECK_NEAR(ops[k].bytes, 4096.0 * 4096 * (2 + 1 + 1), 1e-12);
         }
-        n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS); /* the scratch again */
-        /* F-TIME-FP8-ACC: with an ideal curve (efficiency 1 at every size)
-         * and fp8_bwd_gemm_scale 0.87, a backward FP8 GEMM takes its FLOPs
-         * / (1,978.9 TFLOP/s x 0.87), a forward one its FLOPs / 1,978.9 T */
-        mfu_efficiency e;
-        mfu_efficiency_ideal(&e);
-        e.fp8_bwd_gemm_scale = 0.87;
-        int fwd = 0, bwd = 0;
-        for (int i = 0; i < n; i++) {
-            if (!(ops[i].tags & MFU_TAG_MATMUL) || ops[i].flops / 1.9789e15 < ops[i].bytes / (3.35e12 * e.hbm_eff))
-                continue;
-            double want = ops[i].flops / 1.9789e15 / (ops[i].phase == MFU_BWD ? 0.87 : 1.0);
-            CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, &e), want, 1e-9);
-            if (ops[i].phase == MFU_BWD) bwd++;
-            else fwd++;
-            /* in 16-bit the scale plays no part */
-            CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_BF16, &e), ops[i].flops / 0.9894e15, 1e-9);
-        }
-        CHECK(fwd > 0 && bwd == 2 * fwd);
-        /* the LM head stays 16-bit (Megatron's output layer is no TE
-         * module): at the BF16 peak, 2-byte operands, no cast before it --
-         * the head's ops are final_norm, lm_head x 3, loss x 2 */
-        int nh = mfu_ops_head(&m, &sh, ops, MFU_MAX_OPS), heads = 0;
-        for (int i = 0; i < nh; i++) {
-            CHECK(strcmp(ops[i].name, "fp8_cast") && strcmp(ops[i].name, "fp8_cast.bwd"));
-            if (!(ops[i].tags & MFU_TAG_MATMUL)) continue;
-            heads++;
-            CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].flops / 0.9894e15, 1e-12);
-            /* forward: input 4096 x 4096 and weight 4096 x V, 2 B each, the
-             * logits 2 B (the fixture's model: Llama 3 8B's vocab) */
-            if (ops[i].phase == MFU_FWD)
-                CHECK_NEAR(ops[i].bytes, 2.0 * (4096.0 * 4096 + 4096.0 * m.vocab) + 2.0 * 4096 * m.vocab, 1e-12);
-        }
-        CHECK_EQ_I(heads, 3);
     }
+    CHECK_EQ_I(casts, gemms);
+}
+
+/* F-TIME-FP8-AMAX: per-tensor current scaling reads the input once more for
+ * its amax and launches the amax and scale kernels too: (2 + 2 + 1 + 1) B
+ * per element of mlp_up's input, three kernels of 5 us each beside the
+ * bytes at 3.35 TB/s x 0.9 */
+static void t_fp8_amax(void)
+{
+    mfu_hardware h8;
+    mfu_shape sh;
+    fp8_setup(&h8, &sh);
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    sh.fp8_recipe = MFU_FP8_TENSORWISE;
+    int na = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS), seen = 0;
+    CHECK_EQ_I(na, n);
+    mfu_efficiency ek;
+    mfu_efficiency_ideal(&ek);
+    ek.hbm_eff = 0.9;
+    ek.kernel_overhead_s = 5e-6;
+    for (int i = 1; i < na; i++)
+        if (!strcmp(ops[i].name, "mlp_up") && ops[i].phase == MFU_FWD) {
+            int k = fp8_cast_before(i);
+            CHECK(k >= 0);
+            if (k < 0) break;
+            CHECK_NEAR(ops[k].bytes, 4096.0 * 4096 * (2 + 2 + 1 + 1), 1e-12);
+            CHECK_NEAR(mfu_op_time(&ops[k], &h8, MFU_DT_FP8, &ek),
+                       4096.0 * 4096 * 6 / (3.35e12 * 0.9) + 3 * 5e-6, 1e-9);
+            seen++;
+        }
+    CHECK_EQ_I(seen, 1);
+    /* the roofline casts in one pass whatever the recipe, (2 + 1 + 1) B per
+     * element: a system with a one-pass recipe never beats it (the fuzzer
+     * found the roofline taking the default recipe's amax pass while the
+     * system had none: system MFU above the roofline's) */
+    for (int rcp = MFU_FP8_TENSORWISE; rcp <= MFU_FP8_DELAYED; rcp++) {
+        mfu_training t8 = {4096, 4096.0 * 8, MFU_DT_FP8, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+        t8.fp8_recipe = rcp;
+        mfu_roofline roof;
+        CHECK(mfu_roofline_compute(&m, &h8, &t8, ops, MFU_MAX_OPS, &roof) == MFU_OK);
+        int rcasts = 0;
+        for (int i = 0; i < roof.n_ops && i < MFU_MAX_OPS; i++)
+            if (!strcmp(ops[i].name, "fp8_cast") && ops[i].flops > 0) {
+                rcasts++;
+                CHECK_NEAR(ops[i].bytes / ops[i].flops, 4.0, 1e-12);
+            }
+        CHECK(rcasts > 0);
+    }
+}
+
+/* F-TIME-FP8-ACC: with an ideal curve (efficiency 1 at every size) and
+ * fp8_bwd_gemm_scale 0.87, a backward FP8 GEMM takes its FLOPs / (1,978.9
+ * TFLOP/s x 0.87), a forward one its FLOPs / 1,978.9 T. The LM head stays
+ * 16-bit (Megatron's output layer is no TE module): at the BF16 peak,
+ * 2-byte operands, no cast before it -- the head's ops are final_norm,
+ * lm_head x 3, loss x 2 */
+static void t_fp8_acc(void)
+{
+    mfu_hardware h8;
+    mfu_shape sh;
+    fp8_setup(&h8, &sh);
+    int n = mfu_ops_layer(&m, 0, &sh, ops, MFU_MAX_OPS);
+    mfu_efficiency e;
+    mfu_efficiency_ideal(&e);
+    e.fp8_bwd_gemm_scale = 0.87;
+    int fwd = 0, bwd = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(ops[i].tags & MFU_TAG_MATMUL) || ops[i].flops / 1.9789e15 < ops[i].bytes / (3.35e12 * e.hbm_eff))
+            continue;
+        double want = ops[i].flops / 1.9789e15 / (ops[i].phase == MFU_BWD ? 0.87 : 1.0);
+        CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, &e), want, 1e-9);
+        if (ops[i].phase == MFU_BWD) bwd++;
+        else fwd++;
+        /* in 16-bit the scale plays no part */
+        CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_BF16, &e), ops[i].flops / 0.9894e15, 1e-9);
+    }
+    CHECK(fwd > 0 && bwd == 2 * fwd);
+    int nh = mfu_ops_head(&m, &sh, ops, MFU_MAX_OPS), heads = 0;
+    for (int i = 0; i < nh; i++) {
+        CHECK(strcmp(ops[i].name, "fp8_cast") && strcmp(ops[i].name, "fp8_cast.bwd"));
+        if (!(ops[i].tags & MFU_TAG_MATMUL)) continue;
+        heads++;
+        CHECK_NEAR(mfu_op_time(&ops[i], &h8, MFU_DT_FP8, NULL), ops[i].flops / 0.9894e15, 1e-12);
+        /* forward: input 4096 x 4096 and weight 4096 x V, 2 B each, the
+         * logits 2 B (the fixture's model: Llama 3 8B's vocab) */
+        if (ops[i].phase == MFU_FWD)
+            CHECK_NEAR(ops[i].bytes, 2.0 * (4096.0 * 4096 + 4096.0 * m.vocab) + 2.0 * 4096 * m.vocab, 1e-12);
+    }
+    CHECK_EQ_I(heads, 3);
 }
 
 static void t_mxu(void)
@@ -853,8 +880,15 @@ static void t_dispatch(void)
             CHECK_NEAR(e1.expected.overhead_s, 4 * host, 1e-4); /* relative */
             CHECK(e1.expected.step_time_s > e0.expected.step_time_s + 4 * host * 0.999);
         }
-        /* a dense model at a realistic 10 us per op keeps its GPU ahead:
-         * nothing added */
+    }
+}
+
+/* F-TIME-DISPATCH on a dense model: at a realistic 10 us per op the GPU
+ * stays ahead, nothing added; at 1 ms per op the host bounds the step */
+static void t_dispatch_dense(void)
+{
+    fixture();
+    {
         mfu_hardware hd = hw;
         hd.has_profile = 1;
         mfu_training t1 = {4096, 4096.0, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
@@ -865,8 +899,7 @@ static void t_dispatch(void)
         CHECK(mfu_system_init(&sd, &m, &hd, &t1, 1, 0, ops) == MFU_OK);
         CHECK(mfu_evaluate(&sd, &c, ops, &ed) == 0);
         CHECK_NEAR(ed.expected.overhead_s, 0.0, 1e-15);
-        /* ... but 1 ms per op makes it host-bound: per layer at least the
-         * inventory's op count in ms beyond its GPU time */
+        /* ... but 1 ms per op makes it host-bound */
         hd.eff.host_op_s = 1e-3;
         CHECK(mfu_system_init(&sd, &m, &hd, &t1, 1, 0, ops) == MFU_OK);
         CHECK(mfu_evaluate(&sd, &c, ops, &ed) == 0);
@@ -967,6 +1000,8 @@ static const check_case cases[] = {
     CHECK_CASE(t_unfused_cross_entropy),
     CHECK_CASE(t_members_per_node),
     CHECK_CASE(t_fp8),
+    CHECK_CASE(t_fp8_amax),
+    CHECK_CASE(t_fp8_acc),
     CHECK_CASE(t_mxu),
     CHECK_CASE(t_dp_allreduce),
     CHECK_CASE(t_dp_chunks),
@@ -974,6 +1009,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_moe_ep_fold),
     CHECK_CASE(t_ep_across_nodes),
     CHECK_CASE(t_dispatch),
+    CHECK_CASE(t_dispatch_dense),
     CHECK_CASE(t_invariants),
     CHECK_CASE(t_recompute_hfu),
 };
