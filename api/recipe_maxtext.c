@@ -58,8 +58,13 @@ int64_t rcp_maxtext_layer_unit(const mfu_system *sys)
 {
     model_view v;
     rcp_model_view_of(sys, &v);
+    /* a merged pair is a local and a global layer: the model must have
+     * windowed layers, of the yml's window (mx_matches does not look) */
     for (size_t i = 0; i < sizeof MX_MODELS / sizeof *MX_MODELS; i++)
-        if (mx_matches(&MX_MODELS[i], &v)) return MX_MODELS[i].layer_unit;
+        if (mx_matches(&MX_MODELS[i], &v))
+            return MX_MODELS[i].layer_unit > 1 && v.windowed > 0 && v.window == MX_MODELS[i].window
+                       ? MX_MODELS[i].layer_unit
+                       : 1;
     return 1;
 }
 

@@ -294,13 +294,16 @@ void rq_default_sp_etp(const mfu_system *sys, mfu_config *c, unsigned admitted, 
     admitted &= mfu_platform_frameworks(sys->hw);
     if (tp < 2 || (shape_frameworks(sys, c) & admitted)) return;
     mfu_config t = *c;
-    /* sp alone, etp alone, then both: the first some admitted framework runs */
+    /* sp alone, etp alone, then both: the first that is legal (the shapes
+     * divide: sp needs tp | seq/cp) and some admitted framework runs */
     for (int k = 1; k <= 3; k++) {
         if (((k & 1) && (sp_given || c->sp)) || ((k & 2) && (etp_given || c->etp != 1 || !sys->moe_layers)))
             continue;
         t.sp = (k & 1) ? 1 : c->sp;
         t.etp = (k & 2) ? tp : c->etp;
-        if (shape_frameworks(sys, &t) & admitted) {
+        int reason;
+        const char *why;
+        if ((shape_frameworks(sys, &t) & admitted) && mfu_config_check(sys, &t, &reason, &why) == MFU_OK) {
             c->sp = t.sp;
             c->etp = t.etp;
             return;

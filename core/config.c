@@ -560,8 +560,7 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
 static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
 {
     int64_t fsdp = c->ax[MFU_AX_FSDP], pp = c->ax[MFU_AX_PP], ep = c->ax[MFU_AX_EP];
-    /* MaxText's decoder layers (Gemma 2's are pairs: F-MEM-SCAN-UNIT) */
-    int64_t v = c->vpp, L = sys->layers / sys->scan_unit;
+    int64_t v = c->vpp;
     if (lv & MFU_LV_SHAPE) {
         /* base.yml logical_axis_rules: 'exp' -> expert, 'mlp_moe' ->
          * fsdp_transpose, tensor, ...: the experts' hidden dimension splits
@@ -590,6 +589,8 @@ static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsi
     if (c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1 && c->zero != 3)
         return "FW-X6: MaxText shards the weights over the context axis (logical_axis_rules 'embed'): zero 3, not replicas";
     if (pp > 1) {
+        /* MaxText's decoder layers (Gemma 2's are pairs: F-MEM-SCAN-UNIT) */
+        int64_t L = sys->layers / sys->scan_unit;
         if (c->schedule != MFU_SCHED_GPIPE) return "FW-X4: MaxText pipelines are GPipe / circular";
         if (c->grad_accum % pp) return "FW-X4: num_pipeline_microbatches must be a multiple of the stages";
         if (L % (pp * v) || c->split != MFU_SPLIT_EVEN)

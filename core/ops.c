@@ -223,9 +223,14 @@ static void moe_block(builder *b, const mfu_mlp *p, const mfu_shape *s, double T
  * Set on the layer's forward ops: Hq, Hkv heads of width d and the MLP's
  * width I on this device. */
 static void tt_op_sac(builder *b, double T, double Te, double h, double Hq, double Hkv, double d,
-                      double I, int dense_mlp)
+                      double I, int dense_mlp, int tp_rs)
 {
     double ab = b->ab, hq = Hq * d, hkv = Hkv * d;
+    /* with TP (always sequence parallel in torchtitan, FW-T2) the
+     * row-parallel outputs' reduce-scatters are on the save list too
+     * (_c10d_functional.reduce_scatter_tensor): their sequence-split
+     * outputs stay, the input all-gathers rerun (F-RC-OP-SAC) */
+    double rs = tp_rs ? ab * Te * h : 0.0;
     int in_mlp = 0;
     for (int i = 0; i < b->n && i < b->max; i++) {
         mfu_op *o = &b->out[i];
@@ -245,13 +250,13 @@ static void tt_op_sac(builder *b, double T, double Te, double h, double Hq, doub
             kept = 4.0 * T * Hq;                   /* the fp32 log-sum-exp */
             rerun = 0.0;
         } else if (!strcmp(n, "out_proj")) {
-            kept = o->saved_bytes;                 /* the kernel's output, wo's input */
+            kept = o->saved_bytes + rs;            /* the kernel's output, wo's input */
         } else if (!strcmp(n, "mlp_up")) {
             rerun = 0.5;                           /* w3 */
         } else if (!strcmp(n, "mlp_act")) {
             kept = ab * T * I;                     /* w1's output */
         } else if (!strcmp(n, "mlp_down")) {
-            kept = ab * T * h;                     /* w2's output */
+            kept = ab * T * h + rs;                /* w2's output */
             rerun = 0.0;
         }
         o->sac_saved = kept;
@@ -312,7 +317,8 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     /* torchtitan's family of layers, its flash kernels (FW-T12) */
     if (a->kind == MFU_ATTN_MHA && !a->output_gate && !a->sinks && s->attn_impl == MFU_ATTN_FLASH &&
         !m->dropout && dqk == dv)
-        tt_op_sac(&b, T, Te, h, Hq, Hkv, dqk, (double)p->ffn_dim / tp, p->kind == MFU_MLP_DENSE && p->gated);
+        tt_op_sac(&b, T, Te, h, Hq, Hkv, dqk, (double)p->ffn_dim / tp, p->kind == MFU_MLP_DENSE && p->gated,
+                  tp > 1 && s->sp);
     return b.n;
 }
 

@@ -285,9 +285,12 @@ static void comm_tp(step_ctx *x)
         double mlp_coll = 1.0 - (c->etp == 1 ? moe_frac : 0.0);
         double per_layer_dir = 1.0 + mlp_coll; /* collectives per direction */
         double rc_coll = 0.0;
-        /* F-RC-OP-SAC: torchtitan's replay reruns the norms, wk, wo and w3,
-         * so both blocks' input all-gathers and wo's reduce-scatter */
-        if (rp->kind == MFU_RCK_FULL || rp->op_sac) rc_coll = per_layer_dir;
+        /* F-RC-OP-SAC: torchtitan's replay reruns the norms, wk and w3, so
+         * both blocks' input all-gathers; the reduce-scatters' outputs are
+         * on its save list (with sp, half of each block's pair; without,
+         * which torchtitan never runs, the all-reduce) */
+        if (rp->kind == MFU_RCK_FULL) rc_coll = per_layer_dir;
+        else if (rp->op_sac) rc_coll = (c->sp ? 0.5 : 1.0) * per_layer_dir;
         else if (rp->modules & (MFU_RCM_MLP | MFU_RCM_MOE)) rc_coll = mlp_coll;
         double fwd = mb * one * (L * per_layer_dir + nrc * rc_coll);
         /* the routed experts' share with etp > 1: Megatron-Core's token
@@ -316,6 +319,11 @@ static void comm_tp(step_ctx *x)
             bwd_sync = 0.5 * bwd;
             bwd_ag = 0.5 * bwd;
             bwd *= 0.5;
+            /* XLA keeps a recomputed layer's gathered inputs for its
+             * backward: under full remat on TPUs the recompute's all-gather
+             * (rc_coll) is the re-gather */
+            if (sys->hw->platform == MFU_PLATFORM_TPU && rp->kind == MFU_RCK_FULL && L > 0)
+                bwd_ag *= mfu_dmax(0.0, 1.0 - nrc / L);
         }
         tot[MFU_COMM_TP] = fwd + bwd_sync + bwd + bwd_ag + bwd_moe;
         /* F-COMM-TP-OVERLAP: the backward's asynchronous collectives run

@@ -829,6 +829,41 @@ static int measured_sp(const char *model, const char *chip, const char *parallel
 
 static void t_measured_sp_default(void)
 {
+    /* a search's fixed layout likewise (engines.c pinned_config, the
+     * answer's "pinned" when nothing fits): an MoE model on a TPU with
+     * tensor 2 is MaxText's with sp and etp 2 (64 sequences of 4,096 a
+     * rank are far over a v5p's HBM) */
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J("{\"model\": {\"preset\": \"qwen3-30b-a3b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, "
+                  "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, "
+                  "\"search\": {\"top_k\": 1, \"fix\": {\"fsdp\": 4, \"tp\": 2, \"ep\": 2, \"mbs\": 64, "
+                  "\"recompute\": \"full\"}}}");
+    json_t *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *pin = json_object_get(res, "pinned");
+    json_t *par = json_object_get(json_object_get(pin, "config"), "parallel");
+    CHECK(par != NULL);
+    CHECK_EQ_I(json_integer_value(json_object_get(par, "etp")), 2);
+    CHECK(json_is_true(json_object_get(par, "sp")));
+    json_t *by = json_object_get(pin, "launchable_by");
+    CHECK(json_array_size(by) == 1 && !strcmp(json_string_value(json_array_get(by, 0)), "maxtext"));
+    json_decref(res);
+    json_decref(r);
+    /* sp only where legal: tp 3 does not divide 2,048 tokens, so a
+     * layout named without sp keeps sp 0 (no framework runs it: reported,
+     * not refused) */
+    api_status_init(&st);
+    r = J("{\"model\": {\"preset\": \"gpt3-175b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, \"devices\": 24, "
+          "\"training\": {\"seq_len\": 2048, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}, "
+          "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 8, \"tp\": 3}, \"recompute\": \"full\"}, "
+          "\"step_time_s\": 1}}");
+    res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    par = json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "parallel");
+    CHECK(json_is_false(json_object_get(par, "sp")));
+    json_decref(res);
+    json_decref(r);
     int64_t etp;
     CHECK_EQ_I(measured_sp("llama3-8b", "tpu-v5p", "{\"fsdp\": 2, \"tp\": 4}", &etp), 1);
     CHECK_EQ_I(measured_sp("llama3-8b", "h100-sxm", "{\"fsdp\": 2, \"tp\": 4}", &etp), 0);

@@ -549,7 +549,7 @@ static void t_recompute_modules(void)
      * core_attn is pointless with fused attention) -- and it costs time */
     CHECK_NEAR(k.avg.saved_bytes[MFU_RC_SELECTIVE], 65088 * T, 1e-12);
     CHECK(k.avg.rc_s[MFU_RC_SELECTIVE] > 0);
-    /* norms and activations (torchtitan op-SAC, MaxText minimal): the norm
+    /* norms and activations (MaxText minimal): the norm
      * outputs and the SwiGLU output go: 65088 - 2 * 4096 - 13312 */
     CHECK_NEAR(k.avg.saved_bytes[MFU_RC_MINIMAL], (65088 - 8192 - 13312) * T, 1e-12);
     /* norms, MLP (Megatron layernorm + mlp): the SwiGLU inputs too */
@@ -1216,6 +1216,34 @@ static void t_loss_xla(void)
  * MaxText's trillium recipe (3 sequences of 8,192 a chip): a layer holds
  * 3584 x (16 + 8 + 8 + 16) x 256 attention + 3 x 3584 x 14336 MLP + 4 x
  * 3584 norm parameters = 198,195,200. */
+static void scan_unit_remat(void)
+{
+    mfu_hardware hw;
+    mfu_model m;
+    mfu_system s1, s2;
+    CHECK(load_hw("tpu-v6e", &hw) == 0 && load_model("gemma2-9b", &m) == 0);
+    mfu_training tr = {8192, 8192.0 * 768, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    tr.vocab_tiles = 64;
+    CHECK(mfu_system_init(&s1, &m, &hw, &tr, 256, 0, ops) == MFU_OK);
+    CHECK(mfu_system_init(&s2, &m, &hw, &tr, 256, 0, ops) == MFU_OK);
+    CHECK(mfu_system_set_scan_unit(&s2, 2) == MFU_OK);
+    mfu_config c = cfg(1, 256, 1, 1, 1, 1);
+    c.mbs = 3;
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s1, &c) == MFU_OK);
+    mfu_shape sh;
+    mfu_shape_cost k1;
+    mfu_config_shape(&s1, &c, &sh);
+    mfu_shape_costs(&s1, &sh, NULL, ops, &k1);
+    mfu_eval e1, e2;
+    CHECK(mfu_evaluate(&s1, &c, ops, &e1) == 0);
+    CHECK(mfu_evaluate(&s2, &c, ops, &e2) == 0);
+    double input = 2.0 * 3 * 8192 * 3584;
+    CHECK(e1.mem.head_bytes < 2.0 * k1.avg.saved_bytes[MFU_RC_NONE] - input); /* the layer's backward is the larger */
+    CHECK_NEAR(e2.mem.activations_bytes - e1.mem.activations_bytes, k1.avg.saved_bytes[MFU_RC_NONE] - 21.0 * input,
+               1e-9);
+}
+
 static void t_scan_unit(void)
 {
     mfu_hardware hw, gh;
@@ -1250,6 +1278,12 @@ static void t_scan_unit(void)
     CHECK_NEAR(e2.mem.grads_bytes - e1.mem.grads_bytes, 2.0 * s1.layer_dense_avg, 1e-9);
     /* MaxText's recipe ran: with the pair it fits v6e's HBM */
     CHECK(e2.mem.total_bytes <= e2.mem.capacity_bytes);
+    /* the pair's backward rematerializes both layers: with the loss's
+     * logits small (the vocabulary in 64 tiles, F-MEM-VOCAB-TILES) the
+     * activations differ by the 21 inputs no longer kept and one more
+     * layer's rematerialized tensors -- what "none" keeps (the pair holds
+     * 2 x none - input where a layer held none - input) */
+    scan_unit_remat();
     /* 6 stages split 42 layers but not 21 decoder layers (FW-X4): 192
      * chips as fsdp 32 x pp 6 */
     CHECK(preset_sys(&s1, &m, &hw, "gemma2-9b", "tpu-v6e", 8192, 768, 192) == 0);
@@ -1312,6 +1346,44 @@ static void t_op_sac(void)
     CHECK(!(mfu_config_frameworks(&sd, &cd, NULL) & MFU_FW_MASK(MFU_FW_TORCHTITAN)));
     cd.recompute = MFU_RC_OP_SAC;
     CHECK_EQ_I(mfu_config_frameworks(&sd, &cd, NULL), MFU_FW_MASK(MFU_FW_TORCHTITAN));
+}
+
+/* F-RC-OP-SAC with TP 2 (sequence parallel, as torchtitan always runs
+ * it): the reduce-scatters after wo and w2 are on the save list
+ * (models/llama3/infra/parallelize.py _op_sac_save_list:
+ * _c10d_functional.reduce_scatter_tensor), so their sequence-split
+ * outputs stay and only the input all-gathers rerun. Llama 3 8B at 8,192
+ * tokens, per token in bf16 values: the layer input 4096 / 2, wq 4096 / 2,
+ * wv 1024 / 2, the kernel's output 4096 / 2 (and 16 heads' fp32
+ * log-sum-exp), w1 14336 / 2, w2's partial sums 4096, the two
+ * reduce-scatter outputs 2 x 4096 / 2: 22,016 values. The replay's
+ * collectives: half of what full recompute repeats (the all-gather of
+ * each block's all-gather and reduce-scatter pair). */
+static void t_op_sac_tp(void)
+{
+    mfu_hardware hw;
+    mfu_model m;
+    mfu_system s;
+    CHECK(preset_sys(&s, &m, &hw, "llama3-8b", "h100-sxm", 8192, 8, 8) == 0);
+    mfu_config c = cfg(1, 4, 2, 1, 1, 1);
+    c.sp = 1;
+    mfu_shape sh;
+    mfu_config_shape(&s, &c, &sh);
+    mfu_shape_cost k;
+    mfu_shape_costs(&s, &sh, NULL, ops, &k);
+    double T = 8192.0;
+    CHECK_NEAR(k.avg.saved_bytes[MFU_RC_OP_SAC], 2.0 * 22016 * T + 4.0 * 16 * T, 1e-12);
+    CHECK(mfu_config_default_split(&s, &c) == MFU_OK);
+    double tot[3];
+    const int pol[3] = {MFU_RC_NONE, MFU_RC_OP_SAC, MFU_RC_FULL};
+    for (int i = 0; i < 3; i++) {
+        c.recompute = pol[i];
+        mfu_eval ev;
+        CHECK(mfu_evaluate(&s, &c, ops, &ev) == 0);
+        tot[i] = ev.bound.comm_total_s[MFU_COMM_TP];
+    }
+    CHECK(tot[2] > tot[0]);
+    CHECK_NEAR(tot[1] - tot[0], 0.5 * (tot[2] - tot[0]), 1e-9);
 }
 
 /* F-RC-OP-SAC's attention on an MoE layer: torchtitan's mm counter
@@ -1609,6 +1681,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_inflight_chunks),
     CHECK_CASE(t_op_sac),
     CHECK_CASE(t_op_sac_dense),
+    CHECK_CASE(t_op_sac_tp),
     CHECK_CASE(t_op_sac_moe_attn),
     CHECK_CASE(t_fsdp_layer_tpu),
     CHECK_CASE(t_maxtext_sp),
