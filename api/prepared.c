@@ -269,8 +269,10 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         json_object_set_new(json_object_get(out, "training"), "tp_async_allreduce", json_false());
     if (out && r->train.wgrad_acc_unfused)
         json_object_set_new(json_object_get(out, "training"), "grad_accum_fusion", json_false());
-    if (out && r->train.ce_unfused)
+    if (out && r->train.ce_unfused && !r->train.ce_eager)
         json_object_set_new(json_object_get(out, "training"), "cross_entropy_fusion", json_false());
+    if (out && r->train.ce_eager)
+        json_object_set_new(json_object_get(out, "training"), "eager_loss", json_true());
     /* the recipe changes nothing outside FP8: keyed only there */
     if (out && r->train.dtype == MFU_DT_FP8 && r->train.fp8_recipe != MFU_FP8_TENSORWISE)
         json_object_set_new(json_object_get(out, "training"), "fp8_recipe",

@@ -178,7 +178,8 @@ static void tt_tail(FILE *f, json_t *notes, const mfu_system *sys, const mfu_con
                             "matmul's output and reruns the norms, activations and routed experts, whose grouped "
                             "GEMMs are not on its save list.");
     }
-    /* the loss compiled always: eager, torchtitan's cross_entropy_loss
+    /* the loss compiled unless training.eager_loss says it runs eager:
+     * eager, torchtitan's cross_entropy_loss
      * (components/loss.py: F.cross_entropy(pred.flatten(0, 1).float(), ...))
      * holds the bf16 logits, their fp32 copy and the fp32 log-softmax at
      * once (10 bytes a logit), and in the backward the saved log-softmax,
@@ -186,9 +187,13 @@ static void tt_tail(FILE *f, json_t *notes, const mfu_system *sys, const mfu_con
      * fuse, within the 6 bytes a logit the estimate holds for the loss
      * (F-MEM-LOGITS) */
     if (c->tp_overlap && tp > 1) {
-        fprintf(f, "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n");
+        fprintf(f, "\n[compile]\nenable = true\ncomponents = [%s]\n",
+                sys->train.ce_eager ? "\"model\"" : "\"model\", \"loss\"");
         rcp_note(notes, "Async tensor parallelism works only under torch.compile ([compile] enable), which "
                         "also changes kernel times the estimate does not model.");
+    } else if (sys->train.ce_eager) {
+        rcp_note(notes, "The loss runs eager, as training.eager_loss says: up to 12 bytes a logit (F-MEM-LOGITS-EAGER); "
+                        "[compile] components = [\"loss\"] would hold about half.");
     } else {
         fprintf(f, "\n[compile]\nenable = true\ncomponents = [\"loss\"]\n");
         rcp_note(notes, "The loss is compiled: eager, torchtitan's cross_entropy(pred.float()) holds up to "

@@ -455,13 +455,14 @@ static int parse_model_and_hardware(json_t *req, api_request *r, api_status *st)
  * TP collectives, gradient accumulation, the loss, FP8 scaling. */
 static int parse_comm_switches(json_t *tj, api_request *r, api_status *st)
 {
-    int bad = 0, ogr = 1, psg = 0, pop = 1, tpa = 1, gaf = 1, cef = 1;
+    int bad = 0, ogr = 1, psg = 0, pop = 1, tpa = 1, gaf = 1, cef = 1, eag = 0;
     bad |= jv_bool(tj, "overlap_grad_reduce", "/training", JV_OPTIONAL, 1, &ogr, st);
     bad |= jv_bool(tj, "pp_scatter_gather", "/training", JV_OPTIONAL, 0, &psg, st);
     bad |= jv_bool(tj, "pp_overlap_p2p", "/training", JV_OPTIONAL, 1, &pop, st);
     bad |= jv_bool(tj, "tp_async_allreduce", "/training", JV_OPTIONAL, 1, &tpa, st);
     bad |= jv_bool(tj, "grad_accum_fusion", "/training", JV_OPTIONAL, 1, &gaf, st);
     bad |= jv_bool(tj, "cross_entropy_fusion", "/training", JV_OPTIONAL, 1, &cef, st);
+    bad |= jv_bool(tj, "eager_loss", "/training", JV_OPTIONAL, 0, &eag, st);
     bad |= jv_enum(tj, "fp8_recipe", "/training", JV_OPTIONAL, MFU_FP8_TENSORWISE, rq_fp8_recipes,
                    &r->train.fp8_recipe, st);
     r->train.no_grad_overlap = !ogr;
@@ -469,7 +470,14 @@ static int parse_comm_switches(json_t *tj, api_request *r, api_status *st)
     r->train.pp_no_overlap_p2p = !pop;
     r->train.tp_sync_bwd = !tpa;
     r->train.wgrad_acc_unfused = !gaf;
-    r->train.ce_unfused = !cef;
+    /* torchtitan's eager loss runs unfused passes too (F-MEM-LOGITS-EAGER):
+     * with eager_loss, cross_entropy_fusion true is a contradiction */
+    if (eag && cef && json_object_get(tj, "cross_entropy_fusion")) {
+        api_fail(st, 422, "/training/eager_loss", "an eager loss is not a fused one: leave cross_entropy_fusion out or false");
+        bad = -1;
+    }
+    r->train.ce_unfused = !cef || eag;
+    r->train.ce_eager = eag;
     return bad;
 }
 
@@ -484,7 +492,7 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
                                            "adam_moments_dtype", "tokens", "moe_imbalance", "vocab_tiles",
                                            "optimizer_offload", "pp_scatter_gather", "pp_overlap_p2p",
                                            "tp_async_allreduce", "grad_accum_fusion", "cross_entropy_fusion",
-                                           "fp8_recipe", NULL};
+                                           "eager_loss", "fp8_recipe", NULL};
     if (jv_known(tj, "/training", "training", TRAINING, st)) return -1;
     int64_t seq;
     bad |= jv_int(tj, "seq_len", "/training", JV_REQUIRED, 0, 1, API_MAX_SEQ, &seq, st);

@@ -441,6 +441,8 @@ static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, uns
             return "FW-M8: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights";
         if (sys->train.vocab_tiles > 1 || sys->train.optimizer_offload)
             return "FW-M9: Megatron-LM has no token-chunked loss with recomputed logits nor host-resident optimizer moments";
+        if (sys->train.ce_eager)
+            return "FW-M10: Megatron-LM's loss is its vocab_parallel_cross_entropy, not an eager F.cross_entropy(logits.float())";
     }
     if (lv & MFU_LV_RC) {
         if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_MEGATRON)))
@@ -567,6 +569,8 @@ static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsi
          * over the tensor axis, so expert TP is tp */
         if (c->etp != (sys->moe_layers > 0 ? c->ax[MFU_AX_TP] : 1) || (ep > 1 && fsdp % ep))
             return "FW-X2: MaxText's expert axis shards like fsdp (ep must divide fsdp) and its experts split over tensor (etp = tp)";
+        if (sys->train.ce_eager)
+            return "FW-X8: MaxText's loss is XLA-compiled, not an eager F.cross_entropy(logits.float())";
         /* base.yml logical_axis_rules: 'activation_embed' -> tensor: the
          * [batch, length, embed] activations between the projections (the
          * layer's input, residuals, norms) split their embedding over the

@@ -42,6 +42,10 @@ typedef struct mfu_training {
     /* MaxText memory savers (docs/model.md F-MEM-VOCAB-TILES, F-MEM-OPT-OFFLOAD) */
     int64_t vocab_tiles;        /* num_vocab_tiling: the loss in this many token chunks (0, 1: off) */
     int optimizer_offload;      /* optimizer_memory_host_offload: Adam moments in host memory */
+    /* F-MEM-LOGITS-EAGER: the loss as torchtitan runs it without
+     * torch.compile, F.cross_entropy(pred.float()) (with ce_unfused's
+     * passes) */
+    int ce_eager;
 } mfu_training;
 
 typedef struct mfu_roofline {

@@ -421,8 +421,14 @@ static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_e
     /* a chunk's softmax: fp32, but under XLA fused away (F-MEM-LOGITS-XLA):
      * its 16-bit gradient instead */
     double soft = s->xla_loss ? ab : 4.0;
+    /* F-MEM-LOGITS-EAGER: in the eager loss's backward the kept fp32
+     * log-softmax, its fp32 gradient (nll_loss's) and the input's (the
+     * log-softmax backward's output) are live at once: 4 + 4 + 4 bytes a
+     * logit, 8 beyond the kept 4 (the forward's bf16 logits, fp32 copy and
+     * log-softmax, 2 + 4 + 4, are fewer) */
+    double one = sys->train.ce_eager ? 8.0 : ab;
     for (int p = 0; p < np; p++)
-        out[p].logits_transient = tiles > 1 ? (ab + soft) * nl / (double)tiles : ab * nl;
+        out[p].logits_transient = tiles > 1 ? (ab + soft) * nl / (double)tiles : one * nl;
 }
 
 void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,

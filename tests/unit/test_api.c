@@ -910,6 +910,39 @@ static void t_request_scan_unit(void)
     }
 }
 
+/* training.eager_loss (F-MEM-LOGITS-EAGER): torchtitan's alone, named in
+ * the normal form, and no fused loss beside it */
+static void t_eager_loss(void)
+{
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 131072, "
+                 "\"eager_loss\": true, \"cross_entropy_fusion\": true}}", 422, "/training/eager_loss");
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                 "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 131072, "
+                 "\"eager_loss\": 1}}", 422, "/training/eager_loss");
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                  "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 131072, "
+                  "\"eager_loss\": true}, \"search\": {\"top_k\": 3}}");
+    json_t *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *cfgs = json_object_get(res, "configs");
+    CHECK(json_array_size(cfgs) > 0);
+    for (size_t i = 0; i < json_array_size(cfgs); i++) {
+        json_t *fw = json_object_get(json_array_get(cfgs, i), "frameworks");
+        CHECK(json_array_size(fw) == 1 && !strcmp(json_string_value(json_array_get(fw, 0)), "torchtitan"));
+    }
+    /* the normal form says it (the cache key tells the two apart) */
+    json_t *n = api_normalize(r, &st);
+    CHECK(n != NULL);
+    CHECK(json_is_true(json_object_get(json_object_get(n, "training"), "eager_loss")));
+    CHECK(json_object_get(json_object_get(n, "training"), "cross_entropy_fusion") == NULL);
+    json_decref(n);
+    json_decref(res);
+    json_decref(r);
+}
+
 static json_t *search_ok(const char *req, json_t **req_out)
 {
     api_status st;
@@ -1097,6 +1130,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_measured_zero_default),
     CHECK_CASE(t_measured_sp_default),
     CHECK_CASE(t_request_scan_unit),
+    CHECK_CASE(t_eager_loss),
     CHECK_CASE(t_overrides),
     CHECK_CASE(t_hardware_wave_field),
     CHECK_CASE(t_hardware_gemm_k_field),

@@ -1206,6 +1206,42 @@ static void t_loss_xla(void)
     CHECK(ev.mem.total_bytes - ev.mem.head_bytes + 6.0 * n > ev.mem.capacity_bytes);
 }
 
+/* F-MEM-LOGITS-EAGER: torchtitan's loss without torch.compile
+ * (components/loss.py, v0.2.2: F.cross_entropy(pred.flatten(0, 1).float(),
+ * ...)) holds, in its backward, the kept fp32 log-softmax, its gradient
+ * and the input's: 12 bytes a logit where the fused loss holds 6. The
+ * layout of torchtitan's benchmark Table 2, first row
+ * (benchmarks/llama3_h100_202412_torchtitan.md: Llama 3.1 8B, FSDP 8, one
+ * sequence of 32,768 a rank, full AC; it ran with an eager loss and held
+ * 83.9 GiB): n = 32768 x 128256 logits a rank. Megatron-LM and MaxText do
+ * not run that loss (FW-M10, FW-X8). */
+static void t_loss_eager(void)
+{
+    mfu_hardware hw;
+    mfu_model m;
+    mfu_system s0, s1;
+    CHECK(load_hw("h100-sxm", &hw) == 0 && load_model("llama3-8b", &m) == 0);
+    mfu_training tr = {32768, 32768.0 * 8, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    CHECK(mfu_system_init(&s0, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    tr.ce_unfused = 1;
+    tr.ce_eager = 1;
+    CHECK(mfu_system_init(&s1, &m, &hw, &tr, 8, 0, ops) == MFU_OK);
+    mfu_config c = cfg(1, 8, 1, 1, 1, 1);
+    c.recompute = MFU_RC_FULL;
+    CHECK(mfu_config_default_split(&s0, &c) == MFU_OK);
+    mfu_eval e0, e1;
+    CHECK(mfu_evaluate(&s0, &c, ops, &e0) == 0);
+    CHECK(mfu_evaluate(&s1, &c, ops, &e1) == 0);
+    double n = 32768.0 * 128256;
+    CHECK(e0.mem.head_bytes >= 6.0 * n); /* the fused loss: 4 kept + 2 */
+    CHECK_NEAR(e1.mem.head_bytes - e0.mem.head_bytes, 6.0 * n, 1e-9);
+    CHECK(e1.mem.total_bytes - e0.mem.total_bytes >= 6.0 * n);
+    const char *why[MFU_FW_COUNT] = {0};
+    CHECK_EQ_I(mfu_config_frameworks(&s0, &c, NULL) & MFU_FW_MASK(MFU_FW_MEGATRON), MFU_FW_MASK(MFU_FW_MEGATRON));
+    CHECK_EQ_I(mfu_config_frameworks(&s1, &c, why), MFU_FW_MASK(MFU_FW_TORCHTITAN));
+    CHECK(why[MFU_FW_MEGATRON] && strstr(why[MFU_FW_MEGATRON], "FW-M10") != NULL);
+}
+
 /* F-MEM-SCAN-UNIT: MaxText's Gemma 2 decoder layer is a local and a global
  * layer (src/maxtext/configs/models/gemma2-9b.yml: base_num_decoder_layers
  * 21, "we merge [local_attention, global_attention] into one layer";
@@ -1686,6 +1722,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_fsdp_layer_tpu),
     CHECK_CASE(t_maxtext_sp),
     CHECK_CASE(t_loss_xla),
+    CHECK_CASE(t_loss_eager),
     CHECK_CASE(t_scan_unit),
     CHECK_CASE(t_head_apart),
     CHECK_CASE(t_cpu_offload),

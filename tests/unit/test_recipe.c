@@ -403,6 +403,15 @@ static void t_torchtitan(void)
     /* Megatron names no op-level selective recompute for a dense MLP (FW-M7) */
     CHECK(!strncmp(unavailable(rec, "megatron"), "FW-M7", 5));
     json_decref(rec);
+    /* training.eager_loss: the run's loss is eager, nothing compiled */
+    s.sys.train.ce_eager = s.sys.train.ce_unfused = 1;
+    rec = recipes_of(&s, &c, &ev);
+    toml = json_string_value(json_object_get(json_object_get(rec, "torchtitan"), "toml"));
+    toml = toml ? toml : "";
+    CHECK(strstr(toml, "mode = \"selective\"\n") != NULL);
+    CHECK(strstr(toml, "[compile]") == NULL);
+    json_decref(rec);
+    s.sys.train.ce_eager = s.sys.train.ce_unfused = 0;
     /* with full recompute Megatron runs the replica axis over FSDP as
      * Megatron-FSDP's HSDP: optim_grads_params sharding inside the 128,
      * 4 distributed-optimizer instances (num_distributed_optimizer_instances) */
