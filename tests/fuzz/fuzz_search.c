@@ -7,7 +7,8 @@
  * training (seq, batch, dtype, attention kernel, convention, and -- read
  * last, so older corpus entries keep their meaning -- the framework
  * switches: gradient-reduction overlap, legacy pipeline sends, TP sync,
- * unfused accumulation and loss, the FP8 recipe) and search options
+ * unfused accumulation and loss, the FP8 recipe; then torchtitan's eager
+ * loss and, on a TPU, MaxText's merged layer pairs) and search options
  * (top_k <= 16, max_evaluations <= 4000, fixed switches, allowed axis
  * values, a batch range). Model and hardware go through the API's
  * validator (render -> parse) so the core only sees what a request could
@@ -442,6 +443,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tr.ce_unfused = fsw >> 5 & 1;
         tr.fp8_recipe = (int)(fsw >> 6 & 3);
         FZ_CHECK(mfu_system_init(&sys, &m, &hw, &tr, devices, custom, ops) == MFU_OK, "system init");
+    }
+    unsigned fsw2 = u8(&r); /* later switches, read last: torchtitan's eager loss, MaxText's merged layers */
+    if (fsw2) {
+        tr.ce_eager = fsw2 & 1;
+        if (tr.ce_eager) tr.ce_unfused = 1;
+        FZ_CHECK(mfu_system_init(&sys, &m, &hw, &tr, devices, custom, ops) == MFU_OK, "system init");
+        if ((fsw2 >> 1 & 1) && hw.platform == MFU_PLATFORM_TPU && sys.layers % 2 == 0)
+            FZ_CHECK(mfu_system_set_scan_unit(&sys, 2) == MFU_OK, "scan unit");
     }
 
     if (!cache) cache = malloc(mfu_search_cache_bytes());
