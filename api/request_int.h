@@ -49,7 +49,8 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
 void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted);
 /* The sp and etp of a configuration that names them not, with tp > 1:
  * sequence parallel, and expert TP = tp on an MoE model, where some
- * admitted framework runs the layout so and none as it was given --
+ * admitted framework runs the layout so and none as it was given, and
+ * the layout stays legal (sp needs tp to divide seq/cp) --
  * MaxText, whose activations always split over the tensor axis (FW-X7)
  * and whose experts split over it too (FW-X2), alone on TPUs. On GPUs
  * Megatron-LM runs a dense model's tp without sp (--sequence-parallel is

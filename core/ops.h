@@ -104,9 +104,10 @@ typedef struct mfu_op {
     /* kernels the op launches, each paying F-TIME-KERNEL's launch and tail
      * (an FP8 cast under current scaling: amax, scale, cast) */
     double kernels;
-    /* fwd only, F-RC-OP-SAC: under torchtitan's op-level SAC on a dense
-     * layer, the bytes this op leaves kept and the share of it run again;
-     * sac_rerun < 0 where not given (the policy's modules decide) */
+    /* fwd only, F-RC-OP-SAC: under torchtitan's op-level SAC on a layer of
+     * its family (the attention, and a dense MLP), the bytes this op leaves
+     * kept and the share of it run again; sac_rerun < 0 where not given
+     * (the policy's modules decide) */
     double sac_saved, sac_rerun;
 } mfu_op;
 
