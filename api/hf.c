@@ -232,6 +232,14 @@ static const char *hf_layers(hf_ctx *c, hf_family fam, const hf_common *cm, laye
             hf_qwen_moe_mlp(c, fam, cm->n_layers, ls);
         else hf_dense_mlp(c, cm->n_layers, ls);
         if (!c->failed && fam == F_QWEN3_NEXT) hf_qwen3_next_linear(c, cm, ls);
+        if (fam == F_GEMMA2)
+            /* modeling_gemma2.py Gemma2DecoderLayer: input_layernorm,
+             * post_attention_layernorm, pre_feedforward_layernorm,
+             * post_feedforward_layernorm; Gemma2Attention soft-caps the
+             * scores (attn_logit_softcapping), Gemma2ForCausalLM the logits
+             * (final_logit_softcapping) */
+            hf_approx(c, "gemma2: the post-attention and post-feedforward RMSNorms (their work, kept inputs "
+                         "and 2 d parameters a layer) and the tanh soft-caps of scores and logits are not modelled");
         if (fam == F_GEMMA || fam == F_GEMMA2) {
             /* GemmaMLP: gate/up/down with hidden_activation, falling back
              * to hidden_act (configuration_gemma.py). GeGLU. */

@@ -1139,8 +1139,32 @@ static void test_new_families_search(void)
     }
 }
 
+/* Gemma 2 says what of it mfud leaves out (modeling_gemma2.py: four
+ * RMSNorms a layer, soft-capped scores and logits): the importer names the
+ * post-norms and soft-caps among the model's approximations. */
+static void test_gemma2_approx(void)
+{
+    mfu_model m;
+    api_status st;
+    api_status_init(&st);
+    json_t *req = json_pack("{s:s}", "preset", "gemma2-9b");
+    json_t *src = NULL, *ovr = NULL;
+    json_t *ir = api_resolve_model(req, &src, &ovr, &st);
+    CHECK(ir != NULL && api_model_from_ir(ir, "/model", &m, &st) == 0);
+    json_decref(req);
+    json_decref(src);
+    json_decref(ovr);
+    json_decref(ir);
+    if (st.n_errors) return;
+    int seen = 0;
+    for (int i = 0; i < m.n_approx; i++)
+        if (strstr(m.approx[i], "post-feedforward RMSNorms") && strstr(m.approx[i], "soft-caps")) seen++;
+    CHECK_EQ_I(seen, 1);
+}
+
 static const check_case cases[] = {
     CHECK_CASE(test_roundtrips),
+    CHECK_CASE(test_gemma2_approx),
     CHECK_CASE(test_deepseek_published),
     CHECK_CASE(test_llama_ir),
     CHECK_CASE(test_trap_explicit_head_dim),
