@@ -369,7 +369,7 @@ double mfu_inflight(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, int64_t 
         /* Megatron-LM schedules.py get_pp_rank_microbatches: warmup
          * 2(p-r-1) + (v-1) g with g = p (microbatch_group_size_per_vp_stage
          * default), capped at m v; one more chunk is live in steady state */
-        double chunks = fmin(2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0, mm * v);
+        double chunks = mfu_dmin(2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0, mm * v);
         return chunks / v;
     }
     case MFU_SCHED_GPIPE:
@@ -382,12 +382,12 @@ double mfu_inflight(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, int64_t 
          * backward (2p chunks), and the main step's F0 comes before its B1
          * (+1): 2p + 1 chunks of half the rank's layers on every rank (the
          * repository's table: "PP+1" activations of its PP = 2p stages) */
-        return fmin(2.0 * p + 1.0, 2.0 * mm) / 2.0;
+        return mfu_dmin(2.0 * p + 1.0, 2.0 * mm) / 2.0;
     default:
         /* 1F1B (schedules.py forward_backward_pipelining_without_interleaving:
          * warmup min(p-r-1, m), +1 in steady state); ZB-H1 keeps 1F1B's
          * peak (Qi et al. 2023 sec. 3) */
-        return fmin(p - r, mm);
+        return mfu_dmin(p - r, mm);
     }
 }
 

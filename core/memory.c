@@ -185,6 +185,29 @@ static void stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t r
     out->reserve_bytes = rs->context_bytes + rs->comm_buffer_bytes * (double)communicators(sys, c);
 }
 
+/* Buffers (F-MEM-BUF) of a micro-batch's shape: [0] without pipeline
+ * parallelism, [1] with its p2p send and receive buffers. The shape costs
+ * carry them (system.c), so the search does not redo the divisions at
+ * every schedule point. */
+void mfu_shape_buffers(const mfu_system *sys, const mfu_shape *s, double out[2])
+{
+    double ab = sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0;
+    double T = s->mbs * (double)s->seq / (double)s->cp;
+    double h = (double)sys->model->d_model;
+    for (int piped = 0; piped < 2; piped++) {
+        double buf = 0.0;
+        if (sys->moe_mlp) {
+            /* all-to-all send and receive buffers of one MoE layer's token slots */
+            const mfu_mlp *mp = sys->moe_mlp;
+            double Ts = T * (double)mp->top_k * mfu_moe_load(mp, s->moe_load) * (double)s->etp / (double)s->tp;
+            buf += 2.0 * ab * Ts * h;
+        }
+        if (piped) buf += 2.0 * ab * T * h / (s->sp ? (double)s->tp : 1.0); /* p2p send/recv */
+        if (s->sp) buf += ab * T * h;                                       /* gathered layer input */
+        out[piped] = buf;
+    }
+}
+
 /* What a stage holds besides the activations the recompute policy decides
  * (F-MEM-STATE, F-MEM-BUF, the embedding's and the loss's tensors, the
  * in-flight count) from its state: the same for every policy, so the
@@ -192,9 +215,10 @@ static void stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t r
 static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                         int64_t r, const mfu_stage_state *st, mfu_memory *out)
 {
-    const mfu_model *m = sys->model;
-    memset(out, 0, sizeof *out);
     int64_t pp = c->ax[MFU_AX_PP];
+    /* every field is set below (no memset: a rep stos per schedule point
+     * and stage was a seventh of this function's time in the search) */
+    out->total_bytes = out->headroom_bytes = out->head_bytes = 0.0;
     out->stage = r;
     out->layers = st->layers;
     out->act_layers = st->act_layers;
@@ -213,31 +237,18 @@ static void stage_fixed(const mfu_system *sys, const mfu_config *c, const mfu_sh
     act += out->head_bytes;
     out->activations_bytes = act;
 
-    /* Buffers (F-MEM-BUF). */
-    double buf = 0.0;
-    const mfu_shape *s = &k->shape;
-    double ab = sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0;
-    double T = s->mbs * (double)s->seq / (double)s->cp;
-    double h = (double)m->d_model;
-    if (sys->moe_mlp) {
-        /* all-to-all send and receive buffers of one MoE layer's token slots */
-        const mfu_mlp *mp = sys->moe_mlp;
-        double Ts = T * (double)mp->top_k * mfu_moe_load(mp, s->moe_load) * (double)c->etp / (double)s->tp;
-        buf += 2.0 * ab * Ts * h;
-    }
-    if (pp > 1) buf += 2.0 * ab * T * h / (c->sp ? (double)s->tp : 1.0); /* p2p send/recv */
-    if (c->sp) buf += ab * T * h;                                        /* gathered layer input */
-    out->buffers_bytes = buf;
+    /* Buffers (F-MEM-BUF), the shape's (mfu_shape_buffers) */
+    out->buffers_bytes = k->buffers_bytes[pp > 1];
     out->capacity_bytes = sys->hw->hbm_bytes;
     out->reserve_bytes = st->reserve_bytes;
 }
 
-/* Add the policy's activations (F-MEM-ACT) and the totals to a stage_fixed
- * answer. */
-static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                         const mfu_memory *fixed, mfu_memory *out)
+/* The policy's activations (F-MEM-ACT) on a stage_fixed answer: the
+ * activations' bytes, and in *noff the layers whose activations go to the
+ * host (cpu_offload). */
+static double stage_act(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                        const mfu_memory *fixed, int64_t *noff)
 {
-    *out = *fixed;
     int64_t ls = fixed->layers;
     const mfu_layer_cost *a = &k->avg;
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
@@ -247,13 +258,13 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
      * * T" of activations on the device (transformer_engine/pytorch/
      * cpu_offload.py, get_cpu_offload_context); the N layers' are on the
      * host (pp 1: one micro-batch at a time) */
-    int64_t noff = 0;
+    *noff = 0;
     double per_mb;
     if (rp->kind == MFU_RCK_FULL) {
         per_mb = (double)nrc * a->saved_bytes[MFU_RC_FULL] + (double)(ls - nrc) * a->saved_bytes[MFU_RC_NONE];
     } else {
-        noff = mfu_offload_layers(c, ls);
-        per_mb = (double)(ls - noff) * a->saved_bytes[c->recompute];
+        *noff = mfu_offload_layers(c, ls);
+        per_mb = (double)(ls - *noff) * a->saved_bytes[c->recompute];
     }
     /* F-MEM-LOGITS: the loss's and the LM head's tensors (stage_fixed) are
      * freed by their own backward, which runs before any layer's: the
@@ -278,21 +289,49 @@ static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_s
         else if (rp->kind == MFU_RCK_FULL && nrc > 0)
             bwd += u * (a->saved_bytes[MFU_RC_NONE] - a->saved_bytes[MFU_RC_FULL]);
     }
-    act += apart ? mfu_dmax(head, bwd) : bwd;
-    out->activations_bytes = act;
-    double used = out->weights_bytes + out->grads_bytes + out->optimizer_bytes +
-                  out->activations_bytes + out->buffers_bytes;
+    return act + (apart ? mfu_dmax(head, bwd) : bwd);
+}
+
+/* A stage's peak bytes before the reserve's fragmentation share, from its
+ * stage_fixed answer and its activations. */
+static double stage_used(const mfu_memory *fixed, double act)
+{
+    double used = fixed->weights_bytes + fixed->grads_bytes + fixed->optimizer_bytes + act +
+                  fixed->buffers_bytes;
     /* offloaded moments come back for the update, when the activations
      * are gone: the peak is the larger of the two moments of the step */
-    if (out->host_bytes > 0) {
-        double update = out->weights_bytes + out->grads_bytes + out->optimizer_bytes + out->host_bytes +
-                        out->buffers_bytes;
+    if (fixed->host_bytes > 0) {
+        double update = fixed->weights_bytes + fixed->grads_bytes + fixed->optimizer_bytes +
+                        fixed->host_bytes + fixed->buffers_bytes;
         if (update > used) used = update;
     }
-    if (noff > 0) out->host_bytes += fixed->inflight * (double)noff * a->host_bytes[MFU_RC_CPU_OFFLOAD];
+    return used;
+}
+
+/* Add the policy's activations and the totals to a stage_fixed answer. */
+static void stage_finish(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                         const mfu_memory *fixed, mfu_memory *out)
+{
+    int64_t noff;
+    double act = stage_act(sys, c, k, fixed, &noff);
+    double used = stage_used(fixed, act);
+    *out = *fixed;
+    out->activations_bytes = act;
+    if (noff > 0) out->host_bytes += fixed->inflight * (double)noff * k->avg.host_bytes[MFU_RC_CPU_OFFLOAD];
     out->reserve_bytes = fixed->reserve_bytes + sys->hw->reserve.fragmentation * used;
     out->total_bytes = used + out->reserve_bytes;
     out->headroom_bytes = out->capacity_bytes - out->total_bytes;
+}
+
+/* stage_finish's headroom alone (the same operations in the same order,
+ * so the same bits): the search's test of whether a point fits. */
+static double stage_headroom(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                             const mfu_memory *fixed)
+{
+    int64_t noff;
+    double used = stage_used(fixed, stage_act(sys, c, k, fixed, &noff));
+    double reserve = fixed->reserve_bytes + sys->hw->reserve.fragmentation * used;
+    return fixed->capacity_bytes - (used + reserve);
 }
 
 void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
@@ -321,20 +360,26 @@ void mfu_memory_base_init(const mfu_system *sys, const mfu_config *c, const mfu_
     b->memo_ready = NULL;
 }
 
-static const mfu_memory *base_stage(const mfu_system *sys, const mfu_config *c,
-                                    const mfu_shape_cost *k, mfu_memory_base *b, int i)
+/* Stage i of the base, computed on first use (its state from the
+ * caller's memo when there is one). */
+static void base_stage_fill(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                            mfu_memory_base *b, int i)
 {
-    if (!(b->ready & (1u << i))) {
-        int64_t pp = c->ax[MFU_AX_PP];
-        int64_t ranks[3] = {0, 1, pp - 1};
-        mfu_stage_state own, *st = b->memo ? &b->memo[i] : &own;
-        if (!b->memo || !(*b->memo_ready & (1u << i))) {
-            stage_state_of(sys, c, ranks[i], st);
-            if (b->memo) *b->memo_ready |= 1u << i;
-        }
-        stage_fixed(sys, c, k, ranks[i], st, &b->stage[i]);
-        b->ready |= 1u << i;
+    int64_t pp = c->ax[MFU_AX_PP];
+    int64_t ranks[3] = {0, 1, pp - 1};
+    mfu_stage_state own, *st = b->memo ? &b->memo[i] : &own;
+    if (!b->memo || !(*b->memo_ready & (1u << i))) {
+        stage_state_of(sys, c, ranks[i], st);
+        if (b->memo) *b->memo_ready |= 1u << i;
     }
+    stage_fixed(sys, c, k, ranks[i], st, &b->stage[i]);
+    b->ready |= 1u << i;
+}
+
+static inline const mfu_memory *base_stage(const mfu_system *sys, const mfu_config *c,
+                                           const mfu_shape_cost *k, mfu_memory_base *b, int i)
+{
+    if (!(b->ready & (1u << i))) base_stage_fill(sys, c, k, b, i);
     return &b->stage[i];
 }
 
@@ -348,6 +393,17 @@ void mfu_memory_from_base(const mfu_system *sys, const mfu_config *c, const mfu_
         stage_finish(sys, c, k, base_stage(sys, c, k, b, i), &one);
         if (one.headroom_bytes < out->headroom_bytes) *out = one;
     }
+}
+
+double mfu_memory_headroom_from_base(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                                     mfu_memory_base *b)
+{
+    double h = stage_headroom(sys, c, k, base_stage(sys, c, k, b, 0));
+    for (int i = 1; i < b->n && !(h < 0); i++) {
+        double one = stage_headroom(sys, c, k, base_stage(sys, c, k, b, i));
+        if (one < h) h = one;
+    }
+    return h;
 }
 
 void mfu_memory_costs_ex(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,

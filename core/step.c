@@ -45,10 +45,10 @@ static link link_group(const mfu_system *sys, double n, double stride, const mfu
     link l = link_for(sys, (int64_t)(n * stride), eff);
     if (l.tier > 0 && sys->hw->n_tiers > 1) {
         double d0 = (double)sys->hw->tiers[0].domain_size;
-        double k = stride < d0 ? fmin(n, d0 / stride) : 1.0;
+        double k = stride < d0 ? mfu_dmin(n, d0 / stride) : 1.0;
         if (k > 1) {
             link in = link_for(sys, 1, eff);
-            l.bw = fmin(k * l.bw, in.bw);
+            l.bw = mfu_dmin(k * l.bw, in.bw);
             /* F-COMM-RING-LAT: of a ring's n - 1 steps only those that
              * cross a domain boundary, n/k - 1, pay the outer tier's
              * latency; the rest pay the inner tier's (NCCL
@@ -220,8 +220,8 @@ static void compute_part(step_ctx *x)
     double t_rc = nrc * a->rc_s[c->recompute];
     tm->compute_s = mb * (t_f + t_b);
     tm->compute_fwd_s = mb * t_f;
-    tm->compute_gemm_s = fmin(mb * L * a->gemm_s, tm->compute_s);
-    tm->compute_attention_s = fmin(mb * L * a->attn_core_s, tm->compute_s - tm->compute_gemm_s);
+    tm->compute_gemm_s = mfu_dmin(mb * L * a->gemm_s, tm->compute_s);
+    tm->compute_attention_s = mfu_dmin(mb * L * a->attn_core_s, tm->compute_s - tm->compute_gemm_s);
     tm->recompute_s = mb * t_rc;
     /* F-RC-MAXTEXT: offloaded activations cross the host link, device to
      * host during their layer's forward and back during its backward,
@@ -428,7 +428,7 @@ static void comm_ep(step_ctx *x)
             link lout = link_for(sys, s_ep, eff), lin = link_for(sys, 1, eff);
             double nodes = (double)s_ep / d0, per_node = ep / nodes;
             double remote = (nodes - 1.0) / nodes;
-            double copies = mp->route_nodes > 0 ? fmin((double)mp->route_nodes, fmin(kk, nodes)) : kk;
+            double copies = mp->route_nodes > 0 ? mfu_dmin((double)mp->route_nodes, mfu_dmin(kk, nodes)) : kk;
             double inter = ab * tok * copies * remote * h, intra = ab * tok * kk * h;
             double t_out = inter / bw_at(lout, inter) + (nodes - 1.0) * lout.lat;
             double t_in = per_node > 1 ? intra / bw_at(lin, intra) + (per_node - 1.0) * lin.lat : 0.0;
@@ -518,7 +518,7 @@ static void comm_fsdp(step_ctx *x)
             double lf = a->fwd_s, lb = a->bwd_s + (nrc > 0 ? a->rc_s[c->recompute] : 0.0);
             exp_[MFU_COMM_FSDP] = mb * (L * (mfu_dmax(0.0, ag - lf) + mfu_dmax(0.0, ag + rs - lb)) + 2.0 * ag);
         }
-        exp_[MFU_COMM_FSDP] = fmin(exp_[MFU_COMM_FSDP], tot[MFU_COMM_FSDP]);
+        exp_[MFU_COMM_FSDP] = mfu_dmin(exp_[MFU_COMM_FSDP], tot[MFU_COMM_FSDP]);
     }
 }
 
@@ -547,14 +547,14 @@ static double dp_sync_exposed(const step_ctx *x, double t_sync, double t_last, d
     double b = x->t_b + x->t_rc, v = (double)x->c->vpp;
     double one = mfu_dmax(t_bucket, t_sync - b);
     if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0) return one;
-    double w = fmin(x->pp, x->mb) * b / v, rest = t_sync - (v - 1.0) * w;
+    double w = mfu_dmin(x->pp, x->mb) * b / v, rest = t_sync - (v - 1.0) * w;
     if (x->eff) return mfu_dmax(t_last, rest);
     /* the bound: whichever hides more -- without the alignment
      * (--no-align-grad-reduce, torch.distributed.pipelining) a chunk's
      * buckets reduce under its own last backward too -- and chunk 0 at
      * no more than an even share (its layers and expert parameters are
      * taken at the average) */
-    return fmin(one, mfu_dmax(fmin(t_last, t_sync / v), rest));
+    return mfu_dmin(one, mfu_dmax(mfu_dmin(t_last, t_sync / v), rest));
 }
 
 /* The ZeRO parameter all-gather of the next step under its forward. One
@@ -570,8 +570,8 @@ static double dp_gather_exposed(const step_ctx *x, double t_gather)
     double one = mfu_dmax(0.0, t_gather - f);
     if (x->c->schedule != MFU_SCHED_INTERLEAVED || v <= 1.0 || x->pp <= 1.0) return one;
     double g = t_gather / v;
-    double chunks = mfu_dmax(0.0, g - f / v) + (v - 1.0) * mfu_dmax(0.0, g - fmin(x->pp, x->mb) * f / v);
-    return x->eff ? chunks : fmin(one, chunks); /* the bound: as dp_sync_exposed's */
+    double chunks = mfu_dmax(0.0, g - f / v) + (v - 1.0) * mfu_dmax(0.0, g - mfu_dmin(x->pp, x->mb) * f / v);
+    return x->eff ? chunks : mfu_dmin(one, chunks); /* the bound: as dp_sync_exposed's */
 }
 
 /* DP gradient sync and ZeRO gathers (F-COMM-DP). */
@@ -615,7 +615,7 @@ static void comm_dp(step_ctx *x)
             double P = parts[i][0], n = parts[i][1];
             if (P <= 0 || n <= 1) continue;
             double g = sys->grad_comm_bytes * P;
-            double bucket = fmin(sys->bucket_bytes, g);
+            double bucket = mfu_dmin(sys->bucket_bytes, g);
             int zr = c->zero == 1 || c->zero == 2; /* ZeRO on the replica axis; zero 3 all-reduces the shards */
             double t_part = zr ? t_ag(g, n, l) : t_ar(g, n, l);
             t_sync += t_part;
@@ -635,7 +635,7 @@ static void comm_dp(step_ctx *x)
         double rest = mb * (t_f + t_b) - (t_f + t_b);
         exp_[MFU_COMM_DP] = dp_sync_exposed(x, t_sync, t_last, t_bucket) + dp_gather_exposed(x, t_gather) +
                             mfu_dmax(0.0, (n_sync - 1.0) * t_sync - rest);
-        exp_[MFU_COMM_DP] = fmin(exp_[MFU_COMM_DP], tot[MFU_COMM_DP]);
+        exp_[MFU_COMM_DP] = mfu_dmin(exp_[MFU_COMM_DP], tot[MFU_COMM_DP]);
         /* no overlap of the gradient reduction (Megatron without
          * --overlap-grad-reduce; Korthikanti et al. 2022 sec. 6.3 ran so) */
         if (sys->train.no_grad_overlap) exp_[MFU_COMM_DP] = tot[MFU_COMM_DP];
@@ -691,7 +691,7 @@ static void comm_pp(step_ctx *x)
         } else {
             double chunk = t_mb / v;
             exp_[MFU_COMM_PP] = 2.0 * (pp - 1.0) * one + 2.0 * mb * v * mfu_dmax(0.0, one - chunk);
-            exp_[MFU_COMM_PP] = fmin(exp_[MFU_COMM_PP], tot[MFU_COMM_PP]);
+            exp_[MFU_COMM_PP] = mfu_dmin(exp_[MFU_COMM_PP], tot[MFU_COMM_PP]);
         }
     }
 }

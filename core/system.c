@@ -374,9 +374,13 @@ static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_e
     double ab = s->dtype == MFU_DT_FP32 ? 4.0 : 2.0;
     double T = s->mbs * (double)s->seq / (double)s->cp;
     double Te = s->sp ? T / (double)s->tp : T;
+    double buffers[2];
+    mfu_shape_buffers(sys, s, buffers);
     for (int p = 0; p < np; p++) {
         memset(&out[p], 0, sizeof out[p]);
         out[p].shape = *s;
+        out[p].buffers_bytes[0] = buffers[0];
+        out[p].buffers_bytes[1] = buffers[1];
     }
     for (int r = 0; r < m->n_runs; r++) {
         /* never more than MFU_MAX_LAYER_OPS <= MFU_SCRATCH_OPS (ops.h) */

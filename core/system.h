@@ -409,6 +409,7 @@ typedef struct mfu_shape_cost {
     double embed_fwd_s, embed_bwd_s, embed_saved;
     double head_fwd_s, head_bwd_s, head_saved;
     double logits_transient;       /* bytes live at once besides head_saved (bf16 logits) */
+    double buffers_bytes[2];       /* F-MEM-BUF without and with pp (mfu_shape_buffers) */
 } mfu_shape_cost;
 
 /* eff NULL = ideal (bound). ops: scratch of MFU_SCRATCH_OPS. */
@@ -470,6 +471,10 @@ void mfu_memory_base_init(const mfu_system *sys, const mfu_config *c, const mfu_
  * completes as stages are needed). */
 void mfu_memory_from_base(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                           mfu_memory_base *b, int exact, mfu_memory *out);
+/* What mfu_memory_from_base with exact 0 gives as headroom_bytes, without
+ * the rest of the answer: the search's test of whether a point fits. */
+double mfu_memory_headroom_from_base(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
+                                     mfu_memory_base *b);
 /* One pipeline rank's memory (0 <= stage < pp), for the per-stage report. */
 void mfu_memory_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
                       int64_t stage, mfu_memory *out);

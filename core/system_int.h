@@ -10,6 +10,12 @@
 #include "system.h"
 
 static inline double mfu_dmax(double a, double b) { return a > b ? a : b; }
+/* fmin for the finite operands of the model: inlined (-std=c11 keeps
+ * fmin a libm call, through the PLT, for its NaN rules) */
+static inline double mfu_dmin(double a, double b) { return a < b ? a : b; }
+
+/* memory.c: a shape's buffers (F-MEM-BUF), [0] pp = 1, [1] pp > 1 */
+void mfu_shape_buffers(const mfu_system *sys, const mfu_shape *s, double out[2]);
 
 
 /* The pipeline rank holding the LM head, the final norm and the loss: the
