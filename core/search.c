@@ -209,10 +209,17 @@ typedef struct ctx {
     unsigned fw_sched;    /* ... and the schedule level's */
     int n_rc;             /* recompute policies tried (rc_usable_, fixed per search) */
     int rc_list[MFU_RC_COUNT]; /* their slots, ascending */
-    /* the layer split per vpp for the current pp (mfu_config_default_split
-     * depends on pp and vpp only, and on whether the stages loop or form a
-     * V: slot 0 holds DualPipeV's, vpp 2 in a V) */
+    /* mfu_config_check_rc's verdict per policy for recompute_layers -1
+     * (-1: legal; else the prune reason): it depends on the system and the
+     * policy alone there, but for cpu_offload (pp, layers), so score_point
+     * looks it up instead of asking at every point */
+    int rc_verdict[MFU_RC_COUNT];
+    /* the layer split per vpp for the current pp, weighed the first time
+     * that vpp comes up (mfu_config_default_split depends on pp and vpp
+     * only, and on whether the stages loop or form a V: slot 0 holds
+     * DualPipeV's, vpp 2 in a V) */
     int64_t split_pp;
+    unsigned char split_have[MFU_SEARCH_MAX_VPP + 1]; /* weighed (on demand) */
     int split_ok[MFU_SEARCH_MAX_VPP + 1];
     mfu_config split_cfg[MFU_SEARCH_MAX_VPP + 1];
     /* check_split's verdict per (vpp slot, schedule) for split_pp, weighed
@@ -335,8 +342,12 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         return NAN;
     }
     /* the shape and schedule levels were checked by the loops above */
-    if (mfu_config_check_rc(sys, c, &reason, &why) != MFU_OK) {
-        res->stats.pruned[reason]++;
+    int verdict = c->recompute_layers == -1 && c->recompute != MFU_RC_CPU_OFFLOAD
+                      ? x->rc_verdict[c->recompute]
+                  : mfu_config_check_rc(sys, c, &reason, &why) != MFU_OK ? reason
+                                                                        : -1;
+    if (verdict >= 0) {
+        res->stats.pruned[verdict]++;
         return NAN;
     }
     if (!x->any && !(x->fw_sched & sys->rc[c->recompute].frameworks)) {
@@ -349,12 +360,13 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         res->stats.truncated = 1;
         x->stop = x->stopped = 1;
     }
-    mfu_memory mem;
-    mfu_memory_from_base(sys, c, &ce->bound, &x->mbase, 0, &mem);
-    if (mem.headroom_bytes < 0) {
+    /* the headroom alone: the whole answer only for a point that enters
+     * the ranking */
+    double headroom = mfu_memory_headroom_from_base(sys, c, &ce->bound, &x->mbase);
+    if (headroom < 0) {
         res->stats.pruned[MFU_PRUNE_MEMORY]++;
-        note_closest(x, c, ce, mem.headroom_bytes);
-        return mem.headroom_bytes;
+        note_closest(x, c, ce, headroom);
+        return headroom;
     }
     res->stats.feasible++;
     count_variant(x, c);
@@ -378,20 +390,22 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
     cand.score = mfu_step_time_below(sys, c, k, !x->o->rank_by_bound, limit * gbt * (1.0 + 1e-12)) / gbt;
     if (isinf(cand.score)) {
         res->stats.pruned[MFU_PRUNE_BOUND]++;
-        return mem.headroom_bytes;
+        return headroom;
     }
     res->stats.fully_evaluated++;
+    mfu_memory mem;
+    mfu_memory_from_base(sys, c, &ce->bound, &x->mbase, 0, &mem);
     cand.config = *c;
     cand.mem_bytes = mem.total_bytes;
     cand.variants = 0;
-    if (res->n == x->o->top_k && cmp_ranked(&cand, &res->top[res->n - 1]) >= 0) return mem.headroom_bytes;
-    if (fam >= 0 && cmp_ranked(&cand, &res->top[fam]) >= 0) return mem.headroom_bytes;
+    if (res->n == x->o->top_k && cmp_ranked(&cand, &res->top[res->n - 1]) >= 0) return headroom;
+    if (fam >= 0 && cmp_ranked(&cand, &res->top[fam]) >= 0) return headroom;
     if (mfu_evaluate_costs(sys, c, &ce->bound, &ce->expected, &mem, &cand.eval) != MFU_OK)
-        return mem.headroom_bytes;
+        return headroom;
     insert_top(res, x->o, &cand);
     x->inserts++;
     if (x->o->first_fit) x->stop = 1;
-    return mem.headroom_bytes;
+    return headroom;
 }
 
 /* Fewest fully recomputed layers per stage that make c fit (0 < n < ls),
@@ -587,18 +601,20 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
             uint64_t n_rc = o->fix_recompute >= 0 ? 1 : (uint64_t)rc_count(x);
             const char *why;
             int reason;
-            if (x->split_pp != pp) { /* a new pp: the splits of every vpp */
+            if (x->split_pp != pp) { /* a new pp: no split weighed yet */
                 x->split_pp = pp;
                 memset(x->split_done, 0, sizeof x->split_done);
-                for (int64_t w = 0; w <= MFU_SEARCH_MAX_VPP; w++) {
-                    mfu_config t = *c;
-                    t.vpp = w ? w : 2;
-                    t.schedule = w ? MFU_SCHED_1F1B : MFU_SCHED_DUALPIPEV;
-                    x->split_ok[w] = t.vpp * pp <= x->sys->layers + 2 && mfu_config_default_split(x->sys, &t) == MFU_OK;
-                    x->split_cfg[w] = t;
-                }
+                memset(x->split_have, 0, sizeof x->split_have);
             }
             int64_t slot = s == MFU_SCHED_DUALPIPEV ? 0 : v;
+            if (v <= MFU_SEARCH_MAX_VPP && !x->split_have[slot]) { /* this vpp's, once per pp */
+                mfu_config t = *c;
+                t.vpp = slot ? slot : 2;
+                t.schedule = slot ? MFU_SCHED_1F1B : MFU_SCHED_DUALPIPEV;
+                x->split_ok[slot] = t.vpp * pp <= x->sys->layers + 2 && mfu_config_default_split(x->sys, &t) == MFU_OK;
+                x->split_cfg[slot] = t;
+                x->split_have[slot] = 1;
+            }
             if (v > MFU_SEARCH_MAX_VPP || !x->split_ok[slot]) {
                 prune(x, MFU_PRUNE_DIVISIBILITY, n_rc);
                 continue;
@@ -611,6 +627,19 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
                 x->split_rc[slot][s] = mfu_config_check_split(x->sys, c, &x->split_reason[slot][s],
                                                               &x->split_why[slot][s]);
                 x->split_done[slot][s] = 1;
+            }
+            if (s == MFU_SCHED_GPIPE && v > 1 && !x->any && !(x->fw_shape & MFU_FW_MASK(MFU_FW_MAXTEXT)) &&
+                x->split_rc[slot][s] == MFU_OK) {
+                /* circular GPipe (vpp repeats) is MaxText's alone: Megatron
+                 * has no GPipe (FW-M4) and torchtitan's runs one stage per
+                 * rank (FW-T5). Where the shape left MaxText out, the rules
+                 * would refuse the point, so they are not asked (a fifth of
+                 * DeepSeek-V3's schedule points on 2,048 H800s); the point's
+                 * schedule switches pass here by construction (gpipe, pp > 1,
+                 * a zero stage zero_loop offers). test_search's
+                 * t_circular_gpipe_maxtext_only checks the claim */
+                prune(x, MFU_PRUNE_FRAMEWORK, n_rc);
+                continue;
             }
             if (mfu_config_check_sched_given(c, x->split_rc[slot][s], x->split_reason[slot][s],
                                              x->split_why[slot][s], &reason, &why) != MFU_OK) {
@@ -834,6 +863,15 @@ int mfu_search_shard(const mfu_system *sys, const mfu_search_opts *o, mfu_search
     for (int rc = 0; rc < MFU_RC_COUNT; rc++)
         if (rc_usable_(&x, rc)) x.rc_list[x.n_rc++] = rc;
     if (x.n_rc == 0) x.n_rc = 1;
+    for (int rc = 0; rc < MFU_RC_COUNT; rc++) {
+        mfu_config t;
+        memset(&t, 0, sizeof t);
+        t.recompute = rc;
+        t.recompute_layers = -1;
+        const char *why;
+        int reason;
+        x.rc_verdict[rc] = mfu_config_check_rc(sys, &t, &reason, &why) != MFU_OK ? reason : -1;
+    }
     if (o->max_evaluations) {
         x.budget = mfu_search_shard_budget(o, shard);
         if (x.budget == 0) { /* fewer evaluations allowed than shards */

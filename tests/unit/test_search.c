@@ -448,6 +448,67 @@ static void t_cpu_offload_fit(void)
     }
 }
 
+/* core/search.c's schedule loop refuses circular GPipe (gpipe, vpp > 1)
+ * without asking the framework rules wherever MaxText is out: it holds
+ * that only MaxText runs it (docs/frameworks.md FW-M4: Megatron-LM has no
+ * GPipe; FW-T5: torchtitan's GPipe runs one stage per rank; FW-X4:
+ * MaxText's pipeline is GPipe with num_pipeline_repeats = vpp). Here the
+ * rules themselves: over pp, vpp, zero, micro-batches, cp and fsdp on a
+ * dense and an MoE model, Megatron and torchtitan admit none of them, and
+ * MaxText on a TPU does admit some (so the points are real ones). */
+static void t_circular_gpipe_maxtext_only(void)
+{
+    fixture();
+    static mfu_model mm, mt;
+    static mfu_hardware tpu;
+    static mfu_system smoe, stpu;
+    static mfu_training trm = {4096, 4096.0 * 512, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    CHECK(load_model("deepseek-v2-lite", &mm) == 0);
+    CHECK(mfu_system_init(&smoe, &mm, &hw, &trm, 64, 0, ops) == MFU_OK);
+    CHECK(load_model("llama3-8b", &mt) == 0);
+    CHECK(load_hw("tpu-v5p", &tpu) == 0);
+    CHECK(mfu_system_init(&stpu, &mt, &tpu, &trm, 64, 0, ops) == MFU_OK);
+    const unsigned gpu_fw = MFU_FW_MASK(MFU_FW_MEGATRON) | MFU_FW_MASK(MFU_FW_TORCHTITAN);
+    const mfu_system *gpus[2] = {&sys, &smoe};
+    int admitted_gpu = 0, tried = 0, admitted_mx = 0;
+    for (int k = 0; k < 3; k++) {
+        const mfu_system *s = k < 2 ? gpus[k] : &stpu;
+        for (int64_t pp = 2; pp <= 4; pp *= 2)
+            for (int64_t v = 2; v <= 4; v++)
+                for (int64_t cp = 1; cp <= 2; cp++)
+                    for (int64_t fsdp = 1; fsdp <= 2; fsdp++)
+                        for (int z = 0; z <= 3; z++)
+                            for (int64_t ga = 1; ga <= 16; ga++) {
+                                mfu_config c;
+                                memset(&c, 0, sizeof c);
+                                c.ax[MFU_AX_PP] = pp;
+                                c.ax[MFU_AX_CP] = cp;
+                                c.ax[MFU_AX_FSDP] = fsdp;
+                                c.ax[MFU_AX_TP] = 2;
+                                c.ax[MFU_AX_EP] = 1;
+                                c.ax[MFU_AX_DP] = s->devices / (pp * cp * fsdp * 2);
+                                c.sp = 1;
+                                c.etp = s->moe_layers > 0 ? 2 : 1;
+                                c.mbs = 1;
+                                c.grad_accum = ga;
+                                c.zero = z;
+                                c.schedule = MFU_SCHED_GPIPE;
+                                c.vpp = v;
+                                c.recompute_layers = -1;
+                                if (mfu_config_default_split(s, &c) != MFU_OK) continue;
+                                if (k < 2) {
+                                    tried++;
+                                    admitted_gpu += mfu_config_frameworks_sched(s, &c, gpu_fw) != 0;
+                                } else {
+                                    admitted_mx += mfu_config_frameworks_sched(s, &c, MFU_FW_MASK(MFU_FW_MAXTEXT)) != 0;
+                                }
+                            }
+    }
+    CHECK(tried > 1000);
+    CHECK_EQ_I(admitted_gpu, 0);
+    CHECK(admitted_mx > 0);
+}
+
 static const check_case cases[] = {
     CHECK_CASE(t_top1_is_head),
     CHECK_CASE(t_ranking_sorted),
@@ -463,6 +524,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_callback_stops),
     CHECK_CASE(t_batch_range),
     CHECK_CASE(t_cpu_offload_fit),
+    CHECK_CASE(t_circular_gpipe_maxtext_only),
 };
 
 int main(int argc, char **argv)
