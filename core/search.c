@@ -670,14 +670,19 @@ static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
         unsigned off = offered[z];
         if (z == 3) {
             /* Megatron's FSDP runs without pp (FW-M1) and with untied
-             * embeddings (FW-M8) only; weighed only where a framework the
-             * layout's shape admits can take it */
+             * embeddings (FW-M8) only */
             int fsdp2 = c->ax[MFU_AX_DP] == 1 && c->ax[MFU_AX_EP] == 1;
             int mg = c->ax[MFU_AX_PP] == 1 && !(x->sys->model->tie_embeddings && fsdp2);
             off = MFU_FW_MASK(MFU_FW_TORCHTITAN) | MFU_FW_MASK(MFU_FW_MAXTEXT) |
                   (mg ? MFU_FW_MASK(MFU_FW_MEGATRON) : 0u);
-            if (!x->any) off &= x->fw_shape;
         }
+        /* weighed only where a framework the layout's shape admits offers
+         * the stage: torchtitan refuses ZeRO 1 and 2 (FW-T1), MaxText ZeRO
+         * 2 (FW-X1) at every schedule point, so a shape only they admit
+         * has no point to weigh there (such stages were two fifths of
+         * DeepSeek-V3's schedule points on 2,048 H800s, each refused by
+         * the rules one by one) */
+        if (!x->any) off &= x->fw_shape;
         if (x->o->fix_zero < 0 && !fw_admits(x, off)) continue;
         c->zero = z;
         schedule_loop(x, c, ce);
