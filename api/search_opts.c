@@ -44,7 +44,12 @@ static int parse_fix(json_t *fix, const char *ptr, const mfu_system *sys, mfu_se
     int64_t iv;
     if (json_object_get(fix, "zero")) { bad |= jv_int(fix, "zero", fp, JV_REQUIRED, 0, 0, 3, &iv, st); o->fix_zero = (int)iv; }
     if (json_object_get(fix, "etp")) { bad |= jv_int(fix, "etp", fp, JV_REQUIRED, 1, 1, API_MAX_DEVICES, &o->fix_etp, st); }
-    if (json_object_get(fix, "vpp")) { bad |= jv_int(fix, "vpp", fp, JV_REQUIRED, 1, 1, 64, &o->fix_vpp, st); }
+    /* a fixed vpp or mbs widens max_vpp / max_mbs as a fixed tp widens
+     * max_tp: the search enumerates up to those, and a fixed value above
+     * them (Megatron Bridge's Qwen3-30B-A3B on 16 H100s: pp 2 x vpp 12)
+     * found nothing, "pruned for constraint" */
+    if (json_object_get(fix, "vpp")) { bad |= jv_int(fix, "vpp", fp, JV_REQUIRED, 1, 1, 64, &o->fix_vpp, st);
+        if (o->fix_vpp > o->max_vpp) o->max_vpp = o->fix_vpp; }
     if (json_object_get(fix, "mbs")) { bad |= jv_int(fix, "mbs", fp, JV_REQUIRED, 1, 1, 1 << 20, &o->fix_mbs, st);
         if (o->fix_mbs > o->max_mbs) o->max_mbs = o->fix_mbs; }
     if (json_object_get(fix, "schedule")) { bad |= jv_enum(fix, "schedule", fp, JV_REQUIRED, 0, api_schedule_names, &v, st); o->fix_schedule = v; }

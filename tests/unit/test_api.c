@@ -532,6 +532,29 @@ static void t_dualpipev_by_name(void)
     json_decref(r);
 }
 
+static void t_fix_vpp_above_max(void)
+{
+    /* search.fix's vpp above max_vpp (default 8) widens it, as a fixed mbs
+     * widens max_mbs: Megatron Bridge launches Qwen3-30B-A3B on 16 H100s
+     * as pp 2, vpp 12, ep 8, mbs 1 (docs/performance-summary.md, 26.02.01:
+     * 48 layers, 2 per virtual stage); before, nothing was legal */
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J("{\"model\": {\"preset\": \"qwen3-30b-a3b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                  "\"devices\": 16, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 4194304, "
+                  "\"dtype\": \"fp8\"}, \"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"], "
+                  "\"fix\": {\"tp\": 1, \"pp\": 2, \"cp\": 1, \"ep\": 8, \"mbs\": 1, \"vpp\": 12}}}");
+    json_t *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *c = json_array_get(json_object_get(res, "configs"), 0);
+    CHECK(c != NULL);
+    CHECK_EQ_I(json_integer_value(json_object_get(c, "vpp")), 12);
+    CHECK_STR(json_string_value(json_object_get(c, "schedule")), "interleaved");
+    CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(c, "parallel"), "pp")), 2);
+    json_decref(res);
+    json_decref(r);
+}
+
 static void t_maxtext_remat_names(void)
 {
     /* MaxText's name policies by request (docs/model.md F-RC-MAXTEXT) */
@@ -1142,6 +1165,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_limits_sizes),
     CHECK_CASE(t_limits_in_engines),
     CHECK_CASE(t_dualpipev_by_name),
+    CHECK_CASE(t_fix_vpp_above_max),
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
     CHECK_CASE(t_fp8_recipe),
