@@ -227,6 +227,7 @@ int api_request_measured(json_t *request, api_request *r, mfu_system *sys, mfu_c
     if (rq_parse_config(json_object_get(meas, "config"), "/measured/config", sys, c, MFU_FW_ALL, st)) return -1;
     c->tp_overlap = r->tp_overlap;
     c->ep_overlap = r->ep_overlap;
+    (void)api_infer_measured(sys, c, json_object_get(meas, "config"), MFU_FW_ALL, ops);
     return 0;
 }
 
@@ -330,6 +331,7 @@ static json_t *search_from(struct api_prepared *p, json_t *request, api_status *
     o->tp_overlap = r->tp_overlap;
     o->ep_overlap = r->ep_overlap;
     mfu_config mc;
+    unsigned inferred = 0;
     json_t *meas = json_object_get(request, "measured");
     double meas_t = 0;
     json_t *meas_trace = NULL;
@@ -339,6 +341,7 @@ static json_t *search_from(struct api_prepared *p, json_t *request, api_status *
             goto fail;
         mc.tp_overlap = r->tp_overlap;
         mc.ep_overlap = r->ep_overlap;
+        inferred = api_infer_measured(sys, &mc, json_object_get(meas, "config"), admitted_of(o), ops);
     }
     if (threads < 1) threads = 1;
     if (threads > MFU_SEARCH_SHARDS) threads = MFU_SEARCH_SHARDS;
@@ -380,6 +383,8 @@ static json_t *search_from(struct api_prepared *p, json_t *request, api_status *
                     "configs", configs, "ties", ties, "search", stats);
     if (!out) api_fail(st, 500, "", "result has a non-finite number"); /* as api_roofline */
     else add_search_notes(out, p, request, meas, &mc, meas_t, meas_trace, &res, &d, st);
+    json_t *mo = out ? json_object_get(out, "measured") : NULL;
+    if (mo && inferred) json_object_set_new(mo, "inferred", api_inferred_json(inferred));
 fail:
     free(top);
     free(parts_top);

@@ -2,6 +2,7 @@
  * and HFU, the bound -> expected -> measured gap by component, and with a
  * profiler trace, the trace against the prediction drawn as one (issue 12
  * item 3). The model of the gap lives here; api/render.c only renders. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,4 +110,104 @@ json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mf
     if (o && tj) json_object_set_new(o, "trace", tj);
     else json_decref(tj);
     return o;
+}
+
+/* ---- switches a measured configuration leaves out ---------------------- */
+
+/* One candidate's verdict: legal, launched by an admitted framework where
+ * the configuration as given is, fitting; its expected step. */
+static int infer_try(const mfu_system *sys, const mfu_config *c, unsigned need_fw, mfu_op *ops, double *step_s)
+{
+    int reason;
+    const char *why;
+    if (mfu_config_check(sys, c, &reason, &why) != MFU_OK) return 0;
+    if (need_fw && !(mfu_config_frameworks(sys, c, NULL) & need_fw)) return 0;
+    mfu_eval ev;
+    if (mfu_evaluate(sys, c, ops, &ev) != MFU_OK || !ev.feasible) return 0;
+    *step_s = ev.expected.step_time_s;
+    return 1;
+}
+
+/* Full recompute of the fewest layers per stage that fit (memory falls
+ * with every layer recomputed: a bisection), or -1 (all) when only all do,
+ * or 0 when none does. */
+static int64_t infer_rc_layers(const mfu_system *sys, mfu_config *c, unsigned need_fw, mfu_op *ops)
+{
+    double t;
+    c->recompute = MFU_RC_FULL;
+    c->recompute_layers = -1;
+    if (!infer_try(sys, c, need_fw, ops, &t)) return 0;
+    mfu_stages st;
+    mfu_config_stages(sys, c, &st);
+    int64_t hi = st.first > st.mid ? st.first : st.mid, lo = 0; /* lo: does not fit */
+    if (st.last > hi) hi = st.last;
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        c->recompute_layers = mid;
+        if (infer_try(sys, c, need_fw, ops, &t)) hi = mid;
+        else lo = mid;
+    }
+    return hi;
+}
+
+/* The switches a measured configuration leaves out (sp, zero, the
+ * recompute policy) took their defaults in rq_parse_config: the
+ * frameworks' own (Megatron-LM: no sequence parallelism, no distributed
+ * optimizer, no recompute) where those are not forced. A run that ran fit
+ * in memory, so where the defaults do not fit, the run must have used
+ * something else: the fastest (expected step) among the variants of the
+ * left-out switches that fit -- sp with tp, the distributed optimizer
+ * (zero 1) over dp x cp, a recompute policy an admitted framework offers,
+ * or full recompute of the fewest layers that fit -- and the answer names
+ * them (measured.inferred). CPU offload is never guessed. Where nothing
+ * fits, the defaults stay (the answer says feasible false). Returns the
+ * API_INFER_* bits of the switches changed. */
+unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
+{
+    json_t *par = json_object_get(cj, "parallel");
+    int sp_given = json_object_get(par, "sp") != NULL, zero_given = json_object_get(par, "zero") != NULL;
+    int rc_given = json_object_get(cj, "recompute") || json_object_get(cj, "recompute_modules") ||
+                   json_object_get(cj, "recompute_layers");
+    double t;
+    unsigned fw0 = mfu_config_frameworks(sys, c, NULL) & admitted;
+    if ((sp_given && zero_given && rc_given) || infer_try(sys, c, fw0, ops, &t)) return 0;
+    int n_sp = 1, n_zero = 1, sps[2] = {c->sp, !c->sp}, zeros[2] = {c->zero, 1};
+    if (!sp_given && c->ax[MFU_AX_TP] > 1) n_sp = 2;
+    if (!zero_given && c->zero == 0 && c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1)
+        n_zero = 2;
+    mfu_config best = *c, t_c;
+    double best_t = INFINITY;
+    for (int i = 0; i < n_sp; i++)
+        for (int j = 0; j < n_zero; j++)
+            for (int rc = 0; rc < (rc_given ? 1 : MFU_RC_COUNT); rc++) {
+                t_c = *c;
+                t_c.sp = sps[i];
+                t_c.zero = zeros[j];
+                if (!rc_given) {
+                    if (rc == MFU_RC_CPU_OFFLOAD || rc == MFU_RC_CUSTOM || rc == MFU_RC_MAXTEXT) continue;
+                    t_c.recompute = rc;
+                    t_c.recompute_layers = -1;
+                    if (rc == MFU_RC_FULL && infer_rc_layers(sys, &t_c, fw0, ops) == 0) continue;
+                }
+                if (infer_try(sys, &t_c, fw0, ops, &t) && t < best_t) {
+                    best_t = t;
+                    best = t_c;
+                }
+            }
+    if (!(best_t < INFINITY)) return 0;
+    unsigned bits = (best.sp != c->sp ? API_INFER_SP : 0u) | (best.zero != c->zero ? API_INFER_ZERO : 0u) |
+                    (best.recompute != c->recompute || best.recompute_layers != c->recompute_layers
+                         ? API_INFER_RECOMPUTE
+                         : 0u);
+    *c = best;
+    return bits;
+}
+
+json_t *api_inferred_json(unsigned bits)
+{
+    json_t *a = json_array();
+    if (bits & API_INFER_SP) json_array_append_new(a, json_string("sp"));
+    if (bits & API_INFER_ZERO) json_array_append_new(a, json_string("zero"));
+    if (bits & API_INFER_RECOMPUTE) json_array_append_new(a, json_string("recompute"));
+    return a;
 }

@@ -243,6 +243,7 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         if (rq_parse_config(cj, "/measured/config", sys, &mc, admitted_of(o), st)) goto fail;
         mc.tp_overlap = r->tp_overlap;
         mc.ep_overlap = r->ep_overlap;
+        (void)api_infer_measured(sys, &mc, cj, admitted_of(o), p->ops);
         mj = json_pack("{s:o}", "config", config_json_min(sys, &mc));
         if (t > 0) json_object_set_new(mj, "step_time_s", json_real(t));
         if (tr) json_object_set_new(mj, "trace", json_deep_copy(tr));

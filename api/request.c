@@ -259,6 +259,25 @@ static int parse_split(json_t *cj, const char *ptr, const mfu_system *sys, mfu_c
     return 0;
 }
 
+/* The schedule of a configuration that names none, as the frameworks
+ * choose it from the layout: with pp > 1, Megatron-LM runs the
+ * interleaved 1F1B when a virtual pipeline size is given
+ * (--virtual-pipeline-model-parallel-size or
+ * --num-layers-per-virtual-pipeline-stage: get_forward_backward_func) and
+ * 1F1B otherwise, as torchtitan's Interleaved1F1B and 1F1B; MaxText's
+ * pipeline is GPipe, circular with num_pipeline_repeats = vpp (FW-X4),
+ * taken where MaxText is the only admitted framework of the platform. A
+ * measured run from a table that gives VP without a schedule was refused
+ * ("vpp > 1 only with the interleaved or gpipe schedule"). */
+mfu_schedule rq_default_schedule(const mfu_system *sys, const mfu_config *c, unsigned admitted)
+{
+    if (c->ax[MFU_AX_PP] < 2) return MFU_SCHED_1F1B;
+    unsigned on = admitted & mfu_platform_frameworks(sys->hw);
+    unsigned loop = MFU_FW_MASK(MFU_FW_MEGATRON) | MFU_FW_MASK(MFU_FW_TORCHTITAN);
+    if (!(on & loop) && (on & MFU_FW_MASK(MFU_FW_MAXTEXT))) return MFU_SCHED_GPIPE;
+    return c->vpp > 1 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
+}
+
 static int nbits(unsigned x)
 {
     int n = 0;
@@ -341,6 +360,7 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     /* DualPipeV is two stages per rank: vpp 2 unless given */
     bad |= jv_int(cj, "vpp", ptr, JV_OPTIONAL, c->schedule == MFU_SCHED_DUALPIPEV ? 2 : 1, 1, 1024,
                   &c->vpp, st);
+    if (!json_object_get(cj, "schedule")) c->schedule = rq_default_schedule(sys, c, admitted);
     bad |= jv_int(cj, "mbs", ptr, JV_OPTIONAL, 1, 1, 1 << 20, &c->mbs, st);
     unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
     unsigned mx[2] = {sys->rc[MFU_RC_MAXTEXT].mx_device, sys->rc[MFU_RC_MAXTEXT].mx_host};

@@ -47,6 +47,11 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
  * pipelined layout no other admitted framework takes, keeps 0. Others:
  * unchanged. */
 void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted);
+/* The schedule of a configuration that names none: 1F1B without pp; with
+ * pp, interleaved where vpp > 1 and 1F1B otherwise (Megatron-LM,
+ * torchtitan), GPipe where MaxText is the platform's only admitted
+ * framework (its pipelines are GPipe, circular with vpp). */
+mfu_schedule rq_default_schedule(const mfu_system *sys, const mfu_config *c, unsigned admitted);
 /* The sp and etp of a configuration that names them not, with tp > 1:
  * sequence parallel, and expert TP = tp on an MoE model, where some
  * admitted framework runs the layout so and none as it was given, and

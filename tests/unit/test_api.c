@@ -555,6 +555,63 @@ static void t_fix_vpp_above_max(void)
     json_decref(r);
 }
 
+/* The measured run of a table that gives the layout alone (Megatron
+ * Bridge's docs/performance-summary.md: TP, PP, CP, VP, EP, MBS, GBS):
+ * the schedule follows VP (interleaved), and where the frameworks'
+ * defaults of the switches left out cannot fit, the fastest variant of
+ * them that fits is taken and named (measured.inferred). */
+static json_t *measured_of(const char *hw, int devices, const char *config)
+{
+    char req[768];
+    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"%s\"}, "
+             "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"devices\": %d, "
+             "\"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"]}, \"measured\": {\"config\": %s, "
+             "\"step_time_s\": 1}}", hw, devices, config);
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
+    CHECK(res != NULL);
+    json_t *m = json_deep_copy(json_object_get(res, "measured"));
+    json_decref(res);
+    json_decref(r);
+    return m;
+}
+
+static void t_measured_inferred(void)
+{
+    /* Llama-3-8B (8.03 B parameters) over dp 8 on H100s: replicated bf16
+     * weights, fp32 gradients and fp32 Adam master and moments are 2 + 4 +
+     * 12 = 18 B a parameter, 144.6 GB, more than 80 GB; the distributed
+     * optimizer's 2 + 4 + 12 / 8 = 7.5 B a parameter, 60.2 GB, leaves room */
+    json_t *m = measured_of("h100-sxm", 8, "{\"parallel\": {\"dp\": 8}}");
+    json_t *c = json_object_get(m, "config");
+    CHECK(json_is_true(json_object_get(c, "feasible")));
+    CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(c, "parallel"), "zero")), 1);
+    json_t *inf = json_object_get(m, "inferred");
+    CHECK(json_array_size(inf) >= 1);
+    int has_zero = 0;
+    for (size_t i = 0; i < json_array_size(inf); i++)
+        has_zero |= !strcmp(json_string_value(json_array_get(inf, i)), "zero");
+    CHECK(has_zero);
+    json_decref(m);
+    /* a switch the run names is kept, fitting or not */
+    m = measured_of("h100-sxm", 8, "{\"parallel\": {\"dp\": 8, \"zero\": 0}, \"recompute\": \"none\"}");
+    c = json_object_get(m, "config");
+    CHECK(json_is_false(json_object_get(c, "feasible")));
+    CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(c, "parallel"), "zero")), 0);
+    CHECK(json_object_get(m, "inferred") == NULL);
+    json_decref(m);
+    /* defaults that fit stay: B200's 192 GB hold the replicated 144.6 */
+    m = measured_of("b200", 8, "{\"parallel\": {\"dp\": 8}}");
+    CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(json_object_get(m, "config"), "parallel"), "zero")), 0);
+    CHECK(json_object_get(m, "inferred") == NULL);
+    json_decref(m);
+    /* VP without a schedule: Megatron's interleaved 1F1B (it was a 422) */
+    m = measured_of("h100-sxm", 8, "{\"parallel\": {\"dp\": 2, \"pp\": 4, \"zero\": 1}, \"vpp\": 2}");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(m, "config"), "schedule")), "interleaved");
+    json_decref(m);
+}
+
 static void t_maxtext_remat_names(void)
 {
     /* MaxText's name policies by request (docs/model.md F-RC-MAXTEXT) */
@@ -780,12 +837,13 @@ static void t_hardware_mxu_fp8_fields(void)
  * zero stage is sharded over the cp ranks (zero 3), as torchtitan and
  * MaxText run it, where the admitted frameworks that run that are no fewer
  * than those that run replicas; a zero it names is kept. */
-static int measured_zero(int devices, const char *frameworks, const char *parallel)
+static int measured_zero_on(const char *hw, int devices, const char *frameworks, const char *parallel)
 {
     char req[640];
-    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": %d, "
+    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"%s\"}, "
+             "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"devices\": %d, "
              "\"search\": {\"top_k\": 1%s}, \"measured\": {\"config\": {\"parallel\": %s}, "
-             "\"step_time_s\": 1}}", devices, frameworks, parallel);
+             "\"step_time_s\": 1}}", hw, devices, frameworks, parallel);
     api_status st;
     api_status_init(&st);
     json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
@@ -797,17 +855,28 @@ static int measured_zero(int devices, const char *frameworks, const char *parall
     return z;
 }
 
+static int measured_zero(int devices, const char *frameworks, const char *parallel)
+{
+    return measured_zero_on("h100-sxm", devices, frameworks, parallel);
+}
+
 static void t_measured_zero_default(void)
 {
     CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 8}"), 3);
     CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 8, \"zero\": 0}"), 0);
-    CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 4, \"dp\": 2}"), 0);  /* a replica axis: Megatron's dp x cp */
+    /* a replica axis: Megatron's dp x cp, its state replicated where that
+     * fits (Llama-3-8B's 18 B a parameter of weights, fp32 gradients and
+     * Adam state, 144 GB, on a B200's 192), else the distributed optimizer
+     * (zero 1, inferred: 144 GB cannot fit in an H100's 80) */
+    CHECK_EQ_I(measured_zero_on("b200", 8, "", "{\"cp\": 4, \"dp\": 2}"), 0);
+    CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 4, \"dp\": 2}"), 1);
     /* ... unless only torchtitan is asked for, which never replicates over
      * cp: HSDP, replicas over dp of FSDP over cp (its CI's
      * hsdp+cp_without_dp_shard) */
     CHECK_EQ_I(measured_zero(8, ", \"frameworks\": [\"torchtitan\"]", "{\"cp\": 4, \"dp\": 2}"), 3);
     CHECK_EQ_I(measured_zero(8, "", "{\"cp\": 4, \"fsdp\": 2}"), 0); /* the fsdp axis shards */
-    CHECK_EQ_I(measured_zero(8, "", "{\"dp\": 8}"), 0);
+    CHECK_EQ_I(measured_zero_on("b200", 8, "", "{\"dp\": 8}"), 0);
+    CHECK_EQ_I(measured_zero(8, "", "{\"dp\": 8}"), 1);
     /* a pipelined cp-only layout that only Megatron-LM is asked for: its
      * FSDP needs pp 1 (FW-M1), so the replicas; torchtitan's reading of the
      * same layout shards (FSDP over cp with pp) */
@@ -1166,6 +1235,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_limits_in_engines),
     CHECK_CASE(t_dualpipev_by_name),
     CHECK_CASE(t_fix_vpp_above_max),
+    CHECK_CASE(t_measured_inferred),
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
     CHECK_CASE(t_fp8_recipe),
