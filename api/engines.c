@@ -199,7 +199,7 @@ static int pinned_config(json_t *fix, const mfu_system *sys, const mfu_search_op
     c->etp = o->fix_etp > 0 ? o->fix_etp : 1;
     c->vpp = o->fix_vpp > 0 ? o->fix_vpp : o->fix_schedule == MFU_SCHED_DUALPIPEV ? 2 : 1;
     c->schedule = o->fix_schedule >= 0 ? (mfu_schedule)o->fix_schedule
-                  : c->vpp > 1 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
+                                       : rq_default_schedule(sys, c, admitted_of(o));
     c->mbs = o->fix_mbs > 0 ? o->fix_mbs : 1;
     c->recompute = o->fix_recompute >= 0 ? o->fix_recompute : MFU_RC_NONE;
     c->recompute_layers = -1;

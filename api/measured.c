@@ -129,8 +129,9 @@ static int infer_try(const mfu_system *sys, const mfu_config *c, unsigned need_f
 }
 
 /* Full recompute of the fewest layers per stage that fit (memory falls
- * with every layer recomputed: a bisection), or -1 (all) when only all do,
- * or 0 when none does. */
+ * with every layer recomputed: a bisection), left in c->recompute_layers
+ * (-1, all, when only all do); returns that count, or 0 when even all do
+ * not fit. */
 static int64_t infer_rc_layers(const mfu_system *sys, mfu_config *c, unsigned need_fw, mfu_op *ops)
 {
     double t;
@@ -139,14 +140,16 @@ static int64_t infer_rc_layers(const mfu_system *sys, mfu_config *c, unsigned ne
     if (!infer_try(sys, c, need_fw, ops, &t)) return 0;
     mfu_stages st;
     mfu_config_stages(sys, c, &st);
-    int64_t hi = st.first > st.mid ? st.first : st.mid, lo = 0; /* lo: does not fit */
-    if (st.last > hi) hi = st.last;
+    int64_t top = st.first > st.mid ? st.first : st.mid;
+    if (st.last > top) top = st.last;
+    int64_t hi = top, lo = 0; /* hi fits, lo does not */
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
         c->recompute_layers = mid;
         if (infer_try(sys, c, need_fw, ops, &t)) hi = mid;
         else lo = mid;
     }
+    c->recompute_layers = hi < top ? hi : -1;
     return hi;
 }
 
@@ -158,10 +161,12 @@ static int64_t infer_rc_layers(const mfu_system *sys, mfu_config *c, unsigned ne
  * something else: the fastest (expected step) among the variants of the
  * left-out switches that fit -- sp with tp, the distributed optimizer
  * (zero 1) over dp x cp, a recompute policy an admitted framework offers,
- * or full recompute of the fewest layers that fit -- and the answer names
- * them (measured.inferred). CPU offload is never guessed. Where nothing
- * fits, the defaults stay (the answer says feasible false). Returns the
- * API_INFER_* bits of the switches changed. */
+ * or full recompute of the fewest layers that fit -- among those an
+ * admitted framework that runs the configuration as given launches; a
+ * search's answer names them (measured.inferred). An offload to the host
+ * is never guessed. Where nothing fits, or no admitted framework runs the
+ * configuration as given, the defaults stay (the answer says feasible
+ * false). Returns the API_INFER_* bits of the switches changed. */
 unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
 {
     json_t *par = json_object_get(cj, "parallel");
@@ -169,8 +174,10 @@ unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, un
     int rc_given = json_object_get(cj, "recompute") || json_object_get(cj, "recompute_modules") ||
                    json_object_get(cj, "recompute_layers");
     double t;
+    /* the candidates must be launched by an admitted framework that runs
+     * the configuration as given; where none does, nothing is inferred */
     unsigned fw0 = mfu_config_frameworks(sys, c, NULL) & admitted;
-    if ((sp_given && zero_given && rc_given) || infer_try(sys, c, fw0, ops, &t)) return 0;
+    if ((sp_given && zero_given && rc_given) || !fw0 || infer_try(sys, c, fw0, ops, &t)) return 0;
     int n_sp = 1, n_zero = 1, sps[2] = {c->sp, !c->sp}, zeros[2] = {c->zero, 1};
     if (!sp_given && c->ax[MFU_AX_TP] > 1) n_sp = 2;
     if (!zero_given && c->zero == 0 && c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1)
@@ -184,7 +191,12 @@ unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, un
                 t_c.sp = sps[i];
                 t_c.zero = zeros[j];
                 if (!rc_given) {
-                    if (rc == MFU_RC_CPU_OFFLOAD || rc == MFU_RC_CUSTOM || rc == MFU_RC_MAXTEXT) continue;
+                    /* never an offload to the host (cpu_offload, MaxText's
+                     * *_offloaded), nor a policy the request would have to
+                     * name (custom modules, MaxText's remat names) */
+                    if (rc == MFU_RC_CPU_OFFLOAD || rc == MFU_RC_CUSTOM || rc == MFU_RC_MAXTEXT ||
+                        sys->rc[rc].mx_host)
+                        continue;
                     t_c.recompute = rc;
                     t_c.recompute_layers = -1;
                     if (rc == MFU_RC_FULL && infer_rc_layers(sys, &t_c, fw0, ops) == 0) continue;

@@ -244,7 +244,20 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         mc.tp_overlap = r->tp_overlap;
         mc.ep_overlap = r->ep_overlap;
         (void)api_infer_measured(sys, &mc, cj, admitted_of(o), p->ops);
-        mj = json_pack("{s:o}", "config", config_json_min(sys, &mc));
+        json_t *mcj = config_json_min(sys, &mc);
+        /* the switches a run may leave out to have them inferred (sp,
+         * zero, the recompute policy: api_infer_measured) stay left out:
+         * giving them is another request, whose answer names no inference
+         * (measured.inferred); the normal form, posted, answers the same */
+        json_t *par = json_object_get(cj, "parallel"), *mpar = json_object_get(mcj, "parallel");
+        if (!json_object_get(par, "sp")) json_object_del(mpar, "sp");
+        if (!json_object_get(par, "zero")) json_object_del(mpar, "zero");
+        if (!json_object_get(cj, "recompute") && !json_object_get(cj, "recompute_modules") &&
+            !json_object_get(cj, "recompute_layers")) {
+            static const char *const rc_keys[] = {"recompute", "recompute_modules", "remat", "recompute_layers"};
+            for (int i = 0; i < 4; i++) json_object_del(mcj, rc_keys[i]);
+        }
+        mj = json_pack("{s:o}", "config", mcj);
         if (t > 0) json_object_set_new(mj, "step_time_s", json_real(t));
         if (tr) json_object_set_new(mj, "trace", json_deep_copy(tr));
     }

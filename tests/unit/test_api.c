@@ -582,17 +582,18 @@ static void t_measured_inferred(void)
     /* Llama-3-8B (8.03 B parameters) over dp 8 on H100s: replicated bf16
      * weights, fp32 gradients and fp32 Adam master and moments are 2 + 4 +
      * 12 = 18 B a parameter, 144.6 GB, more than 80 GB; the distributed
-     * optimizer's 2 + 4 + 12 / 8 = 7.5 B a parameter, 60.2 GB, leaves room */
+     * optimizer's 2 + 4 + 12 / 8 = 7.5 B a parameter is 60.2 GB, and the
+     * activations of a 4,096-token sequence through 32 layers do not fit
+     * in the rest without recompute: zero and recompute inferred */
     json_t *m = measured_of("h100-sxm", 8, "{\"parallel\": {\"dp\": 8}}");
     json_t *c = json_object_get(m, "config");
     CHECK(json_is_true(json_object_get(c, "feasible")));
     CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(c, "parallel"), "zero")), 1);
     json_t *inf = json_object_get(m, "inferred");
-    CHECK(json_array_size(inf) >= 1);
-    int has_zero = 0;
-    for (size_t i = 0; i < json_array_size(inf); i++)
-        has_zero |= !strcmp(json_string_value(json_array_get(inf, i)), "zero");
-    CHECK(has_zero);
+    CHECK_EQ_I((long long)json_array_size(inf), 2);
+    CHECK_STR(json_string_value(json_array_get(inf, 0)), "zero");
+    CHECK_STR(json_string_value(json_array_get(inf, 1)), "recompute");
+    CHECK(strcmp(json_string_value(json_object_get(c, "recompute")), "none") != 0);
     json_decref(m);
     /* a switch the run names is kept, fitting or not */
     m = measured_of("h100-sxm", 8, "{\"parallel\": {\"dp\": 8, \"zero\": 0}, \"recompute\": \"none\"}");
@@ -606,6 +607,67 @@ static void t_measured_inferred(void)
     CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(json_object_get(m, "config"), "parallel"), "zero")), 0);
     CHECK(json_object_get(m, "inferred") == NULL);
     json_decref(m);
+    /* only full recompute of every layer fits: Llama-3-70B at tp 8, pp 8
+     * (10 layers a stage) and mbs 32 on 64 H100s; all (-1), not the count */
+    {
+        char req[768];
+        snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-70b\"}, \"hardware\": {\"preset\": "
+                 "\"h100-sxm\"}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, "
+                 "\"devices\": 64, \"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"]}, "
+                 "\"measured\": {\"config\": {\"parallel\": {\"tp\": 8, \"pp\": 8, \"sp\": true}, "
+                 "\"mbs\": 32%s}, \"step_time_s\": 1}}", "");
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        json_t *mo = json_object_get(res, "measured"), *mc = json_object_get(mo, "config");
+        CHECK(json_is_true(json_object_get(mc, "feasible")));
+        CHECK_STR(json_string_value(json_object_get(mc, "recompute")), "full");
+        CHECK_EQ_I(json_integer_value(json_object_get(mc, "recompute_layers")), -1);
+        json_decref(res);
+        json_decref(r);
+        /* ... and 9 of the 10 do not fit (so nothing short of all is) */
+        snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-70b\"}, \"hardware\": {\"preset\": "
+                 "\"h100-sxm\"}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, "
+                 "\"devices\": 64, \"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"]}, "
+                 "\"measured\": {\"config\": {\"parallel\": {\"tp\": 8, \"pp\": 8, \"sp\": true}, "
+                 "\"mbs\": 32%s}, \"step_time_s\": 1}}", ", \"recompute\": \"full\", \"recompute_layers\": 9");
+        r = J(req);
+        res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        CHECK(json_is_false(json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "feasible")));
+        json_decref(res);
+        json_decref(r);
+    }
+    /* the cache key: a run that leaves zero out (inferred: named in the
+     * answer) is another request than one that gives the inferred value,
+     * and the normal form keeps it left out (posted, it infers the same) */
+    {
+        const char *left = "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
+                           "\"measured\": {\"config\": {\"parallel\": {\"dp\": 8}}, \"step_time_s\": 1}}";
+        const char *given = "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
+                            "\"measured\": {\"config\": {\"parallel\": {\"dp\": 8, \"zero\": 1}}, "
+                            "\"step_time_s\": 1}}";
+        char k1[65], k2[65], k3[65];
+        key_of(left, k1);
+        key_of(given, k2);
+        CHECK(strcmp(k1, k2) != 0);
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(left), *n = api_normalize(r, &st);
+        CHECK(n != NULL);
+        json_t *npar = json_object_get(json_object_get(json_object_get(n, "measured"), "config"), "parallel");
+        CHECK(json_object_get(npar, "zero") == NULL);
+        json_t *clean = json_deep_copy(n);
+        json_object_del(clean, "_source");
+        char *text = json_dumps(clean, JSON_COMPACT);
+        key_of(text, k3);
+        CHECK_STR(k1, k3);
+        free(text);
+        json_decref(clean);
+        json_decref(n);
+        json_decref(r);
+    }
     /* VP without a schedule: Megatron's interleaved 1F1B (it was a 422) */
     m = measured_of("h100-sxm", 8, "{\"parallel\": {\"dp\": 2, \"pp\": 4, \"zero\": 1}, \"vpp\": 2}");
     CHECK_STR(json_string_value(json_object_get(json_object_get(m, "config"), "schedule")), "interleaved");
