@@ -560,13 +560,9 @@ static void t_fix_vpp_above_max(void)
  * the schedule follows VP (interleaved), and where the frameworks'
  * defaults of the switches left out cannot fit, the fastest variant of
  * them that fits is taken and named (measured.inferred). */
-static json_t *measured_of(const char *hw, int devices, const char *config)
+/* A search that must succeed; its answer's measured block (a copy). */
+static json_t *measured_answer(const char *req)
 {
-    char req[768];
-    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"%s\"}, "
-             "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"devices\": %d, "
-             "\"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"]}, \"measured\": {\"config\": %s, "
-             "\"step_time_s\": 1}}", hw, devices, config);
     api_status st;
     api_status_init(&st);
     json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
@@ -575,6 +571,16 @@ static json_t *measured_of(const char *hw, int devices, const char *config)
     json_decref(res);
     json_decref(r);
     return m;
+}
+
+static json_t *measured_of(const char *hw, int devices, const char *config)
+{
+    char req[768];
+    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"%s\"}, "
+             "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"devices\": %d, "
+             "\"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"]}, \"measured\": {\"config\": %s, "
+             "\"step_time_s\": 1}}", hw, devices, config);
+    return measured_answer(req);
 }
 
 static void t_measured_inferred(void)
@@ -906,14 +912,9 @@ static int measured_zero_on(const char *hw, int devices, const char *frameworks,
              "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"devices\": %d, "
              "\"search\": {\"top_k\": 1%s}, \"measured\": {\"config\": {\"parallel\": %s}, "
              "\"step_time_s\": 1}}", hw, devices, frameworks, parallel);
-    api_status st;
-    api_status_init(&st);
-    json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
-    CHECK(res != NULL);
-    json_t *par = json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "parallel");
-    int z = (int)json_integer_value(json_object_get(par, "zero"));
-    json_decref(res);
-    json_decref(r);
+    json_t *m = measured_answer(req);
+    int z = (int)json_integer_value(json_object_get(json_object_get(json_object_get(m, "config"), "parallel"), "zero"));
+    json_decref(m);
     return z;
 }
 
@@ -968,16 +969,12 @@ static int measured_sp(const char *model, const char *chip, const char *parallel
              "\"devices\": 8, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 131072}, "
              "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": %s, "
              "\"recompute\": \"full\"}, \"step_time_s\": 1}}", model, chip, parallel);
-    api_status st;
-    api_status_init(&st);
-    json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
-    CHECK(res != NULL);
-    json_t *par = json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "parallel");
+    json_t *m = measured_answer(req);
+    json_t *par = json_object_get(json_object_get(m, "config"), "parallel");
     int sp = json_is_true(json_object_get(par, "sp"));
     *etp = json_integer_value(json_object_get(par, "etp"));
     sp_zero = json_integer_value(json_object_get(par, "zero"));
-    json_decref(res);
-    json_decref(r);
+    json_decref(m);
     return sp;
 }
 
