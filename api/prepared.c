@@ -243,12 +243,12 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         if (rq_parse_config(cj, "/measured/config", sys, &mc, admitted_of(o), st)) goto fail;
         mc.tp_overlap = r->tp_overlap;
         mc.ep_overlap = r->ep_overlap;
-        (void)api_infer_measured(sys, &mc, cj, admitted_of(o), p->ops);
         json_t *mcj = config_json_min(sys, &mc);
         /* the switches a run may leave out to have them inferred (sp,
-         * zero, the recompute policy: api_infer_measured) stay left out:
-         * giving them is another request, whose answer names no inference
-         * (measured.inferred); the normal form, posted, answers the same */
+         * zero, the recompute policy: api_infer_measured, which changes
+         * nothing else) stay left out: giving them is another request, whose
+         * answer names no inference (measured.inferred); the normal form,
+         * posted, answers the same, so it needs no inference here */
         json_t *par = json_object_get(cj, "parallel"), *mpar = json_object_get(mcj, "parallel");
         if (!json_object_get(par, "sp")) json_object_del(mpar, "sp");
         if (!json_object_get(par, "zero")) json_object_del(mpar, "zero");

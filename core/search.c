@@ -633,8 +633,8 @@ static void schedule_loop(ctx *x, mfu_config *c, const cache_entry *ce)
                 /* circular GPipe (vpp repeats) is MaxText's alone: Megatron
                  * has no GPipe (FW-M4) and torchtitan's runs one stage per
                  * rank (FW-T5). Where the shape left MaxText out, the rules
-                 * would refuse the point, so they are not asked (a fifth of
-                 * DeepSeek-V3's schedule points on 2,048 H800s); the point's
+                 * would refuse the point, so they are not asked (1.35 M of
+                 * DeepSeek-V3's 3.1 M schedule points on 2,048 H800s); the point's
                  * schedule switches pass here by construction (gpipe, pp > 1,
                  * a zero stage zero_loop offers). test_search's
                  * t_circular_gpipe_maxtext_only checks the claim */
@@ -679,9 +679,9 @@ static void zero_loop(ctx *x, mfu_config *c, const cache_entry *ce)
         /* weighed only where a framework the layout's shape admits offers
          * the stage: torchtitan refuses ZeRO 1 and 2 (FW-T1), MaxText ZeRO
          * 2 (FW-X1) at every schedule point, so a shape only they admit
-         * has no point to weigh there (such stages were two fifths of
-         * DeepSeek-V3's schedule points on 2,048 H800s, each refused by
-         * the rules one by one) */
+         * has no point to weigh there (such stages held 0.8 M of the 1.7 M
+         * schedule points DeepSeek-V3 on 2,048 H800s had left after the
+         * circular-GPipe shortcut, each refused by the rules one by one) */
         if (!x->any) off &= x->fw_shape;
         if (x->o->fix_zero < 0 && !fw_admits(x, off)) continue;
         c->zero = z;
