@@ -321,6 +321,14 @@ check "time to train with cost and energy" [ "$(json "$BODY" 'all(c["time_to_tra
 req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d '{"model": {"preset": "llama3-405b"}, "hardware": {"preset": "h100-sxm"}, "devices": 8, "training": {"seq_len": 8192, "global_batch_tokens": 16777216}}'
 check "no-fit search answers 200" [ "$CODE" = 200 ]
 check "no-fit: configs empty, fewest_devices named" [ "$(json "$BODY" 'len(d["result"]["configs"]) == 0 and d["result"]["no_fit"]["fewest_devices"] > 8')" = True ]
+# a measured run given as a table gives it (a layout without sp, zero or
+# recompute: Llama-3-70B's replicated state alone, 70.6 B / 16 parameters x
+# 18 B, is 79 GB a GPU): the schedule follows vpp and the switches whose
+# defaults cannot fit are inferred and named (the contract's
+# MeasuredResult.inferred, checked with every recorded response)
+req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d '{"model": {"preset": "llama3-70b"}, "hardware": {"preset": "h100-sxm"}, "devices": 32, "training": {"seq_len": 4096, "global_batch_tokens": 1048576}, "search": {"top_k": 1, "frameworks": ["megatron"]}, "measured": {"config": {"parallel": {"dp": 2, "tp": 4, "pp": 4}, "vpp": 2}, "step_time_s": 1}}'
+check "measured run without a schedule answers 200" [ "$CODE" = 200 ]
+check "measured: interleaved, fitting, zero inferred" [ "$(json "$BODY" 'd["result"]["measured"]["config"]["schedule"] == "interleaved" and d["result"]["measured"]["config"]["feasible"] and "zero" in d["result"]["measured"]["inferred"]')" = True ]
 # a comparison: one job, one table, each variant stored as its own search
 CMP="{\"base\": {$L70, \"devices\": 512, \"search\": {\"top_k\": 1}}, \"vary\": {\"hardware\": [{\"preset\": \"h100-sxm\"}, {\"preset\": \"b200\"}], \"devices\": [256, 512]}}"
 req POST /compare "${JSONH[@]}" -H 'Prefer: respond-async' -d "$CMP"
