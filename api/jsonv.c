@@ -10,6 +10,12 @@
 int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *known,
              api_status *st)
 {
+    return jv_known_also(obj, ptr, what, known, NULL, st);
+}
+
+int jv_known_also(json_t *obj, const char *ptr, const char *what, const char *const *known,
+                  const char *const *also, api_status *st)
+{
     char list[512] = "";
     size_t len = 0;
     for (int i = 0; known[i]; i++) {
@@ -24,6 +30,7 @@ int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *
     json_object_foreach(obj, k, v) {
         int ok = 0;
         for (int i = 0; known[i] && !ok; i++) ok = !strcmp(k, known[i]);
+        for (int i = 0; also && also[i] && !ok; i++) ok = !strcmp(k, also[i]);
         if (ok) continue;
         char p[256];
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, k), "unknown field; %s has %s", what, list);

@@ -29,6 +29,11 @@ int jv_enum(json_t *obj, const char *key, const char *ptr, int required, int def
  * known. */
 int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *known,
              api_status *st);
+/* jv_known, where the keys in also (NULL-terminated, or NULL) are
+ * accepted as well without being offered in the message (an answer's
+ * output fields given back with a configuration). */
+int jv_known_also(json_t *obj, const char *ptr, const char *what, const char *const *known,
+                  const char *const *also, api_status *st);
 /* Build "ptr/key" (RFC 6901 escaping of key) into buf. */
 const char *jv_ptr(char *buf, size_t n, const char *ptr, const char *key);
 const char *jv_ptr_i(char *buf, size_t n, const char *ptr, size_t index);

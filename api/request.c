@@ -154,6 +154,18 @@ int rq_parse_remat(json_t *rj, const char *ptr, unsigned *device, unsigned *host
     return 0;
 }
 
+/* Every module a named policy recomputes on some model: its standard
+ * set; op_sac's on an MoE model (core/system.c rc_table); a MaxText name
+ * policy's from its names (the context, the MLP input projections). */
+static unsigned policy_modules(int slot)
+{
+    unsigned m = slot < MFU_RC_FULL ? mfu_rc_std_modules[slot] : 0u;
+    if (slot == MFU_RC_OP_SAC) m |= mfu_rc_std_modules[MFU_RC_MINIMAL] | MFU_RCM_MOE;
+    if (slot == MFU_RC_QKV_OFFLOADED || slot == MFU_RC_MINIMAL_OFFLOADED || slot == MFU_RC_MAXTEXT)
+        m |= MFU_RCM_CORE_ATTN | MFU_RCM_MLP | MFU_RCM_MOE;
+    return m;
+}
+
 int rq_parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, unsigned mx[2],
                        api_status *st)
 {
@@ -181,6 +193,16 @@ int rq_parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, 
         }
         mx[0] = d;
         mx[1] = h;
+    }
+    /* An answer names a policy and lists the modules it recomputes on the
+     * model (render.c): [] for none, full and cpu_offload, the policy's
+     * own for the others. Given back with a named policy other than
+     * "selective", that list is read as the echo it is: accepted where it
+     * is the policy's, not read. */
+    if (json_is_array(mods) && name && v != MFU_RC_SELECTIVE) {
+        unsigned m = json_array_size(mods) ? parse_modules(mods, jv_ptr(p, sizeof p, ptr, "recompute_modules"), st) : 0u;
+        if (json_array_size(mods) && !m) return -2;
+        if (!(m & ~policy_modules(v))) mods = NULL;
     }
     if (!mods) return name ? v : -1;
     if (name && v != MFU_RC_SELECTIVE) {
@@ -221,6 +243,53 @@ static int scan_custom_modules(json_t *req, unsigned *custom, unsigned mx[2], ap
 /* A configuration's "pipeline_split": "even", "account",
  * {"first": n, "last": n}, or the search's default for (pp, vpp). -1 when
  * refused; *bad set when first/last had errors (reported with the rest). */
+static const char *const SPLIT_KEYS[] = {"first", "last", NULL};
+
+/* A split as an answer gives it (openapi Config.pipeline_split): its kind
+ * and the layers of the first, busiest middle and last stage. The kind is
+ * what is read; the layers must be what that kind gives (a split edited by
+ * hand is given as {"first", "last"}). */
+static int parse_split_answer(json_t *sj, const char *ptr, const mfu_system *sys, mfu_config *c,
+                              api_status *st)
+{
+    static const char *const KEYS[] = {"kind", "first_stage_layers", "middle_stage_layers",
+                                       "last_stage_layers", NULL};
+    static const char *const WHAT[] = {"first_stage_layers", "middle_stage_layers", "last_stage_layers"};
+    if (jv_known(sj, ptr, "pipeline_split", KEYS, st)) return -1;
+    int k, bad;
+    int64_t given[3];
+    bad = jv_enum(sj, "kind", ptr, JV_REQUIRED, 0, api_split_names, &k, st);
+    for (int i = 0; i < 3; i++)
+        bad |= jv_int(sj, WHAT[i], ptr, k == MFU_SPLIT_FIRST_LAST && i != 1 ? JV_REQUIRED : JV_OPTIONAL,
+                      -1, -1, API_MAX_LAYERS, &given[i], st);
+    if (bad) return -1;
+    c->split = (mfu_split)k;
+    if (c->split == MFU_SPLIT_FIRST_LAST) {
+        c->pp_first = given[0];
+        c->pp_last = given[2];
+        if (c->pp_first + c->pp_last > sys->layers) {
+            api_fail(st, 422, ptr, "first + last stage layers exceed the model's %lld layers",
+                     (long long)sys->layers);
+            return -1;
+        }
+    }
+    mfu_config_fill_stages(sys, c);
+    mfu_stages sg;
+    mfu_config_stages(sys, c, &sg);
+    int64_t got[3] = {sg.first, sg.mid, sg.last};
+    for (int i = 0; i < 3; i++) {
+        if (given[i] < 0 || given[i] == got[i]) continue;
+        char p[256];
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, WHAT[i]),
+                 "is %lld, but the %s split of %lld layers over pp %lld x vpp %lld gives %lld; give "
+                 "{\"first\": layers, \"last\": layers} for another split",
+                 (long long)given[i], api_split_names[k], (long long)sys->layers,
+                 (long long)c->ax[MFU_AX_PP], (long long)c->vpp, (long long)got[i]);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_split(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c, int *bad_out,
                        api_status *st)
 {
@@ -242,7 +311,10 @@ static int parse_split(json_t *cj, const char *ptr, const mfu_system *sys, mfu_c
             return -1;
         }
         c->split = (mfu_split)k;
+    } else if (json_is_object(sj) && json_object_get(sj, "kind")) {
+        return parse_split_answer(sj, sp_ptr, sys, c, st);
     } else if (json_is_object(sj)) {
+        if (jv_known(sj, sp_ptr, "pipeline_split", SPLIT_KEYS, st)) return -1;
         c->split = MFU_SPLIT_FIRST_LAST;
         bad |= jv_int(sj, "first", sp_ptr, JV_REQUIRED, 0, 0, API_MAX_LAYERS, &c->pp_first, st);
         bad |= jv_int(sj, "last", sp_ptr, JV_REQUIRED, 0, 0, API_MAX_LAYERS, &c->pp_last, st);
@@ -330,6 +402,24 @@ void rq_default_sp_etp(const mfu_system *sys, mfu_config *c, unsigned admitted, 
     }
 }
 
+/* The keys of a configuration as a request gives it (openapi ConfigInput)
+ * and of its layout (ParallelAxes). Unknown keys were passed over in
+ * silence: a misspelt "vp" evaluated the run without its interleaving. */
+static const char *const CONFIG_KEYS[] = {"parallel", "schedule", "vpp", "mbs", "grad_accum", "recompute",
+                                          "recompute_modules", "remat", "recompute_layers",
+                                          "pipeline_split", "tp_overlap", "ep_overlap", NULL};
+static const char *const PARALLEL_KEYS[] = {"dp", "fsdp", "tp", "ep", "pp", "cp", "sp", "zero", "etp", NULL};
+/* What an answer's configuration (openapi Config) carries besides its
+ * settings: its figures and recipes, accepted and not read, so that a
+ * ranked configuration given back as measured.config ("I ran rank 1; it
+ * took this long") reads as it came. tp_overlap and ep_overlap are the
+ * request's (training), checked against it in api_parse_request. */
+static const char *const CONFIG_ANSWER_KEYS[] = {
+    "rank", "tier", "tie_with_best", "variants", "variants_search", "time_to_train",
+    "global_batch_tokens", "frameworks", "feasible", "memory", "memory_stages", "time",
+    "time_expected", "bound", "expected", "overlap_ratio", "gap", "gap_expected", "roofline_mfu",
+    "megatron_args", "recipes", NULL};
+
 int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c,
                     unsigned admitted, api_status *st)
 {
@@ -340,12 +430,14 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
         api_fail(st, 422, ptr, "must be an object");
         return -1;
     }
+    if (jv_known_also(cj, ptr, "a configuration", CONFIG_KEYS, CONFIG_ANSWER_KEYS, st)) return -1;
     json_t *par = json_object_get(cj, "parallel");
     const char *pp = jv_ptr(p, sizeof p, ptr, "parallel");
     if (!json_is_object(par)) {
         api_fail(st, 422, pp, "required object {dp, fsdp, tp, ep, pp, cp, sp, zero, etp}");
         return -1;
     }
+    if (jv_known(par, pp, "parallel", PARALLEL_KEYS, st)) return -1;
     for (int a = 0; a < MFU_AX_COUNT; a++)
         bad |= jv_int(par, rq_axes[a], pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->ax[a], st);
     int sp = 0;
@@ -580,6 +672,26 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
     return 0;
 }
 
+/* tp_overlap and ep_overlap are the request's (training): a configuration
+ * given back as an answer gave it carries them, and they must be what the
+ * request says, or the run would be evaluated without what it ran with. */
+static int check_config_overlaps(json_t *req, const api_request *r, api_status *st)
+{
+    static const char *const KEY[] = {"tp_overlap", "ep_overlap"};
+    json_t *cj = json_object_get(json_object_get(req, "measured"), "config");
+    for (int i = 0; i < 2 && json_is_object(cj); i++) {
+        char p[256];
+        int v, want = i ? r->ep_overlap : r->tp_overlap;
+        if (jv_bool(cj, KEY[i], "/measured/config", JV_OPTIONAL, want, &v, st)) return -1;
+        if (v == want) continue;
+        api_fail(st, 422, jv_ptr(p, sizeof p, "/measured/config", KEY[i]),
+                 "is %s, but the request's training.%s is %s: the overlaps are the request's; set "
+                 "training.%s", v ? "true" : "false", KEY[i], want ? "true" : "false", KEY[i]);
+        return -1;
+    }
+    return 0;
+}
+
 int api_parse_request(json_t *req, int need_devices, api_request *r, api_status *st)
 {
     atomic_fetch_add(&parses, 1);
@@ -603,6 +715,7 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     }
     if (parse_training(req, tj, r, bad, st)) return -1;
     if (parse_cost(req, tj, r, st)) return -1;
+    if (check_config_overlaps(req, r, st)) return -1;
     unsigned mx[2];
     if (scan_custom_modules(req, &r->rc_custom, mx, st)) return -1;
     r->rc_mx_device = mx[0];

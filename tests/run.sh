@@ -13,6 +13,8 @@
 # with its first line of output as the reason.
 # A line a test starts with "REPORT: " (figures a reader of the run should
 # see, e.g. the replicas test's counts) is shown under its result line.
+# Each result line ends with the seconds its program took (where CI's time
+# goes: .ci/run must stay under 20 minutes).
 # Exit non-zero if anything failed, a program crashed or printed no result line.
 # RUN_SCRIPTS overrides the list of scripts (globs allowed), e.g. the TSan run
 # (mk/sanitize.mk) skips the golden suite.
@@ -21,7 +23,9 @@ total_p=0; total_f=0; total_s=0; status=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 run_one() {
     name=$1; shift
+    t0=$(date +%s)
     "$@" >"$log" 2>&1; rc=$?
+    secs=$(($(date +%s) - t0))
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p'); p=${p:-0}
     f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p'); f=${f:-0}
@@ -37,7 +41,7 @@ run_one() {
         echo "SKIPPED: $name (ran no checks${why:+: $why})" >>"$log"
         s=1
     fi
-    printf '%-40s %s\n' "$name" "${line:-no result line (exit $rc)}"
+    printf '%-40s %s (%d s)\n' "$name" "${line:-no result line (exit $rc)}" "$secs"
     grep '^SKIPPED: ' "$log"
     grep '^REPORT: ' "$log"
     total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))

@@ -329,6 +329,15 @@ check "no-fit: configs empty, fewest_devices named" [ "$(json "$BODY" 'len(d["re
 req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d '{"model": {"preset": "llama3-70b"}, "hardware": {"preset": "h100-sxm"}, "devices": 32, "training": {"seq_len": 4096, "global_batch_tokens": 1048576}, "search": {"top_k": 1, "frameworks": ["megatron"]}, "measured": {"config": {"parallel": {"dp": 2, "tp": 4, "pp": 4}, "vpp": 2}, "step_time_s": 1}}'
 check "measured run without a schedule answers 200" [ "$CODE" = 200 ]
 check "measured: interleaved, fitting, zero inferred" [ "$(json "$BODY" 'd["result"]["measured"]["config"]["schedule"] == "interleaved" and d["result"]["measured"]["config"]["feasible"] and "zero" in d["result"]["measured"]["inferred"]')" = True ]
+# the answer's configuration given back as the run's (its figures not
+# read): the same configuration, nothing inferred; a misspelt switch in it
+# is a 422 at its pointer, not passed over
+RANK1=$(json "$BODY" 'json.dumps(d["result"]["configs"][0])')
+req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d "{\"model\": {\"preset\": \"llama3-70b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"devices\": 32, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"]}, \"measured\": {\"config\": $RANK1, \"step_time_s\": 1}}"
+check "an answer's configuration given back answers 200" [ "$CODE" = 200 ]
+check "given back: the same configuration, nothing inferred" [ "$(json "$BODY" 'd["result"]["measured"]["config"]["expected"]["step_time_s"] == d["result"]["configs"][0]["expected"]["step_time_s"] and "inferred" not in d["result"]["measured"]')" = True ]
+req POST /search "${JSONH[@]}" -H 'Prefer: wait=60' -d '{"model": {"preset": "llama3-70b"}, "hardware": {"preset": "h100-sxm"}, "devices": 32, "training": {"seq_len": 4096, "global_batch_tokens": 1048576}, "measured": {"config": {"parallel": {"dp": 2, "tp": 4, "pp": 4}, "vp": 2}, "step_time_s": 1}}'
+check "a misspelt measured switch is a 422 at its pointer" [ "$CODE $(perr)" = "422 /measured/config/vp" ]
 # a comparison: one job, one table, each variant stored as its own search
 CMP="{\"base\": {$L70, \"devices\": 512, \"search\": {\"top_k\": 1}}, \"vary\": {\"hardware\": [{\"preset\": \"h100-sxm\"}, {\"preset\": \"b200\"}], \"devices\": [256, 512]}}"
 req POST /compare "${JSONH[@]}" -H 'Prefer: respond-async' -d "$CMP"

@@ -555,6 +555,88 @@ static void t_fix_vpp_above_max(void)
     json_decref(r);
 }
 
+/* A configuration as a request gives it is read strictly, as every other
+ * object of a request: a misspelt switch ("vp" for "vpp") was passed over
+ * and the run evaluated without it. An answer's configuration given back
+ * ("I ran rank 1; it took this long") reads as it came: its figures are
+ * not read, its pipeline_split and recompute_modules are the answer's
+ * forms, its tp_overlap must be the request's. */
+static void t_measured_config_keys(void)
+{
+#define MC_REQ(train, cfg) "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, " \
+    "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576" train "}, \"devices\": 8, " \
+    "\"search\": {\"top_k\": 2}, \"measured\": {\"config\": " cfg ", \"step_time_s\": 1}}"
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"vp\": 2}"), 422,
+                 "/measured/config/vp");
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 2, \"ppp\": 4}}"), 422,
+                 "/measured/config/parallel/ppp");
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"pipeline_split\": "
+                 "{\"first\": 8, \"last\": 8, \"middle\": 8}}"), 422, "/measured/config/pipeline_split/middle");
+    /* 32 layers over pp 4: the even split is 8 a stage, not 9 */
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"pipeline_split\": "
+                 "{\"kind\": \"even\", \"first_stage_layers\": 9}}"), 422,
+                 "/measured/config/pipeline_split/first_stage_layers");
+    /* the overlaps are the request's: an answer of tp_overlap true given
+     * back to a request without it */
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 8}, \"tp_overlap\": true}"), 422,
+                 "/measured/config/tp_overlap");
+    /* full recompute recomputes no module by name: [] is its echo, a
+     * module is not */
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 8}, \"recompute\": \"full\", "
+                 "\"recompute_modules\": [\"core_attn\"]}"), 422, "/measured/config/recompute_modules");
+    /* every configuration of an answer, given back as it came, is the
+     * configuration it was: the same settings and expected step (Llama 3
+     * 70B on 64 H100s under Megatron: interleaved pp 4 x vpp 5 and pp 2 x
+     * vpp 8 with TP overlap; Mixtral on 256 v6e chips: "minimal" with its
+     * modules listed) */
+    static const char *const REQS[] = {
+        "{\"model\": {\"preset\": \"llama3-70b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"training\": "
+        "{\"seq_len\": 4096, \"global_batch_tokens\": 4194304, \"tp_overlap\": true}, \"devices\": 64, "
+        "\"search\": {\"top_k\": 4, \"frameworks\": [\"megatron\"]}, \"measured\": {\"step_time_s\": 1}}",
+        "{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, \"training\": "
+        "{\"seq_len\": 4096, \"global_batch_tokens\": 4194304}, \"devices\": 256, \"search\": {\"top_k\": 2}, "
+        "\"measured\": {\"step_time_s\": 1}}"};
+    static const char *const SAME[] = {"parallel", "schedule", "vpp", "mbs", "grad_accum", "recompute",
+                                       "recompute_modules", "recompute_layers", "pipeline_split", "tp_overlap"};
+    int interleaved = 0, modules = 0;
+    for (int q = 0; q < 2; q++) {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(REQS[q]), *m = json_object_get(r, "measured");
+        json_t *base = json_deep_copy(r);
+        json_object_del(base, "measured");
+        json_t *res = api_search(base, &st, NULL, NULL), *cs = json_object_get(res, "configs");
+        CHECK(res != NULL && json_array_size(cs) >= 2);
+        for (size_t i = 0; i < json_array_size(cs); i++) {
+            json_t *c = json_array_get(cs, i);
+            interleaved += !strcmp(json_string_value(json_object_get(c, "schedule")), "interleaved");
+            modules += json_array_size(json_object_get(c, "recompute_modules")) > 0;
+            json_object_set(m, "config", c);
+            api_status st2;
+            api_status_init(&st2);
+            json_t *res2 = api_search(r, &st2, NULL, NULL);
+            CHECK(res2 != NULL);
+            json_t *mc = json_object_get(json_object_get(res2, "measured"), "config");
+            for (size_t k = 0; k < sizeof SAME / sizeof *SAME; k++)
+                if (!json_equal(json_object_get(mc, SAME[k]), json_object_get(c, SAME[k]))) {
+                    CHECK(0);
+                    fprintf(stderr, "  request %d config %zu: %s differs\n", q, i, SAME[k]);
+                }
+            json_t *e = json_object_get(json_object_get(c, "expected"), "step_time_s");
+            json_t *e2 = json_object_get(json_object_get(mc, "expected"), "step_time_s");
+            CHECK(e && e2 && json_real_value(e) == json_real_value(e2));
+            CHECK(json_object_get(json_object_get(res2, "measured"), "inferred") == NULL);
+            json_decref(res2);
+        }
+        json_decref(res);
+        json_decref(base);
+        json_decref(r);
+    }
+    /* the cases this test is for were in the answers */
+    CHECK(interleaved >= 2 && modules >= 2);
+#undef MC_REQ
+}
+
 /* The measured run of a table that gives the layout alone (Megatron
  * Bridge's docs/performance-summary.md: TP, PP, CP, VP, EP, MBS, GBS):
  * the schedule follows VP (interleaved), and where the frameworks'
@@ -1295,6 +1377,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_dualpipev_by_name),
     CHECK_CASE(t_fix_vpp_above_max),
     CHECK_CASE(t_measured_inferred),
+    CHECK_CASE(t_measured_config_keys),
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
     CHECK_CASE(t_fp8_recipe),
