@@ -276,7 +276,7 @@ static void derived_approximations(mfu_model *m)
 
 int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *m, api_status *st)
 {
-    int bad = 0, tie = 0, norm = 0, pos = 0, bias = 0, dropout = 0;
+    int bad = 0, tie = 0, norm = 0, pos = 0, bias = 0, dropout = 0, post_norms = 0, softcap = 0;
     char p[256], q[256];
     memset(m, 0, sizeof *m);
     if (!json_is_object(ir)) {
@@ -301,6 +301,10 @@ int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *m, api_status *st)
     bad |= jv_enum(ir, "position", ptr, JV_OPTIONAL, 0, POS, &pos, st);
     bad |= jv_bool(ir, "bias", ptr, JV_OPTIONAL, 0, &bias, st);
     bad |= jv_bool(ir, "dropout", ptr, JV_OPTIONAL, 0, &dropout, st);
+    bad |= jv_bool(ir, "post_norms", ptr, JV_OPTIONAL, 0, &post_norms, st);
+    bad |= jv_bool(ir, "logit_softcap", ptr, JV_OPTIONAL, 0, &softcap, st);
+    m->post_norms = post_norms;
+    m->logit_softcap = softcap;
     m->tie_embeddings = tie;
     m->norm = (mfu_norm)norm;
     m->position = (mfu_pos)pos;
@@ -420,6 +424,10 @@ json_t *api_model_to_ir(const mfu_model *m)
                             m->tie_embeddings, "norm", NORMS[m->norm], "position", POS[m->position],
                             "max_positions", (json_int_t)m->max_positions, "bias", m->bias, "dropout",
                             m->dropout, "layers", layers);
+    /* only when set: the IR (and the cache key) of every other model stays
+     * as it was */
+    if (out && m->post_norms) json_object_set_new(out, "post_norms", json_true());
+    if (out && m->logit_softcap) json_object_set_new(out, "logit_softcap", json_true());
     json_t *ap = json_array();
     for (int i = 0; i < m->n_approx; i++) json_array_append_new(ap, json_string(m->approx[i]));
     if (out) json_object_set_new(out, "approximations", ap);

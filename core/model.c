@@ -151,7 +151,9 @@ double mfu_mlp_params(const mfu_model *m, const mfu_mlp *p, int active_only)
 void mfu_run_params(const mfu_model *m, int r, double *total, double *active)
 {
     const mfu_layer_run *run = &m->runs[r];
-    double common = mfu_attn_params(m, &run->attn) + 2.0 * norm_params(m, (double)m->d_model);
+    /* two norms a layer, four with post-norms (F-OP-POSTNORM) */
+    double norms = m->post_norms ? 4.0 : 2.0;
+    double common = mfu_attn_params(m, &run->attn) + norms * norm_params(m, (double)m->d_model);
     if (total) *total = common + mfu_mlp_params(m, &run->mlp, 0);
     if (active) *active = common + mfu_mlp_params(m, &run->mlp, 1);
 }

@@ -103,6 +103,11 @@ typedef struct mfu_model {
     int64_t max_positions; /* learned position table rows (position = learned) */
     int bias;              /* linear biases (GPT-2/3 style) on every projection */
     int dropout;           /* dropout layers (Korthikanti's GPT block); masks cost memory */
+    int post_norms;        /* a norm on each block's output before its residual add
+                            * ("sandwich": Gemma 2's post_attention_layernorm and
+                            * post_feedforward_layernorm, F-OP-POSTNORM) */
+    int logit_softcap;     /* logits soft-capped, cap * tanh(logits / cap), before
+                            * the loss (Gemma 2 final_logit_softcapping, F-OP-SOFTCAP) */
     int n_runs;
     mfu_layer_run runs[MFU_MAX_RUNS];
     /* What the description approximates, in words (the importer's and the

@@ -264,6 +264,24 @@ static void tt_op_sac(builder *b, double T, double Te, double h, double Hq, doub
     }
 }
 
+/* F-OP-POSTNORM: a post-norm (Gemma 2's post_attention_layernorm and
+ * post_feedforward_layernorm, modeling_gemma2.py Gemma2DecoderLayer:
+ * residual + norm(block(x))) over the block's output, n elements on the
+ * residual stream's tokens (split over tp with sp, as the residual): read,
+ * write, and its input kept for the backward -- the block's output, which
+ * no other op keeps (the projection before it keeps its own input). No
+ * recompute module frees it (Megatron's "layernorm" is the pre-norms');
+ * under a MaxText name policy it is the out_proj / mlpwo output the
+ * policy names, counted there and not here (no name on this op). */
+static void post_norm(builder *b, const mfu_model *m, const char *fwd, const char *bwd, double n,
+                      unsigned tags)
+{
+    if (!m->post_norms) return;
+    mx(b, 0);
+    rc(b, 0, 0);
+    elementwise(b, fwd, bwd, MFU_TAG_LAYER | MFU_TAG_TP_REPL | tags, n, n, norm_flops_per_elem(m), b->ab * n);
+}
+
 int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max)
 {
     const mfu_layer_run *run = &m->runs[r];
@@ -301,6 +319,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
             break;
         }
     mfu_ops_attn_outputs(&b, a, T, h, Hq, dv);
+    post_norm(&b, m, "attn_post_norm", "attn_post_norm.bwd", Te * h, 0u);
     residual(&b, m, "attn_residual", "attn_residual.bwd", Te, h);
 
     /* ---- MLP block ---- */
@@ -313,6 +332,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
         moe_block(&b, p, s, T, Te, h);
     }
     rc(&b, 0, 0);
+    post_norm(&b, m, "mlp_post_norm", "mlp_post_norm.bwd", Te * h, MFU_TAG_MLP);
     residual(&b, m, "mlp_residual", "mlp_residual.bwd", Te, h);
     /* torchtitan's family of layers, its flash kernels (FW-T12) */
     if (a->kind == MFU_ATTN_MHA && !a->output_gate && !a->sinks && s->attn_impl == MFU_ATTN_FLASH &&
@@ -373,6 +393,18 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
      * vocab_parallel_cross_entropy): reads the bf16 logits, keeps the fp32
      * softmax for the backward (Korthikanti sec. 4.3: 4sbv/t bytes). */
     double n = T * V / tp;
+    if (m->logit_softcap) {
+        /* F-OP-SOFTCAP: cap * tanh(logits / cap) (Gemma2ForCausalLM,
+         * final_logit_softcapping): a pass over the 16-bit logits, read and
+         * write, a divide, tanh and multiply a logit (3 FLOPs counted), its
+         * output kept for the backward (d tanh = 1 - tanh^2), and in the
+         * backward a pass reading it and the gradient and writing one. XLA
+         * fuses both into the loss's own passes (F-MEM-LOGITS-XLA): the
+         * FLOPs stay, the passes and the kept output do not */
+        int x = s->xla_loss;
+        push(&b, "logit_softcap", MFU_FWD, 0, 3.0 * n, x ? 0.0 : 2.0 * ab * n, x ? 0.0 : ab * n);
+        push(&b, "logit_softcap.bwd", MFU_BWD, 0, 3.0 * n, x ? 0.0 : 3.0 * ab * n, 0);
+    }
     /* F-MEM-LOGITS-XLA: MaxText's loss (max_utils.cross_entropy_with_logits,
      * a custom VJP over the logits cast to fp32, cast_logits_to_fp32) keeps
      * the fp32 logits and exp(logits - max) as residuals, both elementwise

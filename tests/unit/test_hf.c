@@ -1139,11 +1139,23 @@ static void test_new_families_search(void)
     }
 }
 
-/* Gemma 2 says what of it mfud leaves out (modeling_gemma2.py: four
- * RMSNorms a layer, soft-capped scores and logits): the importer names the
- * post-norms and soft-caps among the model's approximations. */
+/* Gemma 2's four RMSNorms a layer and soft-capped logits
+ * (modeling_gemma2.py Gemma2DecoderLayer, Gemma2ForCausalLM): the importer
+ * sets post_norms and logit_softcap (F-OP-POSTNORM, F-OP-SOFTCAP), and
+ * names the one part left out, the soft-cap of the scores inside the
+ * attention kernel. Parameters by hand (google/gemma-2-9b config.json: h
+ * 3,584, 42 layers, 16 heads and 8 KV heads of 256, FFN 14,336, vocabulary
+ * 256,000, tied): q and o 3,584 x 4,096 = 14,680,064 each, k and v 3,584 x
+ * 2,048 = 7,340,032 each, the gated MLP 3 x 3,584 x 14,336 = 154,140,672,
+ * four norms 4 x 3,584 = 14,336: 198,195,200 a layer, 8,324,198,400 for 42;
+ * with the embedding 256,000 x 3,584 = 917,504,000 and the final norm
+ * 3,584, 9,241,705,984 -- the checkpoint's count (the model card's
+ * "9.24B"); with two norms a layer it was 301,056 short. */
 static void test_gemma2_approx(void)
 {
+    mfu_params p;
+    CHECK(params_of("gemma-2-9b", &p));
+    CHECK_NEAR(p.total, 9241705984.0, 0.5);
     mfu_model m;
     api_status st;
     api_status_init(&st);
@@ -1151,15 +1163,35 @@ static void test_gemma2_approx(void)
     json_t *src = NULL, *ovr = NULL;
     json_t *ir = api_resolve_model(req, &src, &ovr, &st);
     CHECK(ir != NULL && api_model_from_ir(ir, "/model", &m, &st) == 0);
+    CHECK(json_is_true(json_object_get(ir, "post_norms")) && json_is_true(json_object_get(ir, "logit_softcap")));
     json_decref(req);
     json_decref(src);
     json_decref(ovr);
     json_decref(ir);
     if (st.n_errors) return;
-    int seen = 0;
-    for (int i = 0; i < m.n_approx; i++)
-        if (strstr(m.approx[i], "post-feedforward RMSNorms") && strstr(m.approx[i], "soft-caps")) seen++;
+    CHECK(m.post_norms && m.logit_softcap);
+    int seen = 0, stale = 0;
+    for (int i = 0; i < m.n_approx; i++) {
+        seen += strstr(m.approx[i], "soft-cap of the attention scores") != NULL;
+        stale += strstr(m.approx[i], "post-feedforward") != NULL;
+    }
     CHECK_EQ_I(seen, 1);
+    CHECK_EQ_I(stale, 0);
+    /* final_logit_softcapping null turns the soft-cap off; a string is a 422 */
+    json_t *hf = load("gemma-2-9b");
+    json_object_set_new(hf, "final_logit_softcapping", json_null());
+    mfu_model m2;
+    json_t *ir2 = resolve(hf, &m2);
+    CHECK(ir2 != NULL && !json_object_get(ir2, "logit_softcap") && json_is_true(json_object_get(ir2, "post_norms")));
+    json_decref(ir2);
+    json_decref(hf);
+    BAD("gemma-2-9b", "final_logit_softcapping", json_string("30"), PTR "/final_logit_softcapping");
+    /* other families have neither: the IR of Gemma 1 names none */
+    hf = load("gemma-7b");
+    ir2 = resolve(hf, &m2);
+    CHECK(ir2 != NULL && !json_object_get(ir2, "post_norms") && !m2.post_norms && !m2.logit_softcap);
+    json_decref(ir2);
+    json_decref(hf);
 }
 
 static const check_case cases[] = {

@@ -70,8 +70,10 @@ static int mla_moe(mfu_model *m, int n, int as_runs, const char *attn_impl_unuse
             "qk_nope_head_dim", 64, "qk_rope_head_dim", 32, "v_head_dim", 64,
             "mlp", "type", "moe", "n_experts", 16, "top_k", 2, "expert_ffn_dim", 512,
             "n_shared_experts", 1, "shared_ffn_dim", 512));
-    json_t *ir = json_pack("{s:i,s:i,s:b,s:o}", "d_model", 1024, "vocab", 32000, "dropout", 1,
-                           "layers", layers);
+    /* the most ops a layer and the head make: post-norms and a soft-capped
+     * head too (F-OP-POSTNORM, F-OP-SOFTCAP) */
+    json_t *ir = json_pack("{s:i,s:i,s:b,s:b,s:b,s:o}", "d_model", 1024, "vocab", 32000, "dropout", 1,
+                           "post_norms", 1, "logit_softcap", 1, "layers", layers);
     api_status st;
     api_status_init(&st);
     int rc = api_model_from_ir(ir, "/model", m, &st);
@@ -291,6 +293,61 @@ static void t_unfused_loss_ops(void)
     int edge = mfu_ops_embed(&m2, &s, o2, MFU_MAX_OPS) + mfu_ops_head(&m2, &s, o2, MFU_MAX_OPS);
     CHECK_EQ_I(edge, 21);
     CHECK(edge <= MFU_MAX_EDGE_OPS);
+}
+
+/* F-OP-POSTNORM and F-OP-SOFTCAP (Gemma 2, modeling_gemma2.py): each block's
+ * output normed before its residual add, the logits soft-capped. By hand,
+ * d_model 256, one sequence of 64 tokens, bf16, RMSNorm (4 FLOPs an
+ * element), vocabulary 1,000: each post-norm reads and writes 64 x 256
+ * elements, 2 x 2 x 16,384 = 65,536 bytes, keeps its input (32,768 bytes)
+ * and does 4 x 16,384 FLOPs; the soft-cap reads and writes the 64,000
+ * logits (256,000 bytes), keeps its output (128,000) and does 3 FLOPs a
+ * logit; under XLA's fused loss only its FLOPs remain. */
+static void t_post_norms_softcap(void)
+{
+    static mfu_model a, b;
+    const char *L = "\"layers\": [{\"count\": 1, \"attention\": {\"n_heads\": 8}, \"mlp\": {\"ffn_dim\": 512}}]}";
+    char t1[512], t2[512];
+    snprintf(t1, sizeof t1, "{\"d_model\": 256, \"vocab\": 1000, %s", L);
+    snprintf(t2, sizeof t2, "{\"d_model\": 256, \"vocab\": 1000, \"post_norms\": true, \"logit_softcap\": true, %s", L);
+    CHECK(load_model_ir(t1, &a) == 0 && load_model_ir(t2, &b) == 0);
+    mfu_shape s = {1, 64, 1, 1, 1, 1, 0, MFU_DT_BF16, MFU_ATTN_FLASH};
+    int na = mfu_ops_layer(&a, 0, &s, ops, MFU_MAX_OPS);
+    int nb = mfu_ops_layer(&b, 0, &s, o2, MFU_MAX_OPS);
+    CHECK_EQ_I(nb - na, 4);
+    static const char *const PN[] = {"attn_post_norm", "mlp_post_norm"};
+    for (int k = 0; k < 2; k++) {
+        const mfu_op *f = op_named(o2, nb, PN[k]);
+        char bw[32];
+        snprintf(bw, sizeof bw, "%s.bwd", PN[k]);
+        const mfu_op *g = op_named(o2, nb, bw);
+        CHECK(f != NULL && g != NULL && op_named(ops, na, PN[k]) == NULL);
+        if (!f || !g) continue;
+        CHECK_NEAR(f->bytes, 65536.0, 1e-9);
+        CHECK_NEAR(f->saved_bytes, 32768.0, 1e-9);
+        CHECK_NEAR(f->flops, 4.0 * 16384.0, 1e-9);
+        CHECK_NEAR(g->bytes, 3.0 * 32768.0, 1e-9);
+        CHECK(f->tags & MFU_TAG_LAYER);
+    }
+    /* parameters: two more norms a layer, 2 x 256 */
+    mfu_params pa, pb;
+    mfu_model_params(&a, &pa);
+    mfu_model_params(&b, &pb);
+    CHECK_NEAR(pb.total - pa.total, 512.0, 1e-9);
+    int ha = mfu_ops_head(&a, &s, ops, MFU_MAX_OPS), hb = mfu_ops_head(&b, &s, o2, MFU_MAX_OPS);
+    CHECK_EQ_I(hb - ha, 2);
+    const mfu_op *c = op_named(o2, hb, "logit_softcap"), *cb = op_named(o2, hb, "logit_softcap.bwd");
+    CHECK(c != NULL && cb != NULL);
+    if (c && cb) {
+        CHECK_NEAR(c->bytes, 256000.0, 1e-9);
+        CHECK_NEAR(c->saved_bytes, 128000.0, 1e-9);
+        CHECK_NEAR(c->flops, 3.0 * 64000.0, 1e-9);
+        CHECK_NEAR(cb->bytes, 384000.0, 1e-9);
+    }
+    s.xla_loss = 1;
+    hb = mfu_ops_head(&b, &s, o2, MFU_MAX_OPS);
+    c = op_named(o2, hb, "logit_softcap");
+    CHECK(c != NULL && c->bytes == 0.0 && c->saved_bytes == 0.0 && c->flops == 3.0 * 64000.0);
 }
 
 /* F-TIME-WAVE: a GEMM's output tiles run in waves of one 256 x 128 tile per
@@ -699,6 +756,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_moe_sort),
     CHECK_CASE(t_attention_length),
     CHECK_CASE(t_inventory_uncut),
+    CHECK_CASE(t_post_norms_softcap),
     CHECK_CASE(t_intensities),
     CHECK_CASE(t_korthikanti),
     CHECK_CASE(t_flash_attention),
