@@ -153,6 +153,34 @@ static int attn_gdn(json_t *a, const char *ptr, mfu_attention *out, api_status *
     return bad;
 }
 
+/* The fields of each object of the IR (openapi.yaml ModelIR, whose objects
+ * say additionalProperties false; docs/model-ir.md). A field not among
+ * them was passed over in silence: "n_kv_hedas" described MHA where GQA
+ * was meant. */
+static const char *const IR_KEYS[] = {"name", "d_model", "vocab", "tie_embeddings", "norm", "position",
+                                      "max_positions", "bias", "dropout", "post_norms", "logit_softcap",
+                                      "approximations", "layers", NULL};
+static const char *const RUN_KEYS[] = {"count", "attention", "mlp", NULL};
+static const char *const ATTN_KEYS[][14] = {
+    /* MFU_ATTN_MHA */
+    {"type", "n_heads", "n_kv_heads", "head_dim", "window", "qkv_bias", "chunk", "rotary_dim", "nope",
+     "sinks", "out_bias", "output_gate", "qk_norm", NULL},
+    /* MFU_ATTN_MLA */
+    {"type", "n_heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+     "v_head_dim", NULL},
+    /* MFU_ATTN_GLA */
+    {"type", "n_heads", "n_kv_heads", "key_dim", "value_dim", "gate_rank", "chunk_size", "output_gate",
+     NULL},
+    /* MFU_ATTN_GDN */
+    {"type", "n_heads", "n_kv_heads", "key_dim", "value_dim", "conv_size", "chunk_size", "output_gate",
+     NULL}};
+static const char *const MLP_KEYS[][13] = {
+    /* MFU_MLP_DENSE */
+    {"type", "ffn_dim", "gated", "activation", NULL},
+    /* MFU_MLP_MOE */
+    {"type", "n_experts", "top_k", "expert_ffn_dim", "n_shared_experts", "shared_ffn_dim", "gated",
+     "activation", "capacity_factor", "route_nodes", "bias", "shared_gate", NULL}};
+
 static int parse_attention(json_t *a, const char *ptr, const mfu_model *m, mfu_attention *out,
                            api_status *st)
 {
@@ -164,6 +192,9 @@ static int parse_attention(json_t *a, const char *ptr, const mfu_model *m, mfu_a
     }
     bad |= jv_enum(a, "type", ptr, JV_OPTIONAL, 0, ATTN_KINDS, &kind, st);
     out->kind = (mfu_attn_kind)kind;
+    char what[48];
+    snprintf(what, sizeof what, "attention of type %s", ATTN_KINDS[kind]);
+    if (!bad) bad |= jv_known(a, ptr, what, ATTN_KEYS[kind], st);
     bad |= jv_int(a, "n_heads", ptr, JV_REQUIRED, 0, 1, API_MAX_DIM, &out->n_heads, st);
     if (bad) return -1;
     switch (out->kind) {
@@ -184,6 +215,9 @@ static int parse_mlp(json_t *o, const char *ptr, mfu_mlp *out, api_status *st)
         return -1;
     }
     bad |= jv_enum(o, "type", ptr, JV_OPTIONAL, 0, MLP_KINDS, &kind, st);
+    char what[48];
+    snprintf(what, sizeof what, "an mlp of type %s", MLP_KINDS[kind]);
+    if (!bad) bad |= jv_known(o, ptr, what, MLP_KEYS[kind], st);
     bad |= jv_bool(o, "gated", ptr, JV_OPTIONAL, 1, &gated, st);
     bad |= jv_enum(o, "activation", ptr, JV_OPTIONAL, 0, ACTS, &act, st);
     out->kind = (mfu_mlp_kind)kind;
@@ -283,6 +317,7 @@ int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *m, api_status *st)
         api_fail(st, 422, ptr, "model must be an object");
         return -1;
     }
+    if (jv_known(ir, ptr, "the model IR", IR_KEYS, st)) return -1;
     json_t *name = json_object_get(ir, "name");
     if (name && !json_is_string(name)) {
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "name"), "must be a string");
@@ -336,7 +371,8 @@ int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *m, api_status *st)
             continue;
         }
         char pa[256], pm[256];
-        int b2 = jv_int(run, "count", q, JV_OPTIONAL, 1, 1, API_MAX_LAYERS, &lr->count, st);
+        int b2 = jv_known(run, q, "a layer run", RUN_KEYS, st);
+        b2 |= jv_int(run, "count", q, JV_OPTIONAL, 1, 1, API_MAX_LAYERS, &lr->count, st);
         b2 |= parse_attention(json_object_get(run, "attention"), jv_ptr(pa, sizeof pa, q, "attention"),
                               m, &lr->attn, st);
         b2 |= parse_mlp(json_object_get(run, "mlp"), jv_ptr(pm, sizeof pm, q, "mlp"), &lr->mlp, st);

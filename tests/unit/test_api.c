@@ -162,6 +162,58 @@ static void t_errors_with_pointers(void)
                  422, "/measured/config");
 }
 
+/* The model IR is read strictly, as the contract says (ModelIR and its
+ * objects: additionalProperties false): "n_kv_hedas" described MHA where
+ * GQA was meant, without a word. Every preset's IR as an answer echoes it
+ * (model.resolved.ir, every default filled in) reads back as it was. */
+static void t_model_ir_keys(void)
+{
+#define IR_REQ(model) "{\"model\": " model ", \"hardware\": {\"preset\": \"h100-sxm\"}, " \
+    "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}}"
+#define RUN(attn, mlp) "{\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"count\": 2, \"attention\": " attn \
+    ", \"mlp\": " mlp "}]}"
+    expect_error(api_roofline, IR_REQ(RUN("{\"n_heads\": 16, \"n_kv_hedas\": 4}", "{\"ffn_dim\": 4096}")), 422,
+                 "/model/layers/0/attention/n_kv_hedas");
+    /* a field of another attention type: MLA's rank on an MHA layer */
+    expect_error(api_roofline, IR_REQ(RUN("{\"n_heads\": 16, \"kv_lora_rank\": 512}", "{\"ffn_dim\": 4096}")),
+                 422, "/model/layers/0/attention/kv_lora_rank");
+    expect_error(api_roofline, IR_REQ(RUN("{\"n_heads\": 16}", "{\"ffn_dim\": 4096, \"top_k\": 2}")), 422,
+                 "/model/layers/0/mlp/top_k");
+    expect_error(api_roofline, IR_REQ("{\"d_model\": 1024, \"vocab\": 32000, \"dropuot\": true, \"layers\": "
+                 "[{\"count\": 2, \"attention\": {\"n_heads\": 16}, \"mlp\": {\"ffn_dim\": 4096}}]}"), 422,
+                 "/model/dropuot");
+    expect_error(api_roofline, IR_REQ("{\"d_model\": 1024, \"vocab\": 32000, \"layers\": [{\"cuont\": 2, "
+                 "\"attention\": {\"n_heads\": 16}, \"mlp\": {\"ffn_dim\": 4096}}]}"), 422, "/model/layers/0/cuont");
+    /* an IR preset's override is the IR's field: misspelt, a 422 there */
+    expect_error(api_roofline, IR_REQ("{\"preset\": \"megatron-22b\", \"dropuot\": false}"), 422, "/model/dropuot");
+    json_t *names = api_preset_model_names();
+    CHECK(json_array_size(names) >= 10);
+    size_t i;
+    json_t *nm;
+    json_array_foreach(names, i, nm) {
+        api_status st;
+        api_status_init(&st);
+        json_t *req = json_pack("{s:s}", "preset", json_string_value(nm));
+        json_t *src = NULL, *ovr = NULL, *ir = api_resolve_model(req, &src, &ovr, &st);
+        mfu_model m, m2;
+        CHECK(ir != NULL && api_model_from_ir(ir, "/model", &m, &st) == 0);
+        json_t *echo = ir ? api_model_to_ir(&m) : NULL;
+        int ok = echo && api_model_from_ir(echo, "/model", &m2, &st) == 0;
+        CHECK(ok);
+        if (!ok)
+            fprintf(stderr, "  %s: its echoed IR does not read back (%s)\n", json_string_value(nm),
+                    st.n_errors ? st.errors[0].pointer : "-");
+        json_decref(echo);
+        json_decref(ir);
+        json_decref(src);
+        json_decref(ovr);
+        json_decref(req);
+    }
+    json_decref(names);
+#undef RUN
+#undef IR_REQ
+}
+
 /* A measured run's micro-batch rounds make the request's batch. */
 static void t_measured_batch(void)
 {
@@ -1377,6 +1429,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_dualpipev_by_name),
     CHECK_CASE(t_fix_vpp_above_max),
     CHECK_CASE(t_measured_inferred),
+    CHECK_CASE(t_model_ir_keys),
     CHECK_CASE(t_measured_config_keys),
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
