@@ -25,6 +25,8 @@ static int hw_peaks(json_t *hw, const char *ptr, mfu_hardware *out, api_status *
         api_fail(st, 422, p, "required object {bf16, fp16, fp8, fp32} of FLOP/s is missing");
         bad = -1;
     } else {
+        static const char *const PEAKS[] = {"bf16", "fp16", "fp8", "fp32", NULL};
+        bad |= jv_known(pf, p, "peak_flops", PEAKS, st);
         for (int d = 0; d < MFU_DT_COUNT; d++)
             bad |= jv_num(pf, api_dtype_name((mfu_dtype)d), p, d == MFU_DT_BF16, 0.0, 0.0, 1e18, &out->peak_flops[d], st);
         if (!bad && out->peak_flops[MFU_DT_BF16] <= 0) {
@@ -61,6 +63,8 @@ static int hw_reserve(json_t *hw, const char *ptr, mfu_hardware *out, api_status
         bad = -1;
         res = NULL;
     }
+    static const char *const RESERVE[] = {"context_bytes", "comm_buffer_bytes", "fragmentation", NULL};
+    if (res && jv_known(res, p, "memory_reserve", RESERVE, st)) return -1;
     bad |= jv_num(res, "context_bytes", p, JV_OPTIONAL, gpu ? 0.5e9 : 0.0, 0.0, 1e12,
                   &out->reserve.context_bytes, st);
     bad |= jv_num(res, "comm_buffer_bytes", p, JV_OPTIONAL, gpu ? 0.5e9 : 0.0, 0.0, 1e12,
@@ -89,6 +93,8 @@ static int hw_tiers(json_t *hw, const char *ptr, mfu_hardware *out, int *bad, ap
     json_array_foreach(tiers, i, t) {
         mfu_net_tier *nt = &out->tiers[i];
         jv_ptr_i(q, sizeof q, p, i);
+        static const char *const TIER[] = {"name", "domain_size", "bw_bytes_s", "latency_s", NULL};
+        if (json_is_object(t) && jv_known(t, q, "a network tier", TIER, st)) return -1;
         json_t *tn = json_object_get(t, "name");
         if (tn && (!json_is_string(tn) || strlen(json_string_value(tn)) >= sizeof nt->name)) {
             char r[256];
@@ -143,6 +149,14 @@ static int hw_efficiency(json_t *eff, const char *p, mfu_hardware *out, int *bad
     char q[256];
     size_t i;
     out->has_profile = 1;
+    /* the contract's EfficiencyProfile (additionalProperties false): a
+     * misspelt "gemm_scal" from a hand-edited profile was passed over */
+    static const char *const EFF[] = {"gemm", "attention", "attention_half_tokens", "gemm_wave_elems",
+                                      "gemm_half_k", "fp8_gemm_half_k", "hbm", "net", "net_half_bytes",
+                                      "step_overhead_s", "overlap_slowdown", "gemm_scale", "fp8_gemm_scale",
+                                      "fp8_bwd_gemm_scale", "host_op_s", "kernel_overhead_s", "gemm_overhead_s",
+                                      "microbatch_overhead_s", "uncertainty", NULL};
+    if (jv_known(eff, p, "efficiency", EFF, st)) *bad = -1;
     json_t *g = json_object_get(eff, "gemm");
     if (g) {
         jv_ptr(q, sizeof q, p, "gemm");

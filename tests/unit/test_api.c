@@ -214,6 +214,57 @@ static void t_model_ir_keys(void)
 #undef IR_REQ
 }
 
+/* A hardware description's efficiency profile, peaks, reserve and tiers
+ * are read strictly (the contract's objects, additionalProperties false):
+ * a hand-edited "gemm_scal" was passed over and the preset's value kept.
+ * Every preset's description as an answer echoes it (the normal form's
+ * hardware, api_hardware_to_json) reads back. */
+static void t_hardware_keys(void)
+{
+    static const struct { const char *path, *key, *ptr; } BAD[] = {
+        {"efficiency", "gemm_scal", "/hardware/efficiency/gemm_scal"},
+        {"peak_flops", "bf61", "/hardware/peak_flops/bf61"},
+        {"memory_reserve", "context", "/hardware/memory_reserve/context"},
+        {"tiers/0", "bandwidth", "/hardware/tiers/0/bandwidth"}};
+    for (size_t k = 0; k < sizeof BAD / sizeof *BAD; k++) {
+        json_t *hw = json_deep_copy(json_object_get(api_preset_hardware("h100-sxm"), "hardware"));
+        CHECK(hw != NULL);
+        if (!hw) return;
+        json_t *o = strcmp(BAD[k].path, "tiers/0") ? json_object_get(hw, BAD[k].path)
+                                                   : json_array_get(json_object_get(hw, "tiers"), 0);
+        if (!o && !strcmp(BAD[k].path, "memory_reserve")) json_object_set_new(hw, "memory_reserve", o = json_object());
+        CHECK(json_is_object(o));
+        json_object_set_new(o, BAD[k].key, json_real(1.0));
+        json_t *req = json_pack("{s:{s:s},s:o,s:{s:i,s:i}}", "model", "preset", "llama3-8b", "hardware", hw,
+                                "training", "seq_len", 4096, "global_batch_tokens", 1048576);
+        api_status st;
+        api_status_init(&st);
+        json_t *res = api_roofline(req, &st);
+        int ok = res == NULL && st.status == 422 && st.n_errors && !strcmp(st.errors[0].pointer, BAD[k].ptr);
+        CHECK(ok);
+        if (!ok) fprintf(stderr, "  want 422 at %s, got %d %s\n", BAD[k].ptr, st.status, st.n_errors ? st.errors[0].pointer : "-");
+        json_decref(res);
+        json_decref(req);
+    }
+    json_t *names = api_preset_hardware_names();
+    CHECK(json_array_size(names) >= 8);
+    size_t i;
+    json_t *nm;
+    json_array_foreach(names, i, nm) {
+        api_status st;
+        api_status_init(&st);
+        mfu_hardware hw, hw2;
+        json_t *d = json_object_get(api_preset_hardware(json_string_value(nm)), "hardware");
+        int ok = d && api_hardware_from_json(d, "/hardware", &hw, &st) == 0;
+        json_t *echo = ok ? api_hardware_to_json(&hw) : NULL;
+        ok = ok && echo && api_hardware_from_json(echo, "/hardware", &hw2, &st) == 0;
+        CHECK(ok);
+        if (!ok) fprintf(stderr, "  %s: does not read back (%s)\n", json_string_value(nm), st.n_errors ? st.errors[0].pointer : "-");
+        json_decref(echo);
+    }
+    json_decref(names);
+}
+
 /* A measured run's micro-batch rounds make the request's batch. */
 static void t_measured_batch(void)
 {
@@ -1430,6 +1481,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_fix_vpp_above_max),
     CHECK_CASE(t_measured_inferred),
     CHECK_CASE(t_model_ir_keys),
+    CHECK_CASE(t_hardware_keys),
     CHECK_CASE(t_measured_config_keys),
     CHECK_CASE(t_maxtext_remat_names),
     CHECK_CASE(t_moe_imbalance),
