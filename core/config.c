@@ -501,6 +501,20 @@ static int torchtitan_family(const mfu_model *m)
     return 1;
 }
 
+/* The models torchtitan v0.2.2 builds as its qwen3 family (the family
+ * api/recipe_torchtitan.c renders them as): MoE without MLA (qwen3's MoE;
+ * torchtitan has no Mixtral) and the dense qwen3 shape (q/k RMSNorm). */
+static int torchtitan_qwen3(const mfu_system *sys)
+{
+    const mfu_model *m = sys->model;
+    int mla = 0, qkn = 0;
+    for (int r = 0; r < m->n_runs; r++) {
+        mla |= m->runs[r].attn.kind == MFU_ATTN_MLA;
+        qkn |= m->runs[r].attn.qk_norm == MFU_QKN_RMS;
+    }
+    return (sys->moe_layers > 0 && !mla) || qkn;
+}
+
 static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
 {
     int64_t fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP], cp = c->ax[MFU_AX_CP];
@@ -522,6 +536,13 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
         }
         if (pp > 1 && sys->model->tie_embeddings)
             return "FW-T9: pipeline parallelism with tied embeddings is rejected";
+        /* v0.2.2 torchtitan/models/qwen3/__init__.py: the TrainSpec has no
+         * pipelining_fn (train.py raises "does not support pipelining");
+         * main gave it one in 2026-03 (#2461), after its configuration
+         * moved from TOML to Python (#2386), which mfud's recipes do not
+         * write: a layout that needs it has no recipe that runs as printed */
+        if (pp > 1 && torchtitan_qwen3(sys))
+            return "FW-T15: torchtitan v0.2.2 builds this model as qwen3, whose TrainSpec has no pipelining_fn";
         if (!torchtitan_family(sys->model))
             return "FW-T12: torchtitan builds its model families only (RMSNorm, RoPE, SwiGLU, no biases, sliding windows, linear attention, sinks or gates)";
         if (c->ax[MFU_AX_DP] > 1 && fsdp == 1 && cp == 1 && (tp > 1 || pp > 1))

@@ -377,6 +377,44 @@ static void t_fp8_recipes(void)
 }
 
 /* torchtitan: FSDP x CP and an interleaved pipeline with explicit stages */
+/* Every ranked configuration names a framework whose recipe is there: a
+ * framework the rules admit and the recipe refuses is a top pick nobody
+ * can launch as printed. It was: torchtitan's rules admitted pp > 1 for
+ * the models it builds as qwen3 (Mixtral, Qwen3 MoE and dense), whose
+ * v0.2.2 TrainSpec has no pipelining_fn, and those ranked first on 576
+ * GB200s (FW-T15 now). The searches span MoE and dense, NVLink domains,
+ * AMD and TPUs. */
+static void t_top_picks_launch(void)
+{
+    static const struct { const char *model, *hw; int devices; } CASES[] = {
+        {"mixtral-8x7b", "gb200-nvl72", 576}, {"qwen3-30b-a3b", "gb200-nvl72", 576},
+        {"qwen3-235b-a22b", "mi300x", 64},   {"qwen3-8b", "gb200-nvl72", 576},
+        {"llama3-70b", "h100-sxm", 512},     {"deepseek-v3", "b200", 256},
+        {"mixtral-8x22b", "tpu-v5p", 256},   {"llama3-8b", "tpu-v6e", 256}};
+    for (size_t k = 0; k < sizeof CASES / sizeof *CASES; k++) {
+        json_t *req = json_pack("{s:{s:s},s:{s:s},s:i,s:{s:i,s:i},s:{s:i}}", "model", "preset", CASES[k].model,
+                                "hardware", "preset", CASES[k].hw, "devices", CASES[k].devices, "training",
+                                "seq_len", 4096, "global_batch_tokens", 4194304, "search", "top_k", 5);
+        api_status st;
+        api_status_init(&st);
+        json_t *res = api_search(req, &st, NULL, NULL), *cs = json_object_get(res, "configs");
+        CHECK(res != NULL && json_array_size(cs) >= 1);
+        for (size_t i = 0; i < json_array_size(cs); i++) {
+            json_t *c = json_array_get(cs, i), *fws = json_object_get(c, "frameworks");
+            int runs = 0;
+            for (size_t f = 0; f < json_array_size(fws); f++)
+                runs += json_object_get(json_object_get(json_object_get(c, "recipes"),
+                                                        json_string_value(json_array_get(fws, f))),
+                                        "unavailable") == NULL;
+            CHECK(runs >= 1);
+            if (!runs) fprintf(stderr, "  %s on %d %s: rank %zu has no recipe of its frameworks\n", CASES[k].model,
+                               CASES[k].devices, CASES[k].hw, i + 1);
+        }
+        json_decref(res);
+        json_decref(req);
+    }
+}
+
 static void t_torchtitan(void)
 {
     static setup s;
@@ -690,6 +728,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_zero),
     CHECK_CASE(t_zero3),
     CHECK_CASE(t_torchtitan),
+    CHECK_CASE(t_top_picks_launch),
     CHECK_CASE(t_moe),
     CHECK_CASE(t_pp_layout),
     CHECK_CASE(t_windows),
