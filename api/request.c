@@ -31,14 +31,16 @@ const char *const api_schedule_names[] = {"1f1b", "interleaved", "zb", "gpipe", 
 const char *const api_recompute_names[] = {"none", "selective", "minimal", "save_dot_except_mlp",
                                            "mla_up", "op_sac", "full", "custom", "qkv_proj_offloaded",
                                            "minimal_offloaded", "maxtext", "cpu_offload", NULL};
-/* the names a request may give, and the slot each is */
+/* the names a request may give, and the slot each is; "custom" is how an
+ * answer names a selective module set no named policy has: "selective"
+ * with its recompute_modules */
 static const char *const RC_INPUT[] = {"none", "selective", "minimal", "save_dot_except_mlp", "mla_up",
                                        "op_sac", "full", "qkv_proj_offloaded", "minimal_offloaded", "maxtext",
-                                       "cpu_offload", NULL};
+                                       "cpu_offload", "custom", NULL};
 static const int RC_INPUT_SLOT[] = {MFU_RC_NONE, MFU_RC_SELECTIVE, MFU_RC_MINIMAL,
                                     MFU_RC_SAVE_DOT_EXCEPT_MLP, MFU_RC_MLA_UP, MFU_RC_OP_SAC, MFU_RC_FULL,
                                     MFU_RC_QKV_OFFLOADED, MFU_RC_MINIMAL_OFFLOADED, MFU_RC_MAXTEXT,
-                                    MFU_RC_CPU_OFFLOAD};
+                                    MFU_RC_CPU_OFFLOAD, MFU_RC_SELECTIVE};
 /* "recompute": "maxtext" with "remat": {name: "remat" | "device" |
  * "offload"}, MaxText's remat_policy custom (src/maxtext/configs/base.yml
  * names; decoder_layer_input "device", the rest "remat" by default). mfud
@@ -154,30 +156,46 @@ int rq_parse_remat(json_t *rj, const char *ptr, unsigned *device, unsigned *host
     return 0;
 }
 
-/* Every module a named policy recomputes on some model: its standard
- * set; op_sac's on an MoE model (core/system.c rc_table); a MaxText name
- * policy's from its names (the context, the MLP input projections). */
-static unsigned policy_modules(int slot)
+/* A MaxText policy that places the names itself (F-RC-MAXTEXT). */
+static int fixed_names(int slot)
 {
-    unsigned m = slot < MFU_RC_FULL ? mfu_rc_std_modules[slot] : 0u;
-    if (slot == MFU_RC_OP_SAC) m |= mfu_rc_std_modules[MFU_RC_MINIMAL] | MFU_RCM_MOE;
-    if (slot == MFU_RC_QKV_OFFLOADED || slot == MFU_RC_MINIMAL_OFFLOADED || slot == MFU_RC_MAXTEXT)
-        m |= MFU_RCM_CORE_ATTN | MFU_RCM_MLP | MFU_RCM_MOE;
-    return m;
+    return slot == MFU_RC_QKV_OFFLOADED || slot == MFU_RC_MINIMAL_OFFLOADED;
 }
 
-int rq_parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, unsigned mx[2],
+int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned *custom, unsigned mx[2],
                        api_status *st)
 {
     char p[256];
     json_t *name = json_object_get(obj, "recompute");
     json_t *mods = json_object_get(obj, "recompute_modules");
     json_t *remat = json_object_get(obj, "remat");
-    int v = def;
+    int v = def, named = 0; /* a policy by name, not a module set */
     if (name) {
         int k;
         if (jv_enum(obj, "recompute", ptr, JV_REQUIRED, 0, RC_INPUT, &k, st)) return -2;
         v = RC_INPUT_SLOT[k];
+        named = v != MFU_RC_SELECTIVE;
+        if (!strcmp(RC_INPUT[k], "custom") && !mods) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute_modules"),
+                     "\"custom\" is a module set: give its recompute_modules");
+            return -2;
+        }
+    }
+    /* An answer names its policy and lists what it recomputes on the model
+     * (render.c): the modules ([] for none, full and cpu_offload) and, for
+     * MaxText's policies that place the names themselves, the names.
+     * Given back (echo: a measured configuration) they are the policy's
+     * echo, not read here; rq_parse_config checks them against the policy
+     * on the model (check_rc_echo). */
+    if (echo && named && json_is_array(mods)) {
+        if (json_array_size(mods) && !parse_modules(mods, jv_ptr(p, sizeof p, ptr, "recompute_modules"), st))
+            return -2;
+        mods = NULL;
+    }
+    if (echo && remat && fixed_names(v)) {
+        unsigned d = 0, h = 0;
+        if (rq_parse_remat(remat, jv_ptr(p, sizeof p, ptr, "remat"), &d, &h, st)) return -2;
+        remat = NULL;
     }
     if (remat && v != MFU_RC_MAXTEXT) {
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"), "only with \"recompute\": \"maxtext\"");
@@ -193,16 +211,6 @@ int rq_parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, 
         }
         mx[0] = d;
         mx[1] = h;
-    }
-    /* An answer names a policy and lists the modules it recomputes on the
-     * model (render.c): [] for none, full and cpu_offload, the policy's
-     * own for the others. Given back with a named policy other than
-     * "selective", that list is read as the echo it is: accepted where it
-     * is the policy's, not read. */
-    if (json_is_array(mods) && name && v != MFU_RC_SELECTIVE) {
-        unsigned m = json_array_size(mods) ? parse_modules(mods, jv_ptr(p, sizeof p, ptr, "recompute_modules"), st) : 0u;
-        if (json_array_size(mods) && !m) return -2;
-        if (!(m & ~policy_modules(v))) mods = NULL;
     }
     if (!mods) return name ? v : -1;
     if (name && v != MFU_RC_SELECTIVE) {
@@ -232,8 +240,8 @@ static int scan_custom_modules(json_t *req, unsigned *custom, unsigned mx[2], ap
     mx[0] = mx[1] = 0;
     json_t *mc = json_object_get(json_object_get(req, "measured"), "config");
     json_t *fix = json_object_get(json_object_get(req, "search"), "fix");
-    if (json_is_object(mc) && rq_parse_recompute(mc, "/measured/config", 0, custom, mx, st) == -2) return -1;
-    if (json_is_object(fix) && rq_parse_recompute(fix, "/search/fix", 0, custom, mx, st) == -2) return -1;
+    if (json_is_object(mc) && rq_parse_recompute(mc, "/measured/config", 0, 1, custom, mx, st) == -2) return -1;
+    if (json_is_object(fix) && rq_parse_recompute(fix, "/search/fix", 0, 0, custom, mx, st) == -2) return -1;
     return 0;
 }
 
@@ -261,7 +269,7 @@ static int parse_split_answer(json_t *sj, const char *ptr, const mfu_system *sys
     bad = jv_enum(sj, "kind", ptr, JV_REQUIRED, 0, api_split_names, &k, st);
     for (int i = 0; i < 3; i++)
         bad |= jv_int(sj, WHAT[i], ptr, k == MFU_SPLIT_FIRST_LAST && i != 1 ? JV_REQUIRED : JV_OPTIONAL,
-                      -1, -1, API_MAX_LAYERS, &given[i], st);
+                      -1, 0, API_MAX_LAYERS, &given[i], st); /* -1: not given */
     if (bad) return -1;
     c->split = (mfu_split)k;
     if (c->split == MFU_SPLIT_FIRST_LAST) {
@@ -402,6 +410,42 @@ void rq_default_sp_etp(const mfu_system *sys, mfu_config *c, unsigned admitted, 
     }
 }
 
+/* What an answer lists with a named policy, given back: the modules it
+ * recomputes on this model (api_rc_effective_modules, as render.c lists
+ * them) and, for MaxText's qkv_proj_offloaded and minimal_offloaded, where
+ * each name lives. Anything else names another policy: a 422 saying how. */
+static int check_rc_echo(json_t *cj, const char *ptr, const mfu_system *sys, const mfu_config *c,
+                         api_status *st)
+{
+    char p[256];
+    const char *name = json_string_value(json_object_get(cj, "recompute"));
+    json_t *mods = json_object_get(cj, "recompute_modules"), *remat = json_object_get(cj, "remat");
+    if (!name || !strcmp(name, "selective") || !strcmp(name, "custom")) return 0;
+    const mfu_rc_policy *rp = &sys->rc[c->recompute];
+    if (json_is_array(mods)) {
+        unsigned m = json_array_size(mods) ? parse_modules(mods, jv_ptr(p, sizeof p, ptr, "recompute_modules"), st) : 0u;
+        unsigned want = rp->kind == MFU_RCK_SELECTIVE ? api_rc_effective_modules(sys, rp->modules) : 0u;
+        if (json_array_size(mods) && !m) return -1;
+        if (m != want) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute_modules"),
+                     "are not the modules \"%s\" recomputes on this model; a module set of your own is "
+                     "\"recompute\": \"selective\" with its recompute_modules", name);
+            return -1;
+        }
+    }
+    if (remat && fixed_names(c->recompute)) {
+        unsigned d = 0, h = 0;
+        if (rq_parse_remat(remat, jv_ptr(p, sizeof p, ptr, "remat"), &d, &h, st)) return -1;
+        if (d != rp->mx_device || h != rp->mx_host) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"),
+                     "is not where \"%s\" keeps the names; names of your own are \"recompute\": \"maxtext\" "
+                     "with its remat", name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The keys of a configuration as a request gives it (openapi ConfigInput)
  * and of its layout (ParallelAxes). Unknown keys were passed over in
  * silence: a misspelt "vp" evaluated the run without its interleaving. */
@@ -456,11 +500,11 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     bad |= jv_int(cj, "mbs", ptr, JV_OPTIONAL, 1, 1, 1 << 20, &c->mbs, st);
     unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
     unsigned mx[2] = {sys->rc[MFU_RC_MAXTEXT].mx_device, sys->rc[MFU_RC_MAXTEXT].mx_host};
-    int rc = rq_parse_recompute(cj, ptr, MFU_RC_NONE, &custom, mx, st);
+    int rc = rq_parse_recompute(cj, ptr, MFU_RC_NONE, 1, &custom, mx, st);
     if (rc == -2) bad = -1;
     c->recompute = rc < 0 ? MFU_RC_NONE : rc;
     bad |= jv_int(cj, "recompute_layers", ptr, JV_OPTIONAL, -1, -1, API_MAX_LAYERS, &c->recompute_layers, st);
-    if (bad) return -1;
+    if (bad || check_rc_echo(cj, ptr, sys, c, st)) return -1;
     int split_bad = 0;
     if (parse_split(cj, ptr, sys, c, &split_bad, st)) return -1;
     bad |= split_bad;

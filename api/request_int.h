@@ -25,7 +25,11 @@ struct api_prepared {
 };
 
 /* api/request.c */
-int rq_parse_recompute(json_t *obj, const char *ptr, int def, unsigned *custom, unsigned mx[2], api_status *st);
+/* echo: a measured configuration, which may give back what an answer lists
+ * with a named policy (its recompute_modules, a fixed-names policy's remat),
+ * checked against the model by rq_parse_config */
+int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned *custom, unsigned mx[2],
+                       api_status *st);
 int rq_parse_remat(json_t *rj, const char *ptr, unsigned *device, unsigned *host, api_status *st);
 /* The frameworks a search's options admit (MFU_FW_ANY: every one). */
 static inline unsigned admitted_of(const mfu_search_opts *o)

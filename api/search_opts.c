@@ -55,7 +55,7 @@ static int parse_fix(json_t *fix, const char *ptr, const mfu_system *sys, mfu_se
     if (json_object_get(fix, "schedule")) { bad |= jv_enum(fix, "schedule", fp, JV_REQUIRED, 0, api_schedule_names, &v, st); o->fix_schedule = v; }
     unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
     unsigned mx[2] = {sys->rc[MFU_RC_MAXTEXT].mx_device, sys->rc[MFU_RC_MAXTEXT].mx_host};
-    int rc = rq_parse_recompute(fix, fp, MFU_RC_SELECTIVE, &custom, mx, st);
+    int rc = rq_parse_recompute(fix, fp, MFU_RC_SELECTIVE, 0, &custom, mx, st);
     if (rc == -2) bad = 1;
     else if (rc >= 0) o->fix_recompute = rc;
     const char *kk;

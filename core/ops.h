@@ -166,10 +166,10 @@ static inline double mfu_moe_load(const mfu_mlp *p, double moe_load)
  * has at most MFU_MAX_LAYER_OPS ops (worst case today: MLA + unfused
  * attention with dropout + MoE with a gated shared expert and biases, FP8
  * casts, F-MOE-SORT and F-MOE-FP8-PAD = 95, 106 with unfused gradient
- * accumulation; tests/unit/test_ops.c
+ * accumulation, 110 with post-norms; tests/unit/test_ops.c
  * builds it and checks the margin), the embedding and head at most
- * MFU_MAX_EDGE_OPS (21 with learned positions, dropout, unfused gradient
- * accumulation and the unfused loss, also built there), and a model at
+ * MFU_MAX_EDGE_OPS (23 with learned positions, dropout, unfused gradient
+ * accumulation, the unfused loss and soft-capped logits), and a model at
  * most MFU_MAX_RUNS runs. */
 #define MFU_MAX_LAYER_OPS 128
 #define MFU_MAX_EDGE_OPS 32

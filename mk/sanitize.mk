@@ -45,9 +45,11 @@ ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=1:detect_s
 # heap) and per-thread allocator caches (seen: +83 MiB for the code of
 # commit 82d0c6a, which CI had passed at +<64 MiB on another machine), so
 # it gets 256 MiB; the plain run keeps measuring mfud.
-# MFU_TEST_QUICK: the tests that read it run a smaller workload under TSan
-# (test_oom walks every 8th allocation failure: single-threaded, nothing for
-# TSan to watch; the full walk runs under ASan).
+# MFU_TEST_QUICK: the tests that read it run a smaller workload under TSan:
+# test_oom walks every 8th allocation failure (single-threaded, nothing for
+# TSan to watch; the full walk runs under ASan), test_search's threaded
+# search runs half its batch range (its threads and their merge run the
+# same; the full range runs plain and under ASan).
 TSAN_ENV = MFU_TEST_QUICK=1 TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1:history_size=4:suppressions=$(CURDIR)/tests/tsan.supp:log_path=$(TSAN_REPORTS)/tsan \
            LOAD_RSS_SLACK_KB=262144
 

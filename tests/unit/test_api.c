@@ -698,22 +698,44 @@ static void t_measured_config_keys(void)
         "\"search\": {\"top_k\": 4, \"frameworks\": [\"megatron\"]}, \"measured\": {\"step_time_s\": 1}}",
         "{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"tpu-v6e\"}, \"training\": "
         "{\"seq_len\": 4096, \"global_batch_tokens\": 4194304}, \"devices\": 256, \"search\": {\"top_k\": 2}, "
-        "\"measured\": {\"step_time_s\": 1}}"};
+        "\"measured\": {\"step_time_s\": 1}}",
+        /* MaxText's policies that place the names themselves: the answer
+         * carries their remat */
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, \"training\": "
+        "{\"seq_len\": 4096, \"global_batch_tokens\": 4194304}, \"devices\": 64, \"search\": {\"top_k\": 1, "
+        "\"fix\": {\"recompute\": \"qkv_proj_offloaded\"}}, \"measured\": {\"step_time_s\": 1}}",
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, \"training\": "
+        "{\"seq_len\": 4096, \"global_batch_tokens\": 4194304}, \"devices\": 64, \"search\": {\"top_k\": 1, "
+        "\"fix\": {\"recompute\": \"minimal_offloaded\"}}, \"measured\": {\"step_time_s\": 1}}",
+        /* a module set no named policy has: the answer says "custom" */
+        "{\"model\": {\"preset\": \"mixtral-8x7b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"training\": "
+        "{\"seq_len\": 4096, \"global_batch_tokens\": 4194304}, \"devices\": 64, \"search\": {\"top_k\": 1, "
+        "\"fix\": {\"recompute\": \"selective\", \"recompute_modules\": [\"core_attn\", \"moe_act\"]}}, "
+        "\"measured\": {\"step_time_s\": 1}}",
+        /* the "account" split (Llama 3 405B's 126 layers and the embedding
+         * and head over pp 8: 15, 16, ..., 15) */
+        "{\"model\": {\"preset\": \"llama3-405b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"training\": "
+        "{\"seq_len\": 4096, \"global_batch_tokens\": 4194304}, \"devices\": 512, \"search\": {\"top_k\": 1, "
+        "\"frameworks\": [\"megatron\"], \"fix\": {\"pp\": 8}}, \"measured\": {\"step_time_s\": 1}}"};
+#define N_REQS (int)(sizeof REQS / sizeof *REQS)
     static const char *const SAME[] = {"parallel", "schedule", "vpp", "mbs", "grad_accum", "recompute",
                                        "recompute_modules", "recompute_layers", "pipeline_split", "tp_overlap"};
-    int interleaved = 0, modules = 0;
-    for (int q = 0; q < 2; q++) {
+    int interleaved = 0, modules = 0, remat = 0, custom = 0, account = 0;
+    for (int q = 0; q < N_REQS; q++) {
         api_status st;
         api_status_init(&st);
         json_t *r = J(REQS[q]), *m = json_object_get(r, "measured");
         json_t *base = json_deep_copy(r);
         json_object_del(base, "measured");
         json_t *res = api_search(base, &st, NULL, NULL), *cs = json_object_get(res, "configs");
-        CHECK(res != NULL && json_array_size(cs) >= 2);
+        CHECK(res != NULL && json_array_size(cs) >= 1);
         for (size_t i = 0; i < json_array_size(cs); i++) {
             json_t *c = json_array_get(cs, i);
             interleaved += !strcmp(json_string_value(json_object_get(c, "schedule")), "interleaved");
             modules += json_array_size(json_object_get(c, "recompute_modules")) > 0;
+            remat += json_object_get(c, "remat") != NULL;
+            custom += !strcmp(json_string_value(json_object_get(c, "recompute")), "custom");
+            account += !strcmp(json_string_value(json_object_get(json_object_get(c, "pipeline_split"), "kind")), "account");
             json_object_set(m, "config", c);
             api_status st2;
             api_status_init(&st2);
@@ -736,7 +758,27 @@ static void t_measured_config_keys(void)
         json_decref(r);
     }
     /* the cases this test is for were in the answers */
-    CHECK(interleaved >= 2 && modules >= 2);
+    CHECK(interleaved >= 2 && modules >= 2 && remat >= 2 && custom >= 1 && account >= 1);
+#undef N_REQS
+    /* what an answer lists with a named policy is that policy's on the
+     * model, not another: a module minimal does not recompute, or
+     * qkv_proj_offloaded's names placed otherwise, is a 422 saying how to
+     * name a set of one's own */
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 8}, \"recompute\": \"minimal\", "
+                 "\"recompute_modules\": [\"core_attn\"]}"), 422, "/measured/config/recompute_modules");
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 8}, \"recompute\": \"custom\"}"), 422,
+                 "/measured/config/recompute_modules");
+    expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"pipeline_split\": "
+                 "{\"kind\": \"even\", \"first_stage_layers\": -1}}"), 422,
+                 "/measured/config/pipeline_split/first_stage_layers");
+    {
+        /* a search.fix is no answer's echo: a list beside a named policy
+         * stays a 422 there */
+        expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": "
+                     "\"h100-sxm\"}, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, "
+                     "\"devices\": 8, \"search\": {\"fix\": {\"recompute\": \"op_sac\", \"recompute_modules\": "
+                     "[\"moe\"]}}}", 422, "/search/fix/recompute_modules");
+    }
 #undef MC_REQ
 }
 

@@ -293,6 +293,11 @@ static void t_unfused_loss_ops(void)
     int edge = mfu_ops_embed(&m2, &s, o2, MFU_MAX_OPS) + mfu_ops_head(&m2, &s, o2, MFU_MAX_OPS);
     CHECK_EQ_I(edge, 21);
     CHECK(edge <= MFU_MAX_EDGE_OPS);
+    /* and with soft-capped logits (F-OP-SOFTCAP): the widest edge today */
+    m2.logit_softcap = 1;
+    edge = mfu_ops_embed(&m2, &s, o2, MFU_MAX_OPS) + mfu_ops_head(&m2, &s, o2, MFU_MAX_OPS);
+    CHECK_EQ_I(edge, 23);
+    CHECK(edge <= MFU_MAX_EDGE_OPS);
 }
 
 /* F-OP-POSTNORM and F-OP-SOFTCAP (Gemma 2, modeling_gemma2.py): each block's
