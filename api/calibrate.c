@@ -259,6 +259,28 @@ static json_t *cal_component_request(json_t *req, const char *rp, api_status *st
     return out;
 }
 
+/* A field of obj that is not in known but an edit or two from one of them:
+ * a 422 at it with the name it meant (the other unknown fields are the
+ * caller's annotations: "about", a run's "family", "source"). */
+static int cal_typos(json_t *obj, const char *ptr, const char *what, const char *const *known, api_status *st)
+{
+    const char *k;
+    json_t *v;
+    int bad = 0;
+    json_object_foreach(obj, k, v) {
+        int ok = 0;
+        for (int i = 0; known[i] && !ok; i++) ok = !strcmp(k, known[i]);
+        const char *near = ok ? NULL : jv_nearest(k, known);
+        if (!near) continue;
+        char p[256];
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, k),
+                 "unknown field; did you mean \"%s\"? (the other fields of %s it does not read are annotations)",
+                 near, what);
+        bad = -1;
+    }
+    return bad;
+}
+
 /* cal_load_run's rest, with the request as it is fitted. */
 static int cal_load_parsed(cal_ctx *x, json_t *run, json_t *req, int i, const char *rp, double *meas, int *use,
                            api_status *s1, api_status *st)
@@ -306,6 +328,8 @@ static int cal_load_run(cal_ctx *x, json_t *run, int i, double *meas, int *use, 
     json_t *req = json_object_get(run, "request") ? json_object_get(run, "request") : run;
     char rp[64];
     jv_ptr_i(rp, sizeof rp, "/runs", (size_t)i);
+    static const char *const WRAP[] = {"id", "request", NULL};
+    if (req != run && cal_typos(run, rp, "a run {id, request}", WRAP, st)) return -1;
     api_status s1;
     api_status_init(&s1);
     json_t *owned = NULL; /* a modified copy of req, kept until the end */
@@ -443,6 +467,11 @@ static json_t *cal_parse_doc(json_t *doc, cal_ctx *x, int *cv, api_status *st)
         return NULL;
     }
     if (api_check_limits(doc, st)) return NULL;
+    /* the contract's CalibrateRequest keeps other fields as annotations
+     * (examples/calibration.json's "about"), but one an edit or two from a
+     * field it reads is a typo, which was passed over ("cros_validate") */
+    static const char *const KEYS[] = {"runs", "parameters", "cross_validate", "prior", NULL};
+    if (cal_typos(doc, "", "a calibration", KEYS, st)) return NULL;
     json_t *runs = json_object_get(doc, "runs");
     if (!json_is_array(runs) || json_array_size(runs) < 1 || json_array_size(runs) > API_MAX_CAL_RUNS) {
         api_fail(st, 422, "/runs", "must be an array of 1 to %d measured runs", API_MAX_CAL_RUNS);

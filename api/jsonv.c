@@ -13,6 +13,45 @@ int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *
     return jv_known_also(obj, ptr, what, known, NULL, st);
 }
 
+/* Levenshtein distance of a and b (insertions, deletions, substitutions of
+ * bytes), or 99 for names longer than 63 bytes. */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63) return 99;
+    int row[64];
+    for (size_t j = 0; j <= m; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[m];
+}
+
+const char *jv_nearest(const char *key, const char *const *known)
+{
+    /* one edit for short names, two from 5 bytes on: "vp" is vpp, "tp" is
+     * not pp */
+    int limit = strlen(key) < 5 ? 1 : 2, best = limit + 1;
+    const char *near = NULL;
+    for (int i = 0; known[i]; i++) {
+        if (known[i][0] == '_') continue; /* internal: not offered */
+        int d = edit_distance(key, known[i]);
+        if (d < best) {
+            best = d;
+            near = known[i];
+        }
+    }
+    return near;
+}
+
 int jv_known_also(json_t *obj, const char *ptr, const char *what, const char *const *known,
                   const char *const *also, api_status *st)
 {
@@ -33,7 +72,9 @@ int jv_known_also(json_t *obj, const char *ptr, const char *what, const char *co
         for (int i = 0; also && also[i] && !ok; i++) ok = !strcmp(k, also[i]);
         if (ok) continue;
         char p[256];
-        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, k), "unknown field; %s has %s", what, list);
+        const char *near = jv_nearest(k, known);
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, k), "unknown field; %s has %s%s%s%s", what, list,
+                 near ? "; did you mean \"" : "", near ? near : "", near ? "\"?" : "");
         bad = -1;
     }
     return bad;

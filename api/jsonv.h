@@ -34,6 +34,10 @@ int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *
  * output fields given back with a configuration). */
 int jv_known_also(json_t *obj, const char *ptr, const char *what, const char *const *known,
                   const char *const *also, api_status *st);
+/* The known name (NULL-terminated list, '_' names skipped) one edit from
+ * key (two from 5 bytes on), the nearest; NULL if none: the "did you mean"
+ * of an unknown field. */
+const char *jv_nearest(const char *key, const char *const *known);
 /* Build "ptr/key" (RFC 6901 escaping of key) into buf. */
 const char *jv_ptr(char *buf, size_t n, const char *ptr, const char *key);
 const char *jv_ptr_i(char *buf, size_t n, const char *ptr, size_t index);

@@ -671,6 +671,28 @@ static void t_measured_config_keys(void)
     "\"search\": {\"top_k\": 2}, \"measured\": {\"config\": " cfg ", \"step_time_s\": 1}}"
     expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"vp\": 2}"), 422,
                  "/measured/config/vp");
+    {
+        /* and names the field it meant: one edit from "vp", two from
+         * "mircobatch"-like names of 5 bytes and more; "tp" beside "pp" is
+         * not a guess (both are known) */
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"vp\": 2, \"grad_acum\": 8}"));
+        json_t *res = api_search(r, &st, NULL, NULL);
+        CHECK(res == NULL && st.n_errors == 2);
+        for (int e = 0; e < st.n_errors && e < 2; e++) {
+            const char *want = strstr(st.errors[e].pointer, "/vp") ? "did you mean \"vpp\"?" : "did you mean \"grad_accum\"?";
+            CHECK(strstr(st.errors[e].detail, want) != NULL);
+        }
+        json_decref(res);
+        json_decref(r);
+        api_status_init(&st);
+        r = J(MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"zzz\": 2}"));
+        res = api_search(r, &st, NULL, NULL);
+        CHECK(res == NULL && st.n_errors == 1 && strstr(st.errors[0].detail, "did you mean") == NULL);
+        json_decref(res);
+        json_decref(r);
+    }
     expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 2, \"ppp\": 4}}"), 422,
                  "/measured/config/parallel/ppp");
     expect_error(search_sync, MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"pipeline_split\": "

@@ -221,6 +221,28 @@ static void t_prior_components(void)
     api_status_init(&st);
     CHECK(api_calibrate(inl, &st) == NULL);
     CHECK_STR(st.errors[0].pointer, "/prior");
+    /* a field an edit or two from one it reads is a typo, a 422 naming the
+     * field meant; any other is an annotation (examples/calibration.json's
+     * "about", a run's "family") */
+    json_object_set_new(inl, "prior", json_string("preset"));
+    json_object_set_new(inl, "cros_validate", json_false());
+    api_status_init(&st);
+    CHECK(api_calibrate(inl, &st) == NULL);
+    CHECK_STR(st.n_errors ? st.errors[0].pointer : "", "/cros_validate");
+    CHECK(st.n_errors && strstr(st.errors[0].detail, "did you mean \"cross_validate\"") != NULL);
+    json_object_del(inl, "cros_validate");
+    json_t *run0 = json_array_get(json_object_get(inl, "runs"), 0);
+    json_object_set_new(run0, "idd", json_string("a"));
+    api_status_init(&st);
+    CHECK(api_calibrate(inl, &st) == NULL);
+    CHECK_STR(st.n_errors ? st.errors[0].pointer : "", "/runs/0/idd");
+    json_object_del(run0, "idd");
+    json_object_set_new(run0, "family", json_string("annotation"));
+    json_object_set_new(inl, "about", json_string("annotation"));
+    api_status_init(&st);
+    json_t *ok = api_calibrate(inl, &st);
+    CHECK(ok != NULL);
+    json_decref(ok);
     json_decref(inl);
     json_decref(h);
     json_decref(preset);
