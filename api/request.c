@@ -245,12 +245,6 @@ static int scan_custom_modules(json_t *req, unsigned *custom, unsigned mx[2], ap
     return 0;
 }
 
-/* A configuration (measured or pinned). Divisibility is checked here (an
- * illegal configuration is a 422); whether a framework launches it is
- * reported with the result, not refused. */
-/* A configuration's "pipeline_split": "even", "account",
- * {"first": n, "last": n}, or the search's default for (pp, vpp). -1 when
- * refused; *bad set when first/last had errors (reported with the rest). */
 static const char *const SPLIT_KEYS[] = {"first", "last", NULL};
 
 /* A split as an answer gives it (openapi Config.pipeline_split): its kind
@@ -298,6 +292,9 @@ static int parse_split_answer(json_t *sj, const char *ptr, const mfu_system *sys
     return 0;
 }
 
+/* A configuration's "pipeline_split": "even", "account",
+ * {"first": n, "last": n}, or the search's default for (pp, vpp). -1 when
+ * refused; *bad set when first/last had errors (reported with the rest). */
 static int parse_split(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c, int *bad_out,
                        api_status *st)
 {
@@ -464,6 +461,9 @@ static const char *const CONFIG_ANSWER_KEYS[] = {
     "time_expected", "bound", "expected", "overlap_ratio", "gap", "gap_expected", "roofline_mfu",
     "megatron_args", "recipes", NULL};
 
+/* A configuration (measured or pinned). Divisibility is checked here (an
+ * illegal configuration is a 422); whether a framework launches it is
+ * reported with the result, not refused. */
 int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_config *c,
                     unsigned admitted, api_status *st)
 {
