@@ -156,6 +156,34 @@ int rq_parse_remat(json_t *rj, const char *ptr, unsigned *device, unsigned *host
     return 0;
 }
 
+/* MaxText's remat_policy names that save only these names on the device
+ * and recompute the rest (src/maxtext/layers/decoders.py get_remat_policy:
+ * jax.checkpoint_policies.save_only_these_names; minimal_with_context saves
+ * every dot). The layer's input is kept as always (the scan's carry). A
+ * measured MaxText run can say its policy as its config did; it is the
+ * "maxtext" policy with those names (F-RC-MAXTEXT). */
+static const struct {
+    const char *name;
+    unsigned device;
+} MX_ALIASES[] = {
+    {"save_qkv_proj", MFU_MX_QKV},
+    {"save_dot_except_mlp", 0u}, /* a policy of its own: not an alias */
+    {"save_dot_except_mlpwi", MFU_MX_QKV | MFU_MX_OUT | MFU_MX_WO},
+    {"save_dot_with_context_except_mlp", MFU_MX_QKV | MFU_MX_CONTEXT | MFU_MX_OUT},
+    {"save_out_proj", MFU_MX_OUT},
+    {"minimal_with_context", MFU_MX_QKV | MFU_MX_CONTEXT | MFU_MX_OUT | MFU_MX_WI | MFU_MX_WO},
+};
+
+static int mx_alias(const char *name, unsigned *device)
+{
+    for (size_t i = 0; i < sizeof MX_ALIASES / sizeof *MX_ALIASES; i++)
+        if (MX_ALIASES[i].device && !strcmp(name, MX_ALIASES[i].name)) {
+            *device = MFU_MX_INPUT | MX_ALIASES[i].device;
+            return 1;
+        }
+    return 0;
+}
+
 /* A MaxText policy that places the names itself (F-RC-MAXTEXT). */
 static int fixed_names(int slot)
 {
@@ -170,6 +198,28 @@ int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned
     json_t *mods = json_object_get(obj, "recompute_modules");
     json_t *remat = json_object_get(obj, "remat");
     int v = def, named = 0; /* a policy by name, not a module set */
+    unsigned alias = 0;
+    if (json_is_string(name) && mx_alias(json_string_value(name), &alias)) {
+        if (remat) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"),
+                     "MaxText's %s places the names itself; names of your own are \"recompute\": \"maxtext\" "
+                     "with its remat", json_string_value(name));
+            return -2;
+        }
+        if (mods) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute_modules"),
+                     "only with \"recompute\": \"selective\" (Megatron --recompute-modules)");
+            return -2;
+        }
+        if ((mx[0] | mx[1]) && (mx[0] != alias || mx[1] != 0u)) {
+            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute"),
+                     "a request may name one maxtext remat policy; it names two");
+            return -2;
+        }
+        mx[0] = alias;
+        mx[1] = 0u;
+        return MFU_RC_MAXTEXT;
+    }
     if (name) {
         int k;
         if (jv_enum(obj, "recompute", ptr, JV_REQUIRED, 0, RC_INPUT, &k, st)) return -2;

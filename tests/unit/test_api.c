@@ -162,6 +162,56 @@ static void t_errors_with_pointers(void)
                  422, "/measured/config");
 }
 
+/* MaxText's remat_policy names that save only some names
+ * (src/maxtext/layers/decoders.py get_remat_policy: save_only_these_names)
+ * are the "maxtext" policy with those names on the device: a measured
+ * MaxText run says its policy as its config did (the v5p configs of
+ * benchmarks/maxtext_v5p_model_configs.py use save_dot_except_mlpwi and
+ * save_dot_with_context_except_mlp). Each answers as its names spelt out. */
+static void t_maxtext_policy_names(void)
+{
+    static const struct { const char *alias, *names; } CASES[] = {
+        {"save_qkv_proj", "{\"query_proj\": \"device\", \"key_proj\": \"device\", \"value_proj\": \"device\"}"},
+        {"save_dot_except_mlpwi", "{\"query_proj\": \"device\", \"key_proj\": \"device\", \"value_proj\": "
+                                  "\"device\", \"out_proj\": \"device\", \"mlpwo\": \"device\"}"},
+        {"save_dot_with_context_except_mlp", "{\"query_proj\": \"device\", \"key_proj\": \"device\", "
+                                             "\"value_proj\": \"device\", \"context\": \"device\", \"out_proj\": \"device\"}"},
+        {"save_out_proj", "{\"out_proj\": \"device\"}"},
+        {"minimal_with_context", "{\"query_proj\": \"device\", \"key_proj\": \"device\", \"value_proj\": "
+                                 "\"device\", \"context\": \"device\", \"out_proj\": \"device\", \"mlpwi\": \"device\", "
+                                 "\"mlpwo\": \"device\"}"}};
+    for (size_t k = 0; k < sizeof CASES / sizeof *CASES; k++) {
+        double step[2] = {0, 0}, mem[2] = {0, 0};
+        for (int form = 0; form < 2; form++) {
+            char rc[512], req[1536];
+            if (form) snprintf(rc, sizeof rc, "\"recompute\": \"maxtext\", \"remat\": %s", CASES[k].names);
+            else snprintf(rc, sizeof rc, "\"recompute\": \"%s\"", CASES[k].alias);
+            snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, "
+                     "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 524288}, "
+                     "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": {\"fsdp\": 64}, "
+                     "\"mbs\": 2, %s}, \"step_time_s\": 1}}", rc);
+            api_status st;
+            api_status_init(&st);
+            json_t *r = J(req), *res = api_search(r, &st, NULL, NULL);
+            json_t *mc = json_object_get(json_object_get(res, "measured"), "config");
+            CHECK(mc != NULL);
+            if (!mc) fprintf(stderr, "  %s form %d: %s\n", CASES[k].alias, form, st.n_errors ? st.errors[0].detail : "-");
+            CHECK_STR(json_string_value(json_object_get(mc, "recompute")), "maxtext");
+            step[form] = json_number_value(json_object_get(json_object_get(mc, "expected"), "step_time_s"));
+            mem[form] = json_number_value(json_object_get(json_object_get(mc, "memory"), "total_bytes"));
+            json_decref(res);
+            json_decref(r);
+        }
+        CHECK(step[0] > 0 && step[0] == step[1] && mem[0] == mem[1]);
+    }
+    /* the names are the policy's own: a remat beside it is a 422 */
+    expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, "
+                 "\"devices\": 64, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 524288}, "
+                 "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 64}, \"mbs\": 2, \"recompute\": "
+                 "\"save_qkv_proj\", \"remat\": {\"out_proj\": \"device\"}}, \"step_time_s\": 1}}", 422,
+                 "/measured/config/remat");
+}
+
 /* The model IR is read strictly, as the contract says (ModelIR and its
  * objects: additionalProperties false): "n_kv_hedas" described MHA where
  * GQA was meant, without a word. Every preset's IR as an answer echoes it
@@ -1545,6 +1595,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_fix_vpp_above_max),
     CHECK_CASE(t_measured_inferred),
     CHECK_CASE(t_model_ir_keys),
+    CHECK_CASE(t_maxtext_policy_names),
     CHECK_CASE(t_hardware_keys),
     CHECK_CASE(t_measured_config_keys),
     CHECK_CASE(t_maxtext_remat_names),
