@@ -37,19 +37,22 @@ static int edit_distance(const char *a, const char *b)
 
 const char *jv_nearest(const char *key, const char *const *known)
 {
-    /* one edit for short names, two from 5 bytes on: "vp" is vpp, "tp" is
-     * not pp */
-    int limit = strlen(key) < 5 ? 1 : 2, best = limit + 1;
-    const char *near = NULL;
+    /* one edit for short names, two from 5 bytes on. Of the nearest, one
+     * that holds the key or is held in it ("vp": vpp, not dp or pp); where
+     * that leaves more than one, or none among several, no guess */
+    int limit = strlen(key) < 5 ? 1 : 2, best = limit + 1, n = 0, n_in = 0;
+    const char *near = NULL, *near_in = NULL;
     for (int i = 0; known[i]; i++) {
         if (known[i][0] == '_') continue; /* internal: not offered */
         int d = edit_distance(key, known[i]);
-        if (d < best) {
-            best = d;
-            near = known[i];
-        }
+        if (d > best) continue;
+        if (d < best) best = d, n = 0, n_in = 0;
+        n++;
+        near = known[i];
+        if (strstr(known[i], key) || strstr(key, known[i])) n_in++, near_in = known[i];
     }
-    return near;
+    if (n == 1) return near;
+    return n_in == 1 ? near_in : NULL;
 }
 
 int jv_known_also(json_t *obj, const char *ptr, const char *what, const char *const *known,

@@ -35,8 +35,9 @@ int jv_known(json_t *obj, const char *ptr, const char *what, const char *const *
 int jv_known_also(json_t *obj, const char *ptr, const char *what, const char *const *known,
                   const char *const *also, api_status *st);
 /* The known name (NULL-terminated list, '_' names skipped) one edit from
- * key (two from 5 bytes on), the nearest; NULL if none: the "did you mean"
- * of an unknown field. */
+ * key (two from 5 bytes on), the nearest, of equally near ones the one
+ * holding the key or held in it; NULL if none or no single one: the "did
+ * you mean" of an unknown field. */
 const char *jv_nearest(const char *key, const char *const *known);
 /* Build "ptr/key" (RFC 6901 escaping of key) into buf. */
 const char *jv_ptr(char *buf, size_t n, const char *ptr, const char *key);

@@ -24,7 +24,7 @@
 /* "fix": axes pinned to one value, and the switches that can be fixed. */
 static int parse_fix(json_t *fix, const char *ptr, const mfu_system *sys, mfu_search_opts *o, api_status *st)
 {
-    char p[256], q[256];
+    char p[256];
     int bad = 0, v;
     const char *fp = jv_ptr(p, sizeof p, ptr, "fix");
     if (!json_is_object(fix)) {
@@ -58,19 +58,9 @@ static int parse_fix(json_t *fix, const char *ptr, const mfu_system *sys, mfu_se
     int rc = rq_parse_recompute(fix, fp, MFU_RC_SELECTIVE, 0, &custom, mx, st);
     if (rc == -2) bad = 1;
     else if (rc >= 0) o->fix_recompute = rc;
-    const char *kk;
-    json_t *vv;
-    json_object_foreach(fix, kk, vv) {
-        int known = 0;
-        for (int a = 0; rq_axes[a]; a++) known |= !strcmp(kk, rq_axes[a]);
-        const char *other[] = {"sp", "zero", "etp", "vpp", "mbs", "schedule", "recompute", "recompute_modules", "remat", NULL};
-        for (int a = 0; other[a]; a++) known |= !strcmp(kk, other[a]);
-        if (!known) {
-            api_fail(st, 422, jv_ptr(q, sizeof q, fp, kk),
-                     "unknown switch; fixable: dp, fsdp, tp, ep, pp, cp, sp, zero, etp, vpp, mbs, schedule, recompute, recompute_modules, remat");
-            bad = 1;
-        }
-    }
+    static const char *const FIXABLE[] = {"dp", "fsdp", "tp", "ep", "pp", "cp", "sp", "zero", "etp", "vpp", "mbs",
+                                          "schedule", "recompute", "recompute_modules", "remat", NULL};
+    if (jv_known(fix, fp, "search.fix (the fixable switches)", FIXABLE, st)) bad = 1;
     return bad ? 1 : 0;
 }
 

@@ -736,6 +736,16 @@ static void t_measured_config_keys(void)
         }
         json_decref(res);
         json_decref(r);
+        /* of names equally near, the one holding the key: search.fix's
+         * "vp" is one edit from dp, pp and vpp, and means vpp */
+        api_status_init(&st);
+        r = J("{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"devices\": 8, "
+              "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"search\": {\"fix\": {\"vp\": 2}}}");
+        res = api_search(r, &st, NULL, NULL);
+        CHECK(res == NULL && st.n_errors == 1 && strstr(st.errors[0].detail, "did you mean \"vpp\"?") != NULL);
+        CHECK_STR(st.n_errors ? st.errors[0].pointer : "", "/search/fix/vp");
+        json_decref(res);
+        json_decref(r);
         api_status_init(&st);
         r = J(MC_REQ("", "{\"parallel\": {\"tp\": 2, \"pp\": 4}, \"zzz\": 2}"));
         res = api_search(r, &st, NULL, NULL);
