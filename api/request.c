@@ -166,8 +166,8 @@ static const struct {
     const char *name;
     unsigned device;
 } MX_ALIASES[] = {
+    /* save_dot_except_mlp and minimal are policies of their own (RC_INPUT) */
     {"save_qkv_proj", MFU_MX_QKV},
-    {"save_dot_except_mlp", 0u}, /* a policy of its own: not an alias */
     {"save_dot_except_mlpwi", MFU_MX_QKV | MFU_MX_OUT | MFU_MX_WO},
     {"save_dot_with_context_except_mlp", MFU_MX_QKV | MFU_MX_CONTEXT | MFU_MX_OUT},
     {"save_out_proj", MFU_MX_OUT},
@@ -177,7 +177,7 @@ static const struct {
 static int mx_alias(const char *name, unsigned *device)
 {
     for (size_t i = 0; i < sizeof MX_ALIASES / sizeof *MX_ALIASES; i++)
-        if (MX_ALIASES[i].device && !strcmp(name, MX_ALIASES[i].name)) {
+        if (!strcmp(name, MX_ALIASES[i].name)) {
             *device = MFU_MX_INPUT | MX_ALIASES[i].device;
             return 1;
         }
@@ -235,18 +235,10 @@ int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned
      * (render.c): the modules ([] for none, full and cpu_offload) and, for
      * MaxText's policies that place the names themselves, the names.
      * Given back (echo: a measured configuration) they are the policy's
-     * echo, not read here; rq_parse_config checks them against the policy
-     * on the model (check_rc_echo). */
-    if (echo && named && json_is_array(mods)) {
-        if (json_array_size(mods) && !parse_modules(mods, jv_ptr(p, sizeof p, ptr, "recompute_modules"), st))
-            return -2;
-        mods = NULL;
-    }
-    if (echo && remat && fixed_names(v)) {
-        unsigned d = 0, h = 0;
-        if (rq_parse_remat(remat, jv_ptr(p, sizeof p, ptr, "remat"), &d, &h, st)) return -2;
-        remat = NULL;
-    }
+     * echo, not read here: rq_parse_config reads and checks them against
+     * the policy on the model (check_rc_echo). */
+    if (echo && named && json_is_array(mods)) mods = NULL;
+    if (echo && remat && fixed_names(v)) remat = NULL;
     if (remat && v != MFU_RC_MAXTEXT) {
         api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"), "only with \"recompute\": \"maxtext\"");
         return -2;
