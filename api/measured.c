@@ -162,11 +162,11 @@ static int64_t infer_rc_layers(const mfu_system *sys, mfu_config *c, unsigned ne
  * left-out switches that fit -- sp with tp, the distributed optimizer
  * (zero 1) over dp x cp, a recompute policy an admitted framework offers,
  * or full recompute of the fewest layers that fit -- among those an
- * admitted framework that runs the configuration as given launches; a
- * search's answer names them (measured.inferred). An offload to the host
- * is never guessed. Where nothing fits, or no admitted framework runs the
- * configuration as given, the defaults stay (the answer says feasible
- * false). Returns the API_INFER_* bits of the switches changed. */
+ * admitted framework that runs the configuration as given launches, or
+ * among all legal ones where none does; a search's answer names them
+ * (measured.inferred). An offload to the host is never guessed. Where
+ * nothing fits, the defaults stay (the answer says feasible false).
+ * Returns the API_INFER_* bits of the switches changed. */
 unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
 {
     json_t *par = json_object_get(cj, "parallel");
@@ -175,9 +175,12 @@ unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, un
                    json_object_get(cj, "recompute_layers");
     double t;
     /* the candidates must be launched by an admitted framework that runs
-     * the configuration as given; where none does, nothing is inferred */
+     * the configuration as given; where none does, the run ran on a stack
+     * mfud does not model (DeepSeek's HAI-LLM, Meta's Llama 3 trainer:
+     * docs/frameworks.md) and any legal variant is a candidate (fw0 0:
+     * infer_try then asks for no framework) */
     unsigned fw0 = mfu_config_frameworks(sys, c, NULL) & admitted;
-    if ((sp_given && zero_given && rc_given) || !fw0 || infer_try(sys, c, fw0, ops, &t)) return 0;
+    if ((sp_given && zero_given && rc_given) || infer_try(sys, c, fw0, ops, &t)) return 0;
     int n_sp = 1, n_zero = 1, sps[2] = {c->sp, !c->sp}, zeros[2] = {c->zero, 1};
     if (!sp_given && c->ax[MFU_AX_TP] > 1) n_sp = 2;
     if (!zero_given && c->zero == 0 && c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1)

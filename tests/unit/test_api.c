@@ -989,6 +989,41 @@ static void t_measured_inferred(void)
     json_decref(m);
 }
 
+/* A run on a stack mfud does not model: DeepSeek-V3's pre-training on
+ * 2,048 H800s (DeepSeek-V3 technical report, arXiv 2412.19437, 3.2:
+ * "16-way Pipeline Parallelism (PP), 64-way Expert Parallelism (EP)
+ * spanning 8 nodes, and ZeRO-1 Data Parallelism (DP)", DualPipe, 4,096
+ * tokens a sequence, batch 15,360 sequences, FP8; 3.2.3 "Recomputation of
+ * RMSNorm and MLA Up-Projection"). No framework mfud knows launches
+ * DualPipeV beside a replica axis without FSDP (torchtitan's alone, FW-T11),
+ * so the switches the layout leaves out are inferred among every legal
+ * variant: the report's own, the distributed optimizer and the MLA
+ * up-projections recomputed, fit where Megatron's defaults (replicated
+ * Adam state: 12 B a parameter of the stage's, no recompute) do not. */
+static void t_measured_inferred_any_stack(void)
+{
+#define DSV3_REQ(CONFIG)                                                                                   \
+    "{\"model\": {\"preset\": \"deepseek-v3\"}, \"hardware\": {\"preset\": \"h800\"}, \"devices\": 2048, "     \
+    "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 62914560, \"dtype\": \"fp8\"}, "             \
+    "\"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"]}, \"measured\": {\"config\": {\"parallel\": " \
+    "{\"pp\": 16, \"ep\": 64, \"dp\": 128" CONFIG "}, \"step_time_s\": 20}}"
+    json_t *m = measured_answer(DSV3_REQ("}, \"schedule\": \"dualpipev\", \"mbs\": 1"));
+    json_t *c = json_object_get(m, "config");
+    CHECK(json_is_true(json_object_get(c, "feasible")));
+    CHECK_EQ_I((long long)json_array_size(json_object_get(c, "frameworks")), 0);
+    CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(c, "parallel"), "zero")), 1);
+    CHECK_STR(json_string_value(json_object_get(c, "recompute")), "mla_up");
+    CHECK_EQ_I((long long)json_array_size(json_object_get(m, "inferred")), 2);
+    json_decref(m);
+    /* the defaults, given: they do not fit, and stay */
+    m = measured_answer(DSV3_REQ(", \"zero\": 0}, \"schedule\": \"dualpipev\", \"mbs\": 1, "
+                                 "\"recompute\": \"none\""));
+    CHECK(json_is_false(json_object_get(json_object_get(m, "config"), "feasible")));
+    CHECK(json_object_get(m, "inferred") == NULL);
+    json_decref(m);
+#undef DSV3_REQ
+}
+
 static void t_maxtext_remat_names(void)
 {
     /* MaxText's name policies by request (docs/model.md F-RC-MAXTEXT) */
@@ -1604,6 +1639,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_dualpipev_by_name),
     CHECK_CASE(t_fix_vpp_above_max),
     CHECK_CASE(t_measured_inferred),
+    CHECK_CASE(t_measured_inferred_any_stack),
     CHECK_CASE(t_model_ir_keys),
     CHECK_CASE(t_maxtext_policy_names),
     CHECK_CASE(t_hardware_keys),
