@@ -55,6 +55,8 @@ static void dense_mlp(builder *b, const mfu_mlp *p, double T, double Te, double 
     rc(b, blk | MFU_RCM_ACT, blk);
     mx(b, MFU_MX_WO);
     matmul3(b, names[5], names[6], names[7], t, T, I / tp, h, 1.0, n_out);
+    /* "mlpwo": reduce-scattered over tp as out_proj's */
+    named_out_bytes(b, b->ab * Te * h);
     mx(b, 0);
 }
 
@@ -313,12 +315,12 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     mx(&b, MFU_MX_CONTEXT);
     mfu_ops_attn_core(&b, m, a, s, Hq, Hkv, dqk, dv, T, Tkv);
     /* "context": the kernel's output, on its last forward op */
-    for (int i = (b.n < b.max ? b.n : b.max) - 1; i >= 0; i--)
-        if (b.out[i].phase == MFU_FWD) {
-            if (b.out[i].mx == MFU_MX_CONTEXT) b.out[i].out_bytes = ab * T * Hq * dv;
-            break;
-        }
+    named_out_bytes(&b, ab * T * Hq * dv);
     mfu_ops_attn_outputs(&b, a, T, h, Hq, dv);
+    /* "out_proj": the row-parallel projection's output as the layer keeps
+     * it, reduce-scattered over tp with sequence parallelism (Te tokens;
+     * MaxText's out_sharding over the activation embedding, FW-X7) */
+    named_out_bytes(&b, ab * Te * h);
     post_norm(&b, m, "attn_post_norm", "attn_post_norm.bwd", Te * h, 0u);
     residual(&b, m, "attn_residual", "attn_residual.bwd", Te, h);
 

@@ -79,6 +79,19 @@ static mfu_op *push(builder *b, const char *name, mfu_phase ph, unsigned tags, d
     return o;
 }
 
+/* Set the bytes of the named output (MFU_MX_*) of the last forward op
+ * pushed: the tensor MaxText names, where it is not the GEMM's whole
+ * [M, N] output (the attention kernel's; a row-parallel projection's after
+ * its reduce-scatter). A full list (n > max) keeps nothing to set. */
+static inline void named_out_bytes(builder *b, double bytes)
+{
+    for (int i = (b->n < b->max ? b->n : b->max) - 1; i >= 0; i--)
+        if (b->out[i].phase == MFU_FWD) {
+            if (b->out[i].mx) b->out[i].out_bytes = bytes;
+            return;
+        }
+}
+
 /* A linear layer: forward GEMM and its two backward GEMMs. `groups` GEMMs of
  * equal size share the work (MoE experts: M rows spread over local experts,
  * every local expert's weights read). `saved_elems` elements of its input

@@ -249,17 +249,33 @@ static int live_policies(const mfu_system *sys, int live[MFU_RC_COUNT])
     return n_live;
 }
 
+/* F-RC-XLA-DEAD: the dense MLP's output projection (mlpwo) feeds only the
+ * residual add whose sum the next layer's input carries; no backward op
+ * reads it. Under XLA a rematerialized layer's dead ops are removed (JAX
+ * keeps as residuals only what the backward reads; XLA's dead-code
+ * elimination drops the rest), so it neither runs again nor is kept, under
+ * full remat as under a name policy. Not so where a post-norm reads it
+ * (Gemma 2), nor for the experts' output, which MaxText's combine weighs
+ * by the routing probabilities (moe.py "BSEM,BSE -> BSM": its backward
+ * reads it). */
+static int xla_dead_output(const mfu_system *sys, const mfu_op *o)
+{
+    return (o->mx & MFU_MX_WO) && !(o->tags & MFU_TAG_EXPERT) && !sys->model->post_norms;
+}
+
 /* One forward op of time t under every live policy: what it keeps (on the
  * device, or the host) and whether it runs again. */
 static void policy_op(const mfu_system *sys, const int *live, int n_live, const mfu_op *o, double t,
                       double *saved, double *host_saved, mfu_layer_cost *lc)
 {
+    int dead = xla_dead_output(sys, o);
     /* F-RC-MODULES: a selective policy frees what its modules free and
      * runs again what they run */
     for (int q = 0; q < n_live; q++) {
         int j = live[q];
         const mfu_rc_policy *rp = &sys->rc[j];
         if (rp->kind == MFU_RCK_FULL) {
+            if (dead && sys->hw->platform == MFU_PLATFORM_TPU) continue;
             lc->rc_s[j] += t;
             lc->rc_flops[j] += o->flops;
             continue;
@@ -274,12 +290,12 @@ static void policy_op(const mfu_system *sys, const int *live, int n_live, const 
         }
         if (rp->mx_device | rp->mx_host) {
             /* F-RC-MAXTEXT: a named output is kept where the policy says;
-             * everything else runs again, but the down projection (its
-             * output feeds only the residual stream the next layer's
-             * input carries) */
+             * everything else runs again, but a dead one (F-RC-XLA-DEAD),
+             * which is neither kept nor run */
+            if (dead) continue;
             if (o->mx & rp->mx_device) saved[j] += o->out_bytes;
             else if (o->mx & rp->mx_host) host_saved[j] += o->out_bytes;
-            if (!(o->mx & (rp->mx_device | rp->mx_host | MFU_MX_WO))) {
+            if (!(o->mx & (rp->mx_device | rp->mx_host))) {
                 lc->rc_s[j] += t;
                 lc->rc_flops[j] += o->flops;
             }
