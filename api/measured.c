@@ -181,6 +181,10 @@ unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, un
      * infer_try then asks for no framework) */
     unsigned fw0 = mfu_config_frameworks(sys, c, NULL) & admitted;
     if ((sp_given && zero_given && rc_given) || infer_try(sys, c, fw0, ops, &t)) return 0;
+    /* a policy some framework of the candidates' offers: on a stack mfud
+     * does not model, one of the platform's (not torchtitan's op-level
+     * SAC on a TPU) */
+    unsigned pool = fw0 ? fw0 : mfu_platform_frameworks(sys->hw);
     int n_sp = 1, n_zero = 1, sps[2] = {c->sp, !c->sp}, zeros[2] = {c->zero, 1};
     if (!sp_given && c->ax[MFU_AX_TP] > 1) n_sp = 2;
     if (!zero_given && c->zero == 0 && c->ax[MFU_AX_DP] * c->ax[MFU_AX_CP] > 1 && c->ax[MFU_AX_FSDP] == 1)
@@ -198,7 +202,7 @@ unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, un
                      * *_offloaded), nor a policy the request would have to
                      * name (custom modules, MaxText's remat names) */
                     if (rc == MFU_RC_CPU_OFFLOAD || rc == MFU_RC_CUSTOM || rc == MFU_RC_MAXTEXT ||
-                        sys->rc[rc].mx_host)
+                        sys->rc[rc].mx_host || !(sys->rc[rc].frameworks & pool))
                         continue;
                     t_c.recompute = rc;
                     t_c.recompute_layers = -1;

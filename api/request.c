@@ -397,6 +397,17 @@ mfu_schedule rq_default_schedule(const mfu_system *sys, const mfu_config *c, uns
     return c->vpp > 1 ? MFU_SCHED_INTERLEAVED : MFU_SCHED_1F1B;
 }
 
+/* The recompute policy of a configuration that names none: the
+ * frameworks' own default -- Megatron-LM and torchtitan recompute nothing
+ * unless asked (--recompute-granularity, activation_checkpoint.mode
+ * "none"), MaxText's base.yml has remat_policy 'full' -- so full where
+ * MaxText is the only admitted framework of the platform. */
+int rq_default_recompute(const mfu_system *sys, unsigned admitted)
+{
+    unsigned on = admitted & mfu_platform_frameworks(sys->hw);
+    return on == MFU_FW_MASK(MFU_FW_MAXTEXT) ? MFU_RC_FULL : MFU_RC_NONE;
+}
+
 static int nbits(unsigned x)
 {
     int n = 0;
@@ -433,7 +444,7 @@ void rq_default_sp_etp(const mfu_system *sys, mfu_config *c, unsigned admitted, 
     if (tp < 2 || (shape_frameworks(sys, c) & admitted)) return;
     mfu_config t = *c;
     /* sp alone, etp alone, then both: the first that is legal (the shapes
-     * divide: sp needs tp | seq/cp) and some admitted framework runs */
+     * divide: mfu_config_check) and some admitted framework runs */
     for (int k = 1; k <= 3; k++) {
         if (((k & 1) && (sp_given || c->sp)) || ((k & 2) && (etp_given || c->etp != 1 || !sys->moe_layers)))
             continue;
@@ -542,9 +553,10 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     bad |= jv_int(cj, "mbs", ptr, JV_OPTIONAL, 1, 1, 1 << 20, &c->mbs, st);
     unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
     unsigned mx[2] = {sys->rc[MFU_RC_MAXTEXT].mx_device, sys->rc[MFU_RC_MAXTEXT].mx_host};
-    int rc = rq_parse_recompute(cj, ptr, MFU_RC_NONE, 1, &custom, mx, st);
+    int rc0 = rq_default_recompute(sys, admitted);
+    int rc = rq_parse_recompute(cj, ptr, rc0, 1, &custom, mx, st);
     if (rc == -2) bad = -1;
-    c->recompute = rc < 0 ? MFU_RC_NONE : rc;
+    c->recompute = rc < 0 ? rc0 : rc;
     bad |= jv_int(cj, "recompute_layers", ptr, JV_OPTIONAL, -1, -1, API_MAX_LAYERS, &c->recompute_layers, st);
     if (bad || check_rc_echo(cj, ptr, sys, c, st)) return -1;
     int split_bad = 0;

@@ -56,6 +56,7 @@ void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted);
  * torchtitan), GPipe where MaxText is the platform's only admitted
  * framework (its pipelines are GPipe, circular with vpp). */
 mfu_schedule rq_default_schedule(const mfu_system *sys, const mfu_config *c, unsigned admitted);
+int rq_default_recompute(const mfu_system *sys, unsigned admitted);
 /* The sp and etp of a configuration that names them not, with tp > 1:
  * sequence parallel, and expert TP = tp on an MoE model, where some
  * admitted framework runs the layout so and none as it was given, and

@@ -58,7 +58,17 @@ int mfu_config_check_shape(const mfu_system *sys, const mfu_config *c, int *reas
      * sec. 3.3.2; Megatron validate_args: seq_length % (2*cp) == 0) */
     if (cp > 1 && sys->train.seq % (2 * cp)) return illegal(reason, why, D, "cp needs seq divisible by 2*cp");
     if (c->sp && tp < 2) return illegal(reason, why, D, "sequence parallel needs tp >= 2");
-    if (c->sp && (sys->train.seq / cp) % tp) return illegal(reason, why, D, "sequence parallel needs seq/cp divisible by tp");
+    /* Megatron's sequence parallelism splits the sequence (validate_args:
+     * seq_length % tp); on TPUs the same share is MaxText's split of the
+     * activations' embedding over the tensor axis (FW-X7: logical_axis_rules
+     * 'activation_embed' -> tensor), which needs d_model divisible instead
+     * (PaLM 540B: 12-way model parallelism, d_model 18,432, sequences of
+     * 2,048) */
+    if (c->sp && sys->hw->platform == MFU_PLATFORM_TPU) {
+        if (sys->model->d_model % tp)
+            return illegal(reason, why, D, "sp on a TPU (the activations' embedding split over tensor) needs d_model divisible by tp");
+    } else if (c->sp && (sys->train.seq / cp) % tp)
+        return illegal(reason, why, D, "sequence parallel needs seq/cp divisible by tp");
     if (c->mbs < 1) return illegal(reason, why, MFU_PRUNE_BATCH, "mbs must be >= 1");
     return MFU_OK;
 }
@@ -605,6 +615,10 @@ static const char *maxtext_rule(const mfu_system *sys, const mfu_config *c, unsi
     if (lv & MFU_LV_RC) {
         if (!(sys->rc[c->recompute].frameworks & MFU_FW_MASK(MFU_FW_MAXTEXT)))
             return "FW-X5: not a MaxText remat_policy";
+        /* remat_policy 'full' is jax.checkpoint around every decoder layer
+         * (decoders.py set_remat_policy): no count of layers */
+        if (c->recompute == MFU_RC_FULL && c->recompute_layers != -1)
+            return "FW-X5: MaxText's remat_policy full recomputes every layer (no recompute_layers)";
     }
     if (!(lv & MFU_LV_SCHED)) return NULL;
     if (c->zero == 2) return "FW-X1: MaxText shards optimizer state over data (ZeRO-1) or everything over fsdp";

@@ -1000,6 +1000,32 @@ static void t_measured_inferred(void)
  * variant: the report's own, the distributed optimizer and the MLA
  * up-projections recomputed, fit where Megatron's defaults (replicated
  * Adam state: 12 B a parameter of the stage's, no recompute) do not. */
+/* A TPU run that names no recompute policy ran MaxText's default,
+ * remat_policy 'full' (src/maxtext/configs/base.yml); a GPU run names
+ * Megatron's and torchtitan's, none. MaxText's full wraps every decoder
+ * layer (decoders.py): a count of layers is not MaxText's (FW-X5). */
+static void t_measured_rc_default(void)
+{
+#define RC_REQ(HW, EXTRA)                                                                                  \
+    "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"" HW "\"}, \"devices\": 8, "       \
+    "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}, "     \
+    "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 8}, \"mbs\": 1" EXTRA "}, \"step_time_s\": 1}}"
+    json_t *m = measured_answer(RC_REQ("tpu-v5p", "")), *c = json_object_get(m, "config");
+    CHECK_STR(json_string_value(json_object_get(c, "recompute")), "full");
+    CHECK_EQ_I(json_integer_value(json_object_get(c, "recompute_layers")), -1);
+    CHECK(json_array_size(json_object_get(c, "frameworks")) == 1 &&
+          !strcmp(json_string_value(json_array_get(json_object_get(c, "frameworks"), 0)), "maxtext"));
+    CHECK(json_object_get(m, "inferred") == NULL);
+    json_decref(m);
+    m = measured_answer(RC_REQ("h100-sxm", ""));
+    CHECK_STR(json_string_value(json_object_get(json_object_get(m, "config"), "recompute")), "none");
+    json_decref(m);
+    m = measured_answer(RC_REQ("tpu-v5p", ", \"recompute\": \"full\", \"recompute_layers\": 4"));
+    CHECK_EQ_I((long long)json_array_size(json_object_get(json_object_get(m, "config"), "frameworks")), 0);
+    json_decref(m);
+#undef RC_REQ
+}
+
 static void t_measured_inferred_any_stack(void)
 {
 #define DSV3_REQ(CONFIG)                                                                                   \
@@ -1345,20 +1371,26 @@ static void t_measured_sp_default(void)
     CHECK(json_array_size(by) == 1 && !strcmp(json_string_value(json_array_get(by, 0)), "maxtext"));
     json_decref(res);
     json_decref(r);
-    /* sp only where legal: tp 3 does not divide 2,048 tokens, so a
-     * layout named without sp keeps sp 0 (no framework runs it: reported,
-     * not refused) */
-    api_status_init(&st);
-    r = J("{\"model\": {\"preset\": \"gpt3-175b\"}, \"hardware\": {\"preset\": \"tpu-v5p\"}, \"devices\": 24, "
-          "\"training\": {\"seq_len\": 2048, \"global_batch_tokens\": 1048576}, \"search\": {\"top_k\": 1}, "
-          "\"measured\": {\"config\": {\"parallel\": {\"fsdp\": 8, \"tp\": 3}, \"recompute\": \"full\"}, "
-          "\"step_time_s\": 1}}");
-    res = api_search(r, &st, NULL, NULL);
-    CHECK(res != NULL);
-    par = json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "parallel");
-    CHECK(json_is_false(json_object_get(par, "sp")));
-    json_decref(res);
-    json_decref(r);
+    /* sp only where legal: tp 3 does not divide 2,048 tokens, so on GPUs
+     * (Megatron: seq_length % tp) a layout named without sp keeps sp 0 (no
+     * framework runs it: reported, not refused); on a TPU MaxText splits
+     * the embedding instead, 12,288 / 3 = 4,096: sp (PaLM's 12-way model
+     * parallelism over sequences of 2,048 is such a layout) */
+    for (int tpu = 0; tpu < 2; tpu++) {
+        char req[640];
+        snprintf(req, sizeof req, "{\"model\": {\"preset\": \"gpt3-175b\"}, \"hardware\": {\"preset\": \"%s\"}, "
+                 "\"devices\": 24, \"training\": {\"seq_len\": 2048, \"global_batch_tokens\": 1048576}, "
+                 "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": {\"fsdp\": 8, "
+                 "\"tp\": 3}, \"recompute\": \"full\"}, \"step_time_s\": 1}}", tpu ? "tpu-v5p" : "h100-sxm");
+        api_status_init(&st);
+        r = J(req);
+        res = api_search(r, &st, NULL, NULL);
+        CHECK(res != NULL);
+        par = json_object_get(json_object_get(json_object_get(res, "measured"), "config"), "parallel");
+        CHECK(json_is_boolean(json_object_get(par, "sp")) && json_is_true(json_object_get(par, "sp")) == tpu);
+        json_decref(res);
+        json_decref(r);
+    }
     int64_t etp;
     CHECK_EQ_I(measured_sp("llama3-8b", "tpu-v5p", "{\"fsdp\": 2, \"tp\": 4}", &etp), 1);
     CHECK_EQ_I(measured_sp("llama3-8b", "h100-sxm", "{\"fsdp\": 2, \"tp\": 4}", &etp), 0);
@@ -1640,6 +1672,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_fix_vpp_above_max),
     CHECK_CASE(t_measured_inferred),
     CHECK_CASE(t_measured_inferred_any_stack),
+    CHECK_CASE(t_measured_rc_default),
     CHECK_CASE(t_model_ir_keys),
     CHECK_CASE(t_maxtext_policy_names),
     CHECK_CASE(t_hardware_keys),
