@@ -272,7 +272,12 @@ static void mx_tail(json_t *argv, json_t *notes, const mfu_system *sys, const mf
         rcp_note(notes, "MaxText has no sequence-parallel switch: base.yml's logical_axis_rules split the "
                         "activations' embedding over the tensor axis ('activation_embed'), the share sp keeps.");
     if (c->tp_overlap && tp > 1)
-        rcp_note(notes, "TP overlap on TPU comes from XLA's collective-matmul flags (LIBTPU_INIT_ARGS), not base.yml.");
+        rcp_note(notes, "TP overlap on TPU comes from XLA's flags, not base.yml: export LIBTPU_INIT_ARGS="
+                        "\"--xla_tpu_enable_async_collective_fusion=true "
+                        "--xla_tpu_enable_async_collective_fusion_fuse_all_gather=true "
+                        "--xla_tpu_enable_async_collective_fusion_multiple_steps=true "
+                        "--xla_tpu_overlap_compute_collective_tc=true\" (MaxText benchmarks/xla_flags_library.py "
+                        "CF_FOR_ALL_GATHER).");
     if (c->ep_overlap && v->moe && ep > 1)
         rcp_note(notes, "MaxText overlaps expert communication only with its ring-of-experts or batch-split options; "
                         "the estimate's EP overlap is not applied.");

@@ -729,8 +729,14 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
     r->train.dtype = (mfu_dtype)v2;
     bad |= jv_enum(tj, "attention_impl", "/training", JV_OPTIONAL, 0, rq_impls, &v2, st);
     r->train.attn_impl = (mfu_attn_impl)v2;
-    int tpo = 0, epo = 0;
-    bad |= jv_bool(tj, "tp_overlap", "/training", JV_OPTIONAL, 0, &tpo, st);
+    /* tp_overlap: on TPUs XLA's async collective fusion hides the tensor
+     * axis' all-gathers and reduce-scatters under the matmuls, and the
+     * scripts of MaxText's published runs turn it on (LIBTPU_INIT_ARGS in
+     * src/maxtext/configs/tpu/v5p/512b.sh, 1024b.sh; benchmarks/
+     * xla_flags_library.py CF_FOR_ALL_GATHER): on by default there; off
+     * on GPUs (Megatron's --tp-comm-overlap is opt-in) */
+    int tpo = r->hw.platform == MFU_PLATFORM_TPU, epo = 0;
+    bad |= jv_bool(tj, "tp_overlap", "/training", JV_OPTIONAL, tpo, &tpo, st);
     bad |= jv_bool(tj, "ep_overlap", "/training", JV_OPTIONAL, 0, &epo, st);
     bad |= jv_enum(req, "mfu_convention", "", JV_OPTIONAL, 0, rq_convs, &v2, st);
     r->train.conv = (mfu_convention)v2;

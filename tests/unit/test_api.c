@@ -1016,9 +1016,14 @@ static void t_measured_rc_default(void)
     CHECK(json_array_size(json_object_get(c, "frameworks")) == 1 &&
           !strcmp(json_string_value(json_array_get(json_object_get(c, "frameworks"), 0)), "maxtext"));
     CHECK(json_object_get(m, "inferred") == NULL);
+    /* and XLA's async collective fusion, which MaxText's published
+     * scripts turn on (configs/tpu/v5p/512b.sh LIBTPU_INIT_ARGS): the
+     * tensor axis' collectives overlapped by default on TPUs only */
+    CHECK(json_is_true(json_object_get(c, "tp_overlap")));
     json_decref(m);
     m = measured_answer(RC_REQ("h100-sxm", ""));
     CHECK_STR(json_string_value(json_object_get(json_object_get(m, "config"), "recompute")), "none");
+    CHECK(json_is_false(json_object_get(json_object_get(m, "config"), "tp_overlap")));
     json_decref(m);
     m = measured_answer(RC_REQ("tpu-v5p", ", \"recompute\": \"full\", \"recompute_layers\": 4"));
     CHECK_EQ_I((long long)json_array_size(json_object_get(json_object_get(m, "config"), "frameworks")), 0);
