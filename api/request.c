@@ -174,6 +174,30 @@ static const struct {
     {"minimal_with_context", MFU_MX_QKV | MFU_MX_CONTEXT | MFU_MX_OUT | MFU_MX_WI | MFU_MX_WO},
 };
 
+/* MaxText's own minimal and save_dot_except_mlp keep no context
+ * (decoders.py get_remat_policy: save_only_these_names of the projections;
+ * the _with_context variants add it), where mfud's policies of those names
+ * keep it. A measured run on a TPU that names one ran MaxText's: read as
+ * MaxText means it, unless the configuration is an answer's given back
+ * (it lists the policy's recompute_modules), which reads as it came. */
+static const struct {
+    const char *name;
+    unsigned device;
+} MX_TPU_ALIASES[] = {
+    {"minimal", MFU_MX_QKV | MFU_MX_OUT | MFU_MX_WI | MFU_MX_WO},
+    {"save_dot_except_mlp", MFU_MX_QKV | MFU_MX_OUT},
+};
+
+static int mx_alias_tpu(const char *name, unsigned *device)
+{
+    for (size_t i = 0; i < sizeof MX_TPU_ALIASES / sizeof *MX_TPU_ALIASES; i++)
+        if (!strcmp(name, MX_TPU_ALIASES[i].name)) {
+            *device = MFU_MX_INPUT | MX_TPU_ALIASES[i].device;
+            return 1;
+        }
+    return 0;
+}
+
 static int mx_alias(const char *name, unsigned *device)
 {
     for (size_t i = 0; i < sizeof MX_ALIASES / sizeof *MX_ALIASES; i++)
@@ -199,7 +223,10 @@ int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned
     json_t *remat = json_object_get(obj, "remat");
     int v = def, named = 0; /* a policy by name, not a module set */
     unsigned alias = 0;
-    if (json_is_string(name) && mx_alias(json_string_value(name), &alias)) {
+    int tpu_run = (echo & RQ_ECHO_TPU) && !json_is_array(mods);
+    echo &= RQ_ECHO;
+    if (json_is_string(name) && (mx_alias(json_string_value(name), &alias) ||
+                                 (tpu_run && mx_alias_tpu(json_string_value(name), &alias)))) {
         if (remat) {
             api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"),
                      "MaxText's %s places the names itself; names of your own are \"recompute\": \"maxtext\" "
@@ -276,13 +303,14 @@ int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned
 
 /* The custom recompute module set of a request (measured config, search
  * fix), known before the system is built. */
-static int scan_custom_modules(json_t *req, unsigned *custom, unsigned mx[2], api_status *st)
+static int scan_custom_modules(json_t *req, int tpu, unsigned *custom, unsigned mx[2], api_status *st)
 {
     *custom = 0;
     mx[0] = mx[1] = 0;
     json_t *mc = json_object_get(json_object_get(req, "measured"), "config");
     json_t *fix = json_object_get(json_object_get(req, "search"), "fix");
-    if (json_is_object(mc) && rq_parse_recompute(mc, "/measured/config", 0, 1, custom, mx, st) == -2) return -1;
+    int echo = RQ_ECHO | (tpu ? RQ_ECHO_TPU : 0);
+    if (json_is_object(mc) && rq_parse_recompute(mc, "/measured/config", 0, echo, custom, mx, st) == -2) return -1;
     if (json_is_object(fix) && rq_parse_recompute(fix, "/search/fix", 0, 0, custom, mx, st) == -2) return -1;
     return 0;
 }
@@ -554,7 +582,8 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     unsigned custom = sys->rc[MFU_RC_CUSTOM].modules;
     unsigned mx[2] = {sys->rc[MFU_RC_MAXTEXT].mx_device, sys->rc[MFU_RC_MAXTEXT].mx_host};
     int rc0 = rq_default_recompute(sys, admitted);
-    int rc = rq_parse_recompute(cj, ptr, rc0, 1, &custom, mx, st);
+    int rc = rq_parse_recompute(cj, ptr, rc0, RQ_ECHO | (sys->hw->platform == MFU_PLATFORM_TPU ? RQ_ECHO_TPU : 0),
+                                &custom, mx, st);
     if (rc == -2) bad = -1;
     c->recompute = rc < 0 ? rc0 : rc;
     bad |= jv_int(cj, "recompute_layers", ptr, JV_OPTIONAL, -1, -1, API_MAX_LAYERS, &c->recompute_layers, st);
@@ -821,7 +850,7 @@ int api_parse_request(json_t *req, int need_devices, api_request *r, api_status 
     if (parse_cost(req, tj, r, st)) return -1;
     if (check_config_overlaps(req, r, st)) return -1;
     unsigned mx[2];
-    if (scan_custom_modules(req, &r->rc_custom, mx, st)) return -1;
+    if (scan_custom_modules(req, r->hw.platform == MFU_PLATFORM_TPU, &r->rc_custom, mx, st)) return -1;
     r->rc_mx_device = mx[0];
     r->rc_mx_host = mx[1];
     return 0;

@@ -25,9 +25,12 @@ struct api_prepared {
 };
 
 /* api/request.c */
-/* echo: a measured configuration, which may give back what an answer lists
- * with a named policy (its recompute_modules, a fixed-names policy's remat),
- * checked against the model by rq_parse_config */
+/* echo (RQ_ECHO): a measured configuration, which may give back what an
+ * answer lists with a named policy (its recompute_modules, a fixed-names
+ * policy's remat), checked against the model by rq_parse_config; with
+ * RQ_ECHO_TPU too, a TPU run's, whose minimal and save_dot_except_mlp
+ * are MaxText's (no context) unless given back with their modules */
+enum { RQ_ECHO = 1, RQ_ECHO_TPU = 2 };
 int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned *custom, unsigned mx[2],
                        api_status *st);
 int rq_parse_remat(json_t *rj, const char *ptr, unsigned *device, unsigned *host, api_status *st);

@@ -1028,6 +1028,23 @@ static void t_measured_rc_default(void)
     m = measured_answer(RC_REQ("tpu-v5p", ", \"recompute\": \"full\", \"recompute_layers\": 4"));
     CHECK_EQ_I((long long)json_array_size(json_object_get(json_object_get(m, "config"), "frameworks")), 0);
     json_decref(m);
+    /* MaxText's minimal saves the projections, not the attention's
+     * context (decoders.py get_remat_policy; minimal_with_context adds
+     * it): a TPU run that names it ran that; on a GPU, and given back with
+     * the modules an answer lists, mfud's minimal (context kept) */
+    m = measured_answer(RC_REQ("tpu-v5p", ", \"recompute\": \"minimal\""));
+    c = json_object_get(m, "config");
+    CHECK_STR(json_string_value(json_object_get(c, "recompute")), "maxtext");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(c, "remat"), "context")), "remat");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(c, "remat"), "out_proj")), "device");
+    json_decref(m);
+    m = measured_answer(RC_REQ("tpu-v5p", ", \"recompute\": \"minimal\", \"recompute_modules\": "
+                                          "[\"layernorm\", \"moe_act\", \"act\"]"));
+    CHECK_STR(json_string_value(json_object_get(json_object_get(m, "config"), "recompute")), "minimal");
+    json_decref(m);
+    m = measured_answer(RC_REQ("h100-sxm", ", \"recompute\": \"minimal\""));
+    CHECK_STR(json_string_value(json_object_get(json_object_get(m, "config"), "recompute")), "minimal");
+    json_decref(m);
 #undef RC_REQ
 }
 
