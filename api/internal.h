@@ -83,8 +83,9 @@ json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mf
 #define API_INFER_SP 1u
 #define API_INFER_ZERO 2u
 #define API_INFER_RECOMPUTE 4u
+#define API_INFER_VPP 8u
 unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops);
-/* ["sp", "zero", "recompute"] as the bits say */
+/* ["sp", "zero", "recompute", "vpp"] as the bits say */
 json_t *api_inferred_json(unsigned bits);
 /* Why a configuration pinned by search.fix is not in the ranking. */
 json_t *api_render_pinned(const mfu_system *sys, const mfu_search_opts *o, const mfu_config *c,

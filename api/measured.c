@@ -167,7 +167,7 @@ static int64_t infer_rc_layers(const mfu_system *sys, mfu_config *c, unsigned ne
  * (measured.inferred). An offload to the host is never guessed. Where
  * nothing fits, the defaults stay (the answer says feasible false).
  * Returns the API_INFER_* bits of the switches changed. */
-unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
+static unsigned infer_switches(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
 {
     json_t *par = json_object_get(cj, "parallel");
     int sp_given = json_object_get(par, "sp") != NULL, zero_given = json_object_get(par, "zero") != NULL;
@@ -222,11 +222,43 @@ unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, un
     return bits;
 }
 
+/* The interleaved schedule named without its vpp (papers say
+ * "interleaved" and no count; Megatron needs one): every legal count is a
+ * candidate, each with the other left-out switches inferred, and the
+ * fastest that fits is taken (named "vpp" among the inferred); where none
+ * fits, rq_parse_config's, the smallest legal. */
+unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
+{
+    if (c->schedule != MFU_SCHED_INTERLEAVED || !json_object_get(cj, "schedule") || json_object_get(cj, "vpp"))
+        return infer_switches(sys, c, cj, admitted, ops);
+    mfu_config best = *c;
+    unsigned best_bits = 0;
+    double best_t = INFINITY, t;
+    int64_t per_rank = sys->layers / c->ax[MFU_AX_PP];
+    for (int64_t v = 2; v <= per_rank + 2; v++) {
+        mfu_config t_c = *c;
+        int reason;
+        const char *why;
+        t_c.vpp = v;
+        if (mfu_config_check(sys, &t_c, &reason, &why) != MFU_OK) continue;
+        unsigned bits = infer_switches(sys, &t_c, cj, admitted, ops);
+        if (infer_try(sys, &t_c, 0u, ops, &t) && t < best_t) {
+            best_t = t;
+            best = t_c;
+            best_bits = bits;
+        }
+    }
+    if (!(best_t < INFINITY)) return infer_switches(sys, c, cj, admitted, ops);
+    *c = best;
+    return best_bits | API_INFER_VPP;
+}
+
 json_t *api_inferred_json(unsigned bits)
 {
     json_t *a = json_array();
     if (bits & API_INFER_SP) json_array_append_new(a, json_string("sp"));
     if (bits & API_INFER_ZERO) json_array_append_new(a, json_string("zero"));
     if (bits & API_INFER_RECOMPUTE) json_array_append_new(a, json_string("recompute"));
+    if (bits & API_INFER_VPP) json_array_append_new(a, json_string("vpp"));
     return a;
 }

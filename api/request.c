@@ -617,8 +617,18 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     if (!json_object_get(par, "zero")) rq_default_zero(sys, c, admitted);
     const char *why;
     int reason;
+    /* "interleaved" without its vpp: the smallest legal count here, the
+     * fastest that fits where a run is inferred (api_infer_measured) */
+    if (c->schedule == MFU_SCHED_INTERLEAVED && !json_object_get(cj, "vpp") && c->ax[MFU_AX_PP] > 1)
+        for (int64_t vv = 2; vv <= sys->layers / c->ax[MFU_AX_PP] + 2; vv++) {
+            c->vpp = vv;
+            if (mfu_config_check(sys, c, &reason, &why) == MFU_OK) break;
+            c->vpp = 1;
+        }
     if (mfu_config_check(sys, c, &reason, &why) != MFU_OK) {
-        api_fail(st, 422, ptr, "illegal configuration: %s", why);
+        /* the field the rule names, where it names one */
+        api_fail(st, 422, strstr(why, "vpp") ? jv_ptr(p, sizeof p, ptr, "vpp") : ptr,
+                 "illegal configuration: %s", why);
         return -1;
     }
     return 0;

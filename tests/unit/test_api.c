@@ -1000,6 +1000,50 @@ static void t_measured_inferred(void)
  * variant: the report's own, the distributed optimizer and the MLA
  * up-projections recomputed, fit where Megatron's defaults (replicated
  * Adam state: 12 B a parameter of the stage's, no recompute) do not. */
+/* A paper names the interleaved schedule and not its count: Llama 3 405B
+ * on 8,192 H100s (Llama 3 paper, arXiv 2407.21783, Table 4: TP 8, CP 1,
+ * PP 16, DP 64, sequences of 8,192, 16M tokens a batch; 3.3.2: an
+ * interleaved schedule). Megatron needs a count: every legal one is tried
+ * with the other left-out switches, and the fastest that fits is taken
+ * and named (measured.inferred "vpp"). A count given is kept, and an
+ * illegal one is a 422 at /measured/config/vpp. */
+static void t_measured_vpp_inferred(void)
+{
+#define VPP_REQ(EXTRA)                                                                                    \
+    "{\"model\": {\"preset\": \"llama3-405b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, \"devices\": 8192, " \
+    "\"training\": {\"seq_len\": 8192, \"global_batch_tokens\": 16777216}, \"search\": {\"top_k\": 1}, "   \
+    "\"measured\": {\"config\": {\"parallel\": {\"tp\": 8, \"pp\": 16, \"dp\": 64}, \"mbs\": 1, "            \
+    "\"schedule\": \"interleaved\"" EXTRA "}, \"step_time_s\": 12}}"
+    json_t *m = measured_answer(VPP_REQ("")), *c = json_object_get(m, "config");
+    CHECK(json_is_true(json_object_get(c, "feasible")));
+    CHECK_STR(json_string_value(json_object_get(c, "schedule")), "interleaved");
+    long long v = json_integer_value(json_object_get(c, "vpp"));
+    CHECK(v >= 2);
+    json_t *inf = json_object_get(m, "inferred");
+    int named = 0;
+    for (size_t k = 0; k < json_array_size(inf); k++)
+        named |= !strcmp(json_string_value(json_array_get(inf, k)), "vpp");
+    CHECK(named);
+    double t_inf = json_real_value(json_object_get(json_object_get(c, "expected"), "step_time_s"));
+    json_decref(m);
+    /* no legal count is faster: the chosen one's own request (with the
+     * switches it inferred) gives the same step, and vpp 2 none shorter */
+    m = measured_answer(VPP_REQ(", \"vpp\": 2"));
+    c = json_object_get(m, "config");
+    CHECK_EQ_I(json_integer_value(json_object_get(c, "vpp")), 2);
+    CHECK(json_real_value(json_object_get(json_object_get(c, "expected"), "step_time_s")) >= t_inf - 1e-9 ||
+          json_is_false(json_object_get(c, "feasible")));
+    json_decref(m);
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J(VPP_REQ(", \"vpp\": 1")), *res = api_search(r, &st, NULL, NULL);
+    CHECK(res == NULL && st.status == 422);
+    CHECK(st.n_errors > 0 && !strcmp(st.errors[0].pointer, "/measured/config/vpp"));
+    json_decref(res);
+    json_decref(r);
+#undef VPP_REQ
+}
+
 /* A TPU run that names no recompute policy ran MaxText's default,
  * remat_policy 'full' (src/maxtext/configs/base.yml); a GPU run names
  * Megatron's and torchtitan's, none. MaxText's full wraps every decoder
@@ -1695,6 +1739,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_measured_inferred),
     CHECK_CASE(t_measured_inferred_any_stack),
     CHECK_CASE(t_measured_rc_default),
+    CHECK_CASE(t_measured_vpp_inferred),
     CHECK_CASE(t_model_ir_keys),
     CHECK_CASE(t_maxtext_policy_names),
     CHECK_CASE(t_hardware_keys),
