@@ -565,6 +565,22 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     if (jv_known(par, pp, "parallel", PARALLEL_KEYS, st)) return -1;
     for (int a = 0; a < MFU_AX_COUNT; a++)
         bad |= jv_int(par, rq_axes[a], pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->ax[a], st);
+    if (!bad) {
+        /* dp left out is what the devices leave: Megatron takes no dp, it
+         * is the world size over tp x pp x cp (parallel_state.py
+         * initialize_model_parallel), MaxText's -1 the rest */
+        int64_t rest = c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_TP] * c->ax[MFU_AX_PP] * c->ax[MFU_AX_CP];
+        if (!json_object_get(par, "dp") && rest > 0 && sys->devices % rest == 0) c->ax[MFU_AX_DP] = sys->devices / rest;
+        if (rest * c->ax[MFU_AX_DP] != sys->devices) {
+            api_fail(st, 422, pp,
+                     "dp %lld x fsdp %lld x tp %lld x pp %lld x cp %lld = %lld devices, not the request's %lld "
+                     "(ep folds over dp x fsdp x cp x tp / etp)",
+                     (long long)c->ax[MFU_AX_DP], (long long)c->ax[MFU_AX_FSDP], (long long)c->ax[MFU_AX_TP],
+                     (long long)c->ax[MFU_AX_PP], (long long)c->ax[MFU_AX_CP],
+                     (long long)(rest * c->ax[MFU_AX_DP]), (long long)sys->devices);
+            return -1;
+        }
+    }
     int sp = 0;
     int64_t zero = 0;
     bad |= jv_bool(par, "sp", pp, JV_OPTIONAL, 0, &sp, st);

@@ -159,7 +159,7 @@ static void t_errors_with_pointers(void)
                  "\"search\": {\"fix\": {\"warp\": 2}}}", 422, "/search/fix/warp");
     expect_error(search_sync, "{\"model\": {\"preset\": \"llama3-8b\"}, " BASE ", \"devices\": 8, "
                  "\"measured\": {\"config\": {\"parallel\": {\"tp\": 3, \"dp\": 1}}, \"step_time_s\": 1}}",
-                 422, "/measured/config");
+                 422, "/measured/config/parallel");
 }
 
 /* MaxText's remat_policy names that save only some names
@@ -1000,6 +1000,30 @@ static void t_measured_inferred(void)
  * variant: the report's own, the distributed optimizer and the MLA
  * up-projections recomputed, fit where Megatron's defaults (replicated
  * Adam state: 12 B a parameter of the stage's, no recompute) do not. */
+/* dp left out is what the devices leave (Megatron takes no dp: the world
+ * size over tp x pp x cp, parallel_state.py initialize_model_parallel):
+ * tp 8 on 64 devices is dp 8. A product that misses the devices says
+ * its numbers: 2 x 8 = 16, not 64. */
+static void t_measured_dp_rest(void)
+{
+    json_t *m = measured_of("h100-sxm", 64, "{\"parallel\": {\"tp\": 8}}");
+    CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(json_object_get(m, "config"), "parallel"), "dp")), 8);
+    json_decref(m);
+    api_status st;
+    api_status_init(&st);
+    json_t *r = J("{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+                  "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"devices\": 64, "
+                  "\"measured\": {\"config\": {\"parallel\": {\"tp\": 8, \"dp\": 2}}, \"step_time_s\": 1}}");
+    json_t *res = api_search(r, &st, NULL, NULL);
+    CHECK(res == NULL && st.status == 422 && st.n_errors > 0);
+    if (st.n_errors) {
+        CHECK_STR(st.errors[0].pointer, "/measured/config/parallel");
+        CHECK(strstr(st.errors[0].detail, "= 16 devices, not the request's 64") != NULL);
+    }
+    json_decref(res);
+    json_decref(r);
+}
+
 /* A paper names the interleaved schedule and not its count: Llama 3 405B
  * on 8,192 H100s (Llama 3 paper, arXiv 2407.21783, Table 4: TP 8, CP 1,
  * PP 16, DP 64, sequences of 8,192, 16M tokens a batch; 3.3.2: an
@@ -1740,6 +1764,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_measured_inferred_any_stack),
     CHECK_CASE(t_measured_rc_default),
     CHECK_CASE(t_measured_vpp_inferred),
+    CHECK_CASE(t_measured_dp_rest),
     CHECK_CASE(t_model_ir_keys),
     CHECK_CASE(t_maxtext_policy_names),
     CHECK_CASE(t_hardware_keys),
