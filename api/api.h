@@ -277,6 +277,7 @@ char *api_svg_compare(json_t *compare_result);
 #define API_MAX_DIM       (1LL << 24)   /* d_model, ffn widths, vocab */
 #define API_MAX_EXPERTS   65536
 #define API_MAX_SEQ       (1LL << 24)
+#define API_MAX_MTP_LAYERS MFU_MAX_MTP  /* multi-token prediction depths (DeepSeek-V3: 1) */
 /* The document itself (api/limits.c): nesting of objects and arrays (the
  * top-level object is level 1), bytes in a string or an object key,
  * elements in an array (per-layer lists fit), members in an object. */

@@ -373,5 +373,16 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
         if (!cap || (json_is_number(cap) && json_number_value(cap) > 0))
             json_object_set_new(ir, "logit_softcap", json_true());
     }
+    if (ir && fam == F_DEEPSEEK_V3) {
+        /* num_nextn_predict_layers: the MTP depths the checkpoint carries
+         * (its model.layers.61.* weights; DeepSeek-V3 report 2.2: depth 1
+         * in training), trained with the model (F-OP-MTP) */
+        long long mtp = 0;
+        if (hf_int(&c, "num_nextn_predict_layers", 0, 0, 0, API_MAX_MTP_LAYERS, &mtp) < 0) {
+            json_decref(ir);
+            return NULL;
+        }
+        if (mtp > 0) json_object_set_new(ir, "mtp_layers", json_integer(mtp));
+    }
     return ir;
 }

@@ -199,7 +199,8 @@ out:
  * n_shared_experts x moe_intermediate_size; we keep n_shared_experts experts
  * of moe_intermediate_size each (same parameters and FLOPs).
  * num_nextn_predict_layers (V3's multi-token-prediction module, used in
- * training but not part of the 671B main model) is ignored. */
+ * training but not part of the 671B main model) is the IR's mtp_layers
+ * (api/hf.c, F-OP-MTP). */
 void hf_deepseek_layers(hf_ctx *c, hf_family fam, const hf_common *cm, layer_spec *ls)
 {
     char ptr[256];

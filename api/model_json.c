@@ -158,7 +158,7 @@ static int attn_gdn(json_t *a, const char *ptr, mfu_attention *out, api_status *
  * them was passed over in silence: "n_kv_hedas" described MHA where GQA
  * was meant. */
 static const char *const IR_KEYS[] = {"name", "d_model", "vocab", "tie_embeddings", "norm", "position",
-                                      "max_positions", "bias", "dropout", "post_norms", "logit_softcap",
+                                      "max_positions", "bias", "dropout", "post_norms", "logit_softcap", "mtp_layers",
                                       "approximations", "layers", NULL};
 static const char *const RUN_KEYS[] = {"count", "attention", "mlp", NULL};
 static const char *const ATTN_KEYS[][14] = {
@@ -340,6 +340,9 @@ int api_model_from_ir(json_t *ir, const char *ptr, mfu_model *m, api_status *st)
     bad |= jv_bool(ir, "logit_softcap", ptr, JV_OPTIONAL, 0, &softcap, st);
     m->post_norms = post_norms;
     m->logit_softcap = softcap;
+    int64_t mtp = 0;
+    bad |= jv_int(ir, "mtp_layers", ptr, JV_OPTIONAL, 0, 0, API_MAX_MTP_LAYERS, &mtp, st);
+    m->mtp_layers = (int)mtp;
     m->tie_embeddings = tie;
     m->norm = (mfu_norm)norm;
     m->position = (mfu_pos)pos;
@@ -464,6 +467,7 @@ json_t *api_model_to_ir(const mfu_model *m)
      * as it was */
     if (out && m->post_norms) json_object_set_new(out, "post_norms", json_true());
     if (out && m->logit_softcap) json_object_set_new(out, "logit_softcap", json_true());
+    if (out && m->mtp_layers > 0) json_object_set_new(out, "mtp_layers", json_integer(m->mtp_layers));
     json_t *ap = json_array();
     for (int i = 0; i < m->n_approx; i++) json_array_append_new(ap, json_string(m->approx[i]));
     if (out) json_object_set_new(out, "approximations", ap);

@@ -206,6 +206,8 @@ static void mx_model_args(json_t *argv, json_t *notes, const model_view *v, cons
         rcp_note(notes, "No MaxText model config has this shape: the base_* keys describe it with the %s "
                         "decoder block, whose norms, position encoding and biases are that block's.", block);
     }
+    /* F-OP-MTP: base.yml mtp_num_layers (0 unless set) */
+    if (m->mtp_layers > 0) rcp_kv_int(argv, "mtp_num_layers", m->mtp_layers);
 }
 
 /* MaxText overrides: the remat policy (and a custom one's per-tensor

@@ -133,6 +133,8 @@ static void mg_model(json_t *argv, json_t *notes, const mfu_system *sys, const m
     const mfu_model *m = v->m;
     const mfu_attention *at = v->at;
     rcp_opt_int(argv, "--num-layers", v->L);
+    /* F-OP-MTP: Megatron-LM arguments.py --mtp-num-layers */
+    if (m->mtp_layers > 0) rcp_opt_int(argv, "--mtp-num-layers", m->mtp_layers);
     rcp_opt_int(argv, "--hidden-size", m->d_model);
     rcp_opt_int(argv, "--ffn-hidden-size", v->dense ? v->dense->ffn_dim : v->moe->expert_ffn_dim);
     rcp_opt_int(argv, "--num-attention-heads", at->n_heads);
@@ -224,14 +226,17 @@ static void mg_moe(json_t *argv, json_t *notes, const mfu_system *sys, const mfu
 }
 
 /* One virtual stage of a --pipeline-model-parallel-layout: "E" for the
- * embedding on the first, n decoder layers ("t", "t*n"), "L" for the loss
- * on the last. */
-static int layout_stage(char *out, size_t n, int first, int64_t layers, int last)
+ * embedding on the first, n decoder layers ("t", "t*n"), and on the last
+ * the MTP layers ("m" each, F-OP-MTP: validate_layer_layout wants them
+ * last, before the loss) and "L" for the loss. */
+static int layout_stage(char *out, size_t n, int first, int64_t layers, int last, int mtp)
 {
-    char t[32] = "";
+    char t[32] = "", m[16] = "";
     if (layers == 1) snprintf(t, sizeof t, "t");
     else if (layers > 1) snprintf(t, sizeof t, "t*%lld", (long long)layers);
-    return snprintf(out, n, "%s%s%s", first ? "E" : "", t, last ? "L" : "");
+    if (last && mtp == 1) snprintf(m, sizeof m, "m");
+    else if (last && mtp > 1) snprintf(m, sizeof m, "m*%d", mtp);
+    return snprintf(out, n, "%s%s%s%s", first ? "E" : "", t, m, last ? "L" : "");
 }
 
 /* Megatron-Core's --pipeline-model-parallel-layout for c's split
@@ -249,7 +254,7 @@ static char *pp_layout(const mfu_system *sys, const mfu_config *c)
     int64_t run = 0;
     for (int64_t i = 0; i <= S; i++) {
         int64_t n = i < S ? mfu_vstage_decoder_layers(sys, c, i % p, i / p) : 0;
-        if (i < S) layout_stage(tok, sizeof tok, i == 0, n, i == S - 1);
+        if (i < S) layout_stage(tok, sizeof tok, i == 0, n, i == S - 1, sys->model->mtp_layers);
         int mid = i > 0 && i < S - 1;
         if (mid && run > 0 && strcmp(tok, prev) == 0) {
             run++;

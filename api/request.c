@@ -214,6 +214,31 @@ static int fixed_names(int slot)
     return slot == MFU_RC_QKV_OFFLOADED || slot == MFU_RC_MINIMAL_OFFLOADED;
 }
 
+/* A MaxText policy name read as "maxtext" with its names on the device. */
+static int alias_policy(json_t *obj, const char *ptr, unsigned alias, unsigned mx[2], api_status *st)
+{
+    char p[256];
+    json_t *name = json_object_get(obj, "recompute");
+    if (json_object_get(obj, "remat")) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"),
+                 "MaxText's %s places the names itself; names of your own are \"recompute\": \"maxtext\" "
+                 "with its remat", json_string_value(name));
+        return -2;
+    }
+    if (json_object_get(obj, "recompute_modules")) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute_modules"),
+                 "only with \"recompute\": \"selective\" (Megatron --recompute-modules)");
+        return -2;
+    }
+    if ((mx[0] | mx[1]) && (mx[0] != alias || mx[1] != 0u)) {
+        api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute"), "a request may name one maxtext remat policy; it names two");
+        return -2;
+    }
+    mx[0] = alias;
+    mx[1] = 0u;
+    return MFU_RC_MAXTEXT;
+}
+
 int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned *custom, unsigned mx[2],
                        api_status *st)
 {
@@ -226,27 +251,8 @@ int rq_parse_recompute(json_t *obj, const char *ptr, int def, int echo, unsigned
     int tpu_run = (echo & RQ_ECHO_TPU) && !json_is_array(mods);
     echo &= RQ_ECHO;
     if (json_is_string(name) && (mx_alias(json_string_value(name), &alias) ||
-                                 (tpu_run && mx_alias_tpu(json_string_value(name), &alias)))) {
-        if (remat) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "remat"),
-                     "MaxText's %s places the names itself; names of your own are \"recompute\": \"maxtext\" "
-                     "with its remat", json_string_value(name));
-            return -2;
-        }
-        if (mods) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute_modules"),
-                     "only with \"recompute\": \"selective\" (Megatron --recompute-modules)");
-            return -2;
-        }
-        if ((mx[0] | mx[1]) && (mx[0] != alias || mx[1] != 0u)) {
-            api_fail(st, 422, jv_ptr(p, sizeof p, ptr, "recompute"),
-                     "a request may name one maxtext remat policy; it names two");
-            return -2;
-        }
-        mx[0] = alias;
-        mx[1] = 0u;
-        return MFU_RC_MAXTEXT;
-    }
+                                 (tpu_run && mx_alias_tpu(json_string_value(name), &alias))))
+        return alias_policy(obj, ptr, alias, mx, st);
     if (name) {
         int k;
         if (jv_enum(obj, "recompute", ptr, JV_REQUIRED, 0, RC_INPUT, &k, st)) return -2;
@@ -542,6 +548,38 @@ static const char *const CONFIG_ANSWER_KEYS[] = {
     "time_expected", "bound", "expected", "overlap_ratio", "gap", "gap_expected", "roofline_mfu",
     "megatron_args", "recipes", NULL};
 
+/* dp left out is what the devices leave: Megatron takes no dp, it is the
+ * world size over tp x pp x cp (parallel_state.py
+ * initialize_model_parallel), MaxText's -1 the rest. A product that is not
+ * the devices is a 422 that says its numbers. */
+static int axes_devices(json_t *par, const char *pp, const mfu_system *sys, mfu_config *c, api_status *st)
+{
+    int64_t rest = c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_TP] * c->ax[MFU_AX_PP] * c->ax[MFU_AX_CP];
+    if (!json_object_get(par, "dp") && rest > 0 && sys->devices % rest == 0) c->ax[MFU_AX_DP] = sys->devices / rest;
+    if (rest * c->ax[MFU_AX_DP] == sys->devices) return 0;
+    api_fail(st, 422, pp,
+             "dp %lld x fsdp %lld x tp %lld x pp %lld x cp %lld = %lld devices, not the request's %lld "
+             "(ep folds over dp x fsdp x cp x tp / etp)",
+             (long long)c->ax[MFU_AX_DP], (long long)c->ax[MFU_AX_FSDP], (long long)c->ax[MFU_AX_TP],
+             (long long)c->ax[MFU_AX_PP], (long long)c->ax[MFU_AX_CP], (long long)(rest * c->ax[MFU_AX_DP]),
+             (long long)sys->devices);
+    return -1;
+}
+
+/* "interleaved" without its vpp: the smallest legal count here, the
+ * fastest that fits where a run is inferred (api_infer_measured). */
+static void default_vpp(json_t *cj, const mfu_system *sys, mfu_config *c)
+{
+    const char *why;
+    int reason;
+    if (c->schedule != MFU_SCHED_INTERLEAVED || json_object_get(cj, "vpp") || c->ax[MFU_AX_PP] < 2) return;
+    for (int64_t v = 2; v <= sys->layers / c->ax[MFU_AX_PP] + 2; v++) {
+        c->vpp = v;
+        if (mfu_config_check(sys, c, &reason, &why) == MFU_OK) return;
+    }
+    c->vpp = 1;
+}
+
 /* A configuration (measured or pinned). Divisibility is checked here (an
  * illegal configuration is a 422); whether a framework launches it is
  * reported with the result, not refused. */
@@ -565,27 +603,11 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     if (jv_known(par, pp, "parallel", PARALLEL_KEYS, st)) return -1;
     for (int a = 0; a < MFU_AX_COUNT; a++)
         bad |= jv_int(par, rq_axes[a], pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->ax[a], st);
-    if (!bad) {
-        /* dp left out is what the devices leave: Megatron takes no dp, it
-         * is the world size over tp x pp x cp (parallel_state.py
-         * initialize_model_parallel), MaxText's -1 the rest */
-        int64_t rest = c->ax[MFU_AX_FSDP] * c->ax[MFU_AX_TP] * c->ax[MFU_AX_PP] * c->ax[MFU_AX_CP];
-        if (!json_object_get(par, "dp") && rest > 0 && sys->devices % rest == 0) c->ax[MFU_AX_DP] = sys->devices / rest;
-        if (rest * c->ax[MFU_AX_DP] != sys->devices) {
-            api_fail(st, 422, pp,
-                     "dp %lld x fsdp %lld x tp %lld x pp %lld x cp %lld = %lld devices, not the request's %lld "
-                     "(ep folds over dp x fsdp x cp x tp / etp)",
-                     (long long)c->ax[MFU_AX_DP], (long long)c->ax[MFU_AX_FSDP], (long long)c->ax[MFU_AX_TP],
-                     (long long)c->ax[MFU_AX_PP], (long long)c->ax[MFU_AX_CP],
-                     (long long)(rest * c->ax[MFU_AX_DP]), (long long)sys->devices);
-            return -1;
-        }
-    }
+    if (!bad && axes_devices(par, pp, sys, c, st)) return -1;
     int sp = 0;
     int64_t zero = 0;
-    bad |= jv_bool(par, "sp", pp, JV_OPTIONAL, 0, &sp, st);
-    bad |= jv_int(par, "zero", pp, JV_OPTIONAL, 0, 0, 3, &zero, st);
-    bad |= jv_int(par, "etp", pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->etp, st);
+    bad |= jv_bool(par, "sp", pp, JV_OPTIONAL, 0, &sp, st) | jv_int(par, "zero", pp, JV_OPTIONAL, 0, 0, 3, &zero, st) |
+           jv_int(par, "etp", pp, JV_OPTIONAL, 1, 1, API_MAX_DEVICES, &c->etp, st);
     c->sp = sp;
     c->zero = (int)zero;
     bad |= jv_enum(cj, "schedule", ptr, JV_OPTIONAL, 0, api_schedule_names, &v, st);
@@ -633,14 +655,7 @@ int rq_parse_config(json_t *cj, const char *ptr, const mfu_system *sys, mfu_conf
     if (!json_object_get(par, "zero")) rq_default_zero(sys, c, admitted);
     const char *why;
     int reason;
-    /* "interleaved" without its vpp: the smallest legal count here, the
-     * fastest that fits where a run is inferred (api_infer_measured) */
-    if (c->schedule == MFU_SCHED_INTERLEAVED && !json_object_get(cj, "vpp") && c->ax[MFU_AX_PP] > 1)
-        for (int64_t vv = 2; vv <= sys->layers / c->ax[MFU_AX_PP] + 2; vv++) {
-            c->vpp = vv;
-            if (mfu_config_check(sys, c, &reason, &why) == MFU_OK) break;
-            c->vpp = 1;
-        }
+    default_vpp(cj, sys, c);
     if (mfu_config_check(sys, c, &reason, &why) != MFU_OK) {
         /* the field the rule names, where it names one */
         api_fail(st, 422, strstr(why, "vpp") ? jv_ptr(p, sizeof p, ptr, "vpp") : ptr,
@@ -784,12 +799,8 @@ static int parse_training(json_t *req, json_t *tj, api_request *r, int bad, api_
     r->train.dtype = (mfu_dtype)v2;
     bad |= jv_enum(tj, "attention_impl", "/training", JV_OPTIONAL, 0, rq_impls, &v2, st);
     r->train.attn_impl = (mfu_attn_impl)v2;
-    /* tp_overlap: on TPUs XLA's async collective fusion hides the tensor
-     * axis' all-gathers and reduce-scatters under the matmuls, and the
-     * scripts of MaxText's published runs turn it on (LIBTPU_INIT_ARGS in
-     * src/maxtext/configs/tpu/v5p/512b.sh, 1024b.sh; benchmarks/
-     * xla_flags_library.py CF_FOR_ALL_GATHER): on by default there; off
-     * on GPUs (Megatron's --tp-comm-overlap is opt-in) */
+    /* tp_overlap: on by default on TPUs (XLA's async collective fusion, on
+     * in MaxText's published scripts: docs/model.md F-COMM-TP), off on GPUs */
     int tpo = r->hw.platform == MFU_PLATFORM_TPU, epo = 0;
     bad |= jv_bool(tj, "tp_overlap", "/training", JV_OPTIONAL, tpo, &tpo, st);
     bad |= jv_bool(tj, "ep_overlap", "/training", JV_OPTIONAL, 0, &epo, st);

@@ -109,6 +109,10 @@ static int sched_switch(const mfu_config *c, int *reason, const char **why)
     return MFU_OK;
 }
 
+static int64_t acc_head(const mfu_system *sys);
+static int64_t acc_tail(const mfu_system *sys);
+static int64_t vstage_layers(int64_t eff, int64_t S, int64_t i);
+
 int mfu_config_check_split(const mfu_system *sys, const mfu_config *c, int *reason, const char **why)
 {
     const int D = MFU_PRUNE_DIVISIBILITY;
@@ -119,6 +123,16 @@ int mfu_config_check_split(const mfu_system *sys, const mfu_config *c, int *reas
     if (st.first < 0 || st.last < 0 || st.mid < 0 || (pp > 2 && st.mid < 1) ||
         (pp == 1 && st.first != sys->layers))
         return illegal(reason, why, D, "the layer split leaves a stage with no layers or a negative count");
+    if (c->split == MFU_SPLIT_ACCOUNT && pp > 1) {
+        /* the first and the last virtual stage hold the accounted units
+         * (F-OP-MTP's too) and no negative count of layers */
+        int64_t S = pp * (v < 1 ? 1 : v), eff = sys->layers + acc_head(sys) + acc_tail(sys);
+        int64_t f = vstage_layers(eff, S, 0), l = vstage_layers(eff, S, S - 1);
+        /* in a V both are rank 0's: together */
+        if (c->schedule == MFU_SCHED_DUALPIPEV ? f + l < acc_head(sys) + acc_tail(sys)
+                                                : f < acc_head(sys) || l < acc_tail(sys))
+            return illegal(reason, why, D, "account split: the embedding, loss or MTP layers exceed their virtual stage");
+    }
     if (c->split == MFU_SPLIT_FIRST_LAST && pp > 2 &&
         (sys->layers - c->pp_first - c->pp_last) % (pp - 2))
         return illegal(reason, why, D, "first/last split: the middle stages must share the rest evenly");
@@ -227,6 +241,24 @@ int mfu_config_check(const mfu_system *sys, const mfu_config *c, int *reason, co
  * stages r, r + p, ... (loop style), or r and 2p-1-r (V style: DualPipeV),
  * where rank 0 holds both the embedding's and the loss's stage. */
 /* Layers of virtual stage i of S over eff layers (remainder first). */
+/* ACCOUNT's units before the first virtual stage's decoder layers and
+ * after the last one's: the embedding and the loss, a layer each
+ * (Megatron --account-for-{embedding,loss}-in-pipeline-split). With MTP
+ * layers (F-OP-MTP, placed with the loss) as Megatron Bridge lays out
+ * DeepSeek-V3 (src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py
+ * _get_deepseek_v3_pipeline_layout: pp 16 "E t*4 | (t*4|)*14 | t m L",
+ * pp 8 "E t*8 | ... | t*5 m L"): the embedding none, the loss one, each
+ * MTP depth two (its layer and its own LM head). */
+static int64_t acc_head(const mfu_system *sys)
+{
+    return sys->model->mtp_layers > 0 ? 0 : 1;
+}
+
+static int64_t acc_tail(const mfu_system *sys)
+{
+    return 1 + 2 * (int64_t)sys->model->mtp_layers;
+}
+
 static int64_t vstage_layers(int64_t eff, int64_t S, int64_t i)
 {
     return eff / S + (i < eff % S ? 1 : 0);
@@ -242,14 +274,15 @@ static int64_t stage_layers_of(const mfu_system *sys, const mfu_config *c, int64
         return (L - c->pp_first - c->pp_last) / (p - 2);
     }
     int acc = c->split == MFU_SPLIT_ACCOUNT;
-    int64_t S = p * v, eff = L + (acc ? 2 : 0), n = 0;
+    int64_t head = acc_head(sys), tail = acc_tail(sys); /* F-OP-MTP's too */
+    int64_t S = p * v, eff = L + (acc ? head + tail : 0), n = 0;
     if (c->schedule == MFU_SCHED_DUALPIPEV && v == 2) {
         n = vstage_layers(eff, S, r) + vstage_layers(eff, S, 2 * p - 1 - r);
-        return n - (acc && r == 0 ? 2 : 0);
+        return n - (acc && r == 0 ? head + tail : 0);
     }
     for (int64_t s = 0; s < v; s++) n += vstage_layers(eff, S, r + s * p);
-    if (acc && r == 0) n--;
-    if (acc && r == p - 1) n--;
+    if (acc && r == 0) n -= head;
+    if (acc && r == p - 1) n -= tail;
     return n;
 }
 
@@ -272,8 +305,9 @@ int64_t mfu_vstage_decoder_layers(const mfu_system *sys, const mfu_config *c, in
     }
     int acc = c->split == MFU_SPLIT_ACCOUNT;
     int64_t S = p * v, i = j * p + r;
-    int64_t n = vstage_layers(sys->layers + (acc ? 2 : 0), S, i) - (acc && i == 0 ? 1 : 0) -
-                (acc && i == S - 1 ? 1 : 0);
+    int64_t head = acc_head(sys), tail = acc_tail(sys);
+    int64_t n = vstage_layers(sys->layers + (acc ? head + tail : 0), S, i) - (acc && i == 0 ? head : 0) -
+                (acc && i == S - 1 ? tail : 0);
     return n > 0 ? n : 0;
 }
 
@@ -340,7 +374,12 @@ int mfu_config_default_split(const mfu_system *sys, mfu_config *c)
         mfu_config_fill_stages(sys, c);
         return MFU_OK;
     }
-    if ((L + 2) % p == 0 && ((L + 2) / p) % v == 0 && (L + 2) / p >= 2) {
+    /* the embedding, the loss and the MTP layers as layers; a decoder layer
+     * at least on the first and last stage */
+    int64_t A = L + acc_head(sys) + acc_tail(sys), lo = 1 + (acc_head(sys) > acc_tail(sys) ? acc_head(sys) : acc_tail(sys));
+    int v_ok = c->schedule == MFU_SCHED_DUALPIPEV ? 2 * (A / (p * v)) >= acc_head(sys) + acc_tail(sys)
+                                                  : A / (p * v) >= acc_tail(sys);
+    if (A % p == 0 && (A / p) % v == 0 && A / p >= lo && v_ok) {
         c->split = MFU_SPLIT_ACCOUNT;
         mfu_config_fill_stages(sys, c);
         return MFU_OK;
@@ -420,7 +459,9 @@ int mfu_megatron_split_flags(const mfu_system *sys, const mfu_config *c)
     if (pp <= 1) return 1;
     switch (c->split) {
     case MFU_SPLIT_EVEN: return L % pp == 0 && (L / pp) % v == 0;
-    case MFU_SPLIT_ACCOUNT: return (L + 2) % pp == 0 && ((L + 2) / pp) % v == 0;
+    /* Megatron's --account-for-loss-in-pipeline-split counts no MTP layer:
+     * with them the split is written as a layout ("m" before "L") */
+    case MFU_SPLIT_ACCOUNT: return (L + 2) % pp == 0 && ((L + 2) / pp) % v == 0 && sys->model->mtp_layers == 0;
     case MFU_SPLIT_FIRST_LAST:
         return c->pp_first >= 1 && c->pp_last >= 1 && c->pp_first % v == 0 && c->pp_last % v == 0 &&
                (pp <= 2 || ((L - c->pp_first - c->pp_last) / (pp - 2)) % v == 0);
@@ -553,6 +594,10 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
          * write: a layout that needs it has no recipe that runs as printed */
         if (pp > 1 && torchtitan_qwen3(sys))
             return "FW-T15: torchtitan v0.2.2 builds this model as qwen3, whose TrainSpec has no pipelining_fn";
+        /* v0.2.2 torchtitan/models/deepseek_v3 builds no multi-token
+         * prediction module (F-OP-MTP) */
+        if (sys->model->mtp_layers > 0)
+            return "FW-T16: torchtitan v0.2.2 has no multi-token prediction (MTP) layers";
         if (!torchtitan_family(sys->model))
             return "FW-T12: torchtitan builds its model families only (RMSNorm, RoPE, SwiGLU, no biases, sliding windows, linear attention, sinks or gates)";
         if (c->ax[MFU_AX_DP] > 1 && fsdp == 1 && cp == 1 && (tp > 1 || pp > 1))

@@ -26,11 +26,14 @@ mfu_dev_params mfu_device_params(const mfu_system *sys, const mfu_config *c, int
 {
     double tp = (double)c->ax[MFU_AX_TP], ep = (double)c->ax[MFU_AX_EP];
     int64_t pp = c->ax[MFU_AX_PP];
-    double ls = (double)mfu_stage_layers(sys, c, r);
+    double ls = (double)(mfu_stage_layers(sys, c, r) + mfu_stage_mtp(sys, c, r));
     mfu_dev_params p;
     p.dense = ls * sys->layer_dense_avg;
     p.expert = ls * sys->layer_expert_avg / (ep * (double)c->etp);
     int64_t hr = mfu_head_rank(c);
+    /* F-OP-MTP: each depth's projection (2h x h, column-parallel) */
+    double h = (double)sys->model->d_model;
+    p.dense += (double)mfu_stage_mtp(sys, c, r) * 2.0 * h * h;
     if (pp == 1) {
         p.dense += sys->embed_params + (sys->model->tie_embeddings ? 0.0 : sys->head_params);
     } else {
@@ -40,8 +43,9 @@ mfu_dev_params mfu_device_params(const mfu_system *sys, const mfu_config *c, int
         if (r == hr) p.dense += sys->head_params;
     }
     p.dense /= tp; /* vocab-parallel embedding and head too */
-    /* the final norm (replicated over tp) on the last stage */
-    if (r == hr) p.dense += sys->final_params;
+    /* the final norm (replicated over tp) on the last stage, and each MTP
+     * depth's three (enorm, hnorm, its final norm) */
+    if (r == hr) p.dense += sys->final_params * (1.0 + 3.0 * (double)sys->model->mtp_layers);
     return p;
 }
 
@@ -156,7 +160,7 @@ static int communicators(const mfu_system *sys, const mfu_config *c)
 static void stage_state_of(const mfu_system *sys, const mfu_config *c, int64_t r, mfu_stage_state *out)
 {
     mfu_memory m;
-    int64_t ls = mfu_stage_layers(sys, c, r);
+    int64_t ls = mfu_stage_layers(sys, c, r) + mfu_stage_mtp(sys, c, r);
     state_bytes(sys, c, mfu_device_params(sys, c, r), ls, &m);
     out->layers = ls;
     /* F-MEM-ACT: Megatron's interleaved order runs each group's forwards

@@ -285,9 +285,17 @@ double mfu_run_flops_per_token_fwd(const mfu_model *m, int r, int64_t seq_len, m
 
 double mfu_model_flops_per_token_fwd(const mfu_model *m, int64_t seq_len, mfu_convention conv)
 {
-    double f = 0.0;
+    double f = 0.0, h = (double)m->d_model;
     for (int r = 0; r < m->n_runs; r++)
         f += (double)m->runs[r].count * mfu_run_flops_per_token_fwd(m, r, seq_len, conv);
-    f += 2.0 * (double)m->d_model * (double)m->vocab; /* LM head (logits) */
+    f += 2.0 * h * (double)m->vocab; /* LM head (logits) */
+    /* F-OP-MTP: each depth a copy of the last layer, its projection of
+     * [norm(embedding); norm(hidden)] (2h -> h) and its own logits, as
+     * Megatron counts them (training.py num_floating_point_operations:
+     * the last layer's kind times mtp_num_layers, "MTP eh proj" 2h x h,
+     * logits x (mtp_num_layers + 1)) */
+    if (m->mtp_layers > 0 && m->n_runs > 0)
+        f += (double)m->mtp_layers * (mfu_run_flops_per_token_fwd(m, m->n_runs - 1, seq_len, conv) +
+                                      2.0 * 2.0 * h * h + 2.0 * h * (double)m->vocab);
     return f;
 }

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #define MFU_MAX_RUNS 128
+/* multi-token prediction depths (F-OP-MTP; DeepSeek-V3 trains with 1) */
+#define MFU_MAX_MTP 4
 #define MFU_NAME_LEN 64
 #define MFU_MAX_APPROX 16  /* approximation notes a model carries */
 #define MFU_APPROX_LEN 192
@@ -108,6 +110,10 @@ typedef struct mfu_model {
                             * post_feedforward_layernorm, F-OP-POSTNORM) */
     int logit_softcap;     /* logits soft-capped, cap * tanh(logits / cap), before
                             * the loss (Gemma 2 final_logit_softcapping, F-OP-SOFTCAP) */
+    int mtp_layers;        /* multi-token prediction depths (DeepSeek-V3's MTP module,
+                            * Megatron --mtp-num-layers; F-OP-MTP): each a copy of the
+                            * last layer with its norms, projection, head and loss,
+                            * trained with the model but not part of its parameters */
     int n_runs;
     mfu_layer_run runs[MFU_MAX_RUNS];
     /* What the description approximates, in words (the importer's and the

@@ -375,22 +375,33 @@ int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
     return b.n;
 }
 
-int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
+/* The names of one head's ops: the model's, and each MTP depth's. */
+enum { HN_NORM, HN_NORM_B, HN_LM, HN_LM_D, HN_LM_W, HN_CAP, HN_CAP_B, HN_LOSS, HN_LOSS_B, HN_MAX, HN_SUB,
+       HN_EXP, HN_SUM, HN_DIV, HN_SCALE, HN_COUNT };
+static const char *const HEAD_NAMES[HN_COUNT] = {
+    "final_norm", "final_norm.bwd", "lm_head", "lm_head.dgrad", "lm_head.wgrad", "logit_softcap",
+    "logit_softcap.bwd", "loss", "loss.bwd", "loss.max", "loss.sub", "loss.exp", "loss.sum", "loss.div",
+    "loss.bwd_scale"};
+static const char *const MTP_HEAD_NAMES[HN_COUNT] = {
+    "mtp_final_norm", "mtp_final_norm.bwd", "mtp_lm_head", "mtp_lm_head.dgrad", "mtp_lm_head.wgrad",
+    "mtp_logit_softcap", "mtp_logit_softcap.bwd", "mtp_loss", "mtp_loss.bwd", "mtp_loss.max", "mtp_loss.sub",
+    "mtp_loss.exp", "mtp_loss.sum", "mtp_loss.div", "mtp_loss.bwd_scale"};
+
+/* The final norm, LM head and loss over T tokens (Te with sp). */
+static void head_loss(builder *b, const mfu_model *m, const mfu_shape *s, double T, double Te,
+                      const char *const *nm)
 {
-    builder b = builder_for(out, max, -1, 1.0, s);
-    double h = (double)m->d_model, ab = b.ab;
+    double h = (double)m->d_model, ab = b->ab;
     double tp = (double)s->tp;
-    double T = s->mbs * (double)s->seq / (double)s->cp;
-    double Te = s->sp ? T / tp : T;
     double V = (double)m->vocab;
-    elementwise(&b, "final_norm", "final_norm.bwd", MFU_TAG_TP_REPL, Te * h, Te * h,
-                norm_flops_per_elem(m), ab * Te * h);
+    elementwise(b, nm[HN_NORM], nm[HN_NORM_B], MFU_TAG_TP_REPL, Te * h, Te * h, norm_flops_per_elem(m),
+                ab * Te * h);
     /* 16-bit under FP8 training (F-TIME-FP8): Megatron's output layer is a
      * tensor_parallel.ColumnParallelLinear, not a Transformer Engine module,
      * unless MXFP8 for it is asked for (megatron/core/models/gpt/
      * gpt_model.py); torchtitan's float8 recipe filters "output"
      * (torchtitan/components/quantization/float8.md) */
-    matmul3(&b, "lm_head", "lm_head.dgrad", "lm_head.wgrad", MFU_TAG_HIGH_PREC, T, h, V / tp, 1.0, Te * h);
+    matmul3(b, nm[HN_LM], nm[HN_LM_D], nm[HN_LM_W], MFU_TAG_HIGH_PREC, T, h, V / tp, 1.0, Te * h);
     /* Cross-entropy over the (vocab-parallel) logits in fp32 (Megatron
      * vocab_parallel_cross_entropy): reads the bf16 logits, keeps the fp32
      * softmax for the backward (Korthikanti sec. 4.3: 4sbv/t bytes). */
@@ -404,8 +415,8 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
          * fuses both into the loss's own passes (F-MEM-LOGITS-XLA): the
          * FLOPs stay, the passes and the kept output do not */
         int x = s->xla_loss;
-        push(&b, "logit_softcap", MFU_FWD, 0, 3.0 * n, x ? 0.0 : 2.0 * ab * n, x ? 0.0 : ab * n);
-        push(&b, "logit_softcap.bwd", MFU_BWD, 0, 3.0 * n, x ? 0.0 : 3.0 * ab * n, 0);
+        push(b, nm[HN_CAP], MFU_FWD, 0, 3.0 * n, x ? 0.0 : 2.0 * ab * n, x ? 0.0 : ab * n);
+        push(b, nm[HN_CAP_B], MFU_BWD, 0, 3.0 * n, x ? 0.0 : 3.0 * ab * n, 0);
     }
     /* F-MEM-LOGITS-XLA: MaxText's loss (max_utils.cross_entropy_with_logits,
      * a custom VJP over the logits cast to fp32, cast_logits_to_fp32) keeps
@@ -414,8 +425,8 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
      * (and under its memory limit rematerializes them, HloRematerialization)
      * rather than storing them in fp32. What must exist is the head's
      * output: it stays, 16-bit, in place of the softmax */
-    push(&b, "loss", MFU_FWD, 0, 5.0 * n, ab * n + 4.0 * n, s->xla_loss ? ab * n : 4.0 * n);
-    push(&b, "loss.bwd", MFU_BWD, 0, 2.0 * n, 4.0 * n + ab * n, 0);
+    push(b, nm[HN_LOSS], MFU_FWD, 0, 5.0 * n, ab * n + 4.0 * n, s->xla_loss ? ab * n : 4.0 * n);
+    push(b, nm[HN_LOSS_B], MFU_BWD, 0, 2.0 * n, 4.0 * n + ab * n, 0);
     if (s->ce_unfused) {
         /* F-TIME-CE-UNFUSED: Megatron's vocab_parallel_cross_entropy
          * without --cross-entropy-loss-fusion (the only kind before 2024-06)
@@ -427,12 +438,36 @@ int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
          * write), the downcast being "loss.bwd" (megatron/mpu/
          * cross_entropy.py of v2.5, megatron/core/tensor_parallel/
          * cross_entropy.py today) */
-        push(&b, "loss.max", MFU_FWD, 0, n, 4.0 * n, 0);
-        push(&b, "loss.sub", MFU_FWD, 0, n, 8.0 * n, 0);
-        push(&b, "loss.exp", MFU_FWD, 0, n, 8.0 * n, 0);
-        push(&b, "loss.sum", MFU_FWD, 0, n, 4.0 * n, 0);
-        push(&b, "loss.div", MFU_FWD, 0, n, 8.0 * n, 0);
-        push(&b, "loss.bwd_scale", MFU_BWD, 0, n, 8.0 * n, 0);
+        push(b, nm[HN_MAX], MFU_FWD, 0, n, 4.0 * n, 0);
+        push(b, nm[HN_SUB], MFU_FWD, 0, n, 8.0 * n, 0);
+        push(b, nm[HN_EXP], MFU_FWD, 0, n, 8.0 * n, 0);
+        push(b, nm[HN_SUM], MFU_FWD, 0, n, 4.0 * n, 0);
+        push(b, nm[HN_DIV], MFU_FWD, 0, n, 8.0 * n, 0);
+        push(b, nm[HN_SCALE], MFU_BWD, 0, n, 8.0 * n, 0);
+    }
+}
+
+int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
+{
+    builder b = builder_for(out, max, -1, 1.0, s);
+    double h = (double)m->d_model, ab = b.ab;
+    double tp = (double)s->tp;
+    double T = s->mbs * (double)s->seq / (double)s->cp;
+    double Te = s->sp ? T / tp : T;
+    head_loss(&b, m, s, T, Te, HEAD_NAMES);
+    /* F-OP-MTP: each multi-token prediction depth (Megatron-Core
+     * multi_token_prediction.py MultiTokenPredictionLayer; DeepSeek-V3
+     * report 2.2): RMSNorms of the shifted tokens' embedding (enorm) and of
+     * the previous depth's hidden state (hnorm), their concatenation
+     * projected 2h -> h (eh_proj, column-parallel), a transformer layer (the
+     * last layer's kind: mfu_stage_mtp adds it to the stage that holds the
+     * head, where its recompute and communication are the layers'), then
+     * its own final norm, the shared LM head and a loss */
+    for (int d = 0; d < m->mtp_layers; d++) {
+        elementwise(&b, "mtp_norms", "mtp_norms.bwd", MFU_TAG_TP_REPL, 2.0 * Te * h, 2.0 * Te * h,
+                    norm_flops_per_elem(m), ab * 2.0 * Te * h);
+        matmul3(&b, "mtp_proj", "mtp_proj.dgrad", "mtp_proj.wgrad", 0u, T, 2.0 * h, h / tp, 1.0, 2.0 * Te * h);
+        head_loss(&b, m, s, T, Te, MTP_HEAD_NAMES);
     }
     return b.n;
 }
@@ -443,6 +478,12 @@ int mfu_ops_model(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max)
     for (int r = 0; r < m->n_runs; r++) {
         int k = n < max ? n : max;
         n += mfu_ops_layer(m, r, s, out + k, max - k);
+    }
+    /* F-OP-MTP: each depth's transformer layer, the last layer's kind */
+    for (int d = 0; d < m->mtp_layers && m->n_runs > 0; d++) {
+        int k = n < max ? n : max;
+        n += mfu_ops_layer(m, m->n_runs - 1, s, out + k, max - k);
+        for (int i = k; i < (n < max ? n : max); i++) out[i].count = 1.0; /* once, not the run's count */
     }
     int k = n < max ? n : max;
     n += mfu_ops_head(m, s, out + k, max - k);

@@ -169,11 +169,12 @@ static inline double mfu_moe_load(const mfu_mlp *p, double moe_load)
  * accumulation, 110 with post-norms; tests/unit/test_ops.c
  * builds it and checks the margin), the embedding and head at most
  * MFU_MAX_EDGE_OPS (23 with learned positions, dropout, unfused gradient
- * accumulation, the unfused loss and soft-capped logits), and a model at
- * most MFU_MAX_RUNS runs. */
+ * accumulation, the unfused loss and soft-capped logits; 22 more for each
+ * MTP depth, F-OP-MTP, of which the model has at most MFU_MAX_MTP), and a
+ * model at most MFU_MAX_RUNS runs and MFU_MAX_MTP MTP layers. */
 #define MFU_MAX_LAYER_OPS 128
-#define MFU_MAX_EDGE_OPS 32
-#define MFU_MAX_OPS (MFU_MAX_RUNS * MFU_MAX_LAYER_OPS + MFU_MAX_EDGE_OPS)
+#define MFU_MAX_EDGE_OPS (32 + 24 * MFU_MAX_MTP)
+#define MFU_MAX_OPS ((MFU_MAX_RUNS + MFU_MAX_MTP) * MFU_MAX_LAYER_OPS + MFU_MAX_EDGE_OPS)
 /* Scratch for one layer run (or the embedding and head) at a time: what
  * every engine but the per-operator roofline table needs. */
 #define MFU_SCRATCH_OPS (MFU_MAX_LAYER_OPS + MFU_MAX_EDGE_OPS)

@@ -114,29 +114,43 @@ double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, d
 
 /* Forward and backward time of one micro-batch on the busiest stage, and
  * that stage's layer count (F-PP-SPLIT). */
-static void busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k,
-                          double *t_f, double *t_b, double *t_rest, int64_t *layers)
+static int busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k, int pick,
+                         double *t_f, double *t_b, double *t_rest, int64_t *layers)
 {
     const mfu_layer_cost *a = &k->avg;
     if (c->ax[MFU_AX_PP] == 1) {
-        *layers = sys->layers;
-        *t_f = (double)sys->layers * a->fwd_s + k->head_fwd_s + k->embed_fwd_s;
-        *t_b = (double)sys->layers * a->bwd_s + k->head_bwd_s + k->embed_bwd_s;
+        /* with the MTP layers (F-OP-MTP, mfu_stage_mtp) */
+        int64_t L = sys->layers + sys->model->mtp_layers;
+        *layers = L;
+        *t_f = (double)L * a->fwd_s + k->head_fwd_s + k->embed_fwd_s;
+        *t_b = (double)L * a->bwd_s + k->head_bwd_s + k->embed_bwd_s;
         *t_rest = *t_f + *t_b;
-        return;
+        return 0;
     }
     mfu_stages st;
     mfu_config_stages(sys, c, &st);
-    /* the LM head and loss: the last rank's, or rank 0's in a V */
+    /* the LM head and loss: the last rank's, or rank 0's in a V; the MTP
+     * layers with them (F-OP-MTP) */
     int hv = mfu_head_rank(c) == 0;
+    if (hv) st.first += sys->model->mtp_layers;
+    else st.last += sys->model->mtp_layers;
     double f[3] = {(double)st.first * a->fwd_s + k->embed_fwd_s + (hv ? k->head_fwd_s : 0.0),
                    (double)st.mid * a->fwd_s, (double)st.last * a->fwd_s + (hv ? 0.0 : k->head_fwd_s)};
     double b[3] = {(double)st.first * a->bwd_s + k->embed_bwd_s + (hv ? k->head_bwd_s : 0.0),
                    (double)st.mid * a->bwd_s, (double)st.last * a->bwd_s + (hv ? 0.0 : k->head_bwd_s)};
     int64_t ls[3] = {st.first, st.mid, st.last};
-    int best = 0;
-    for (int i = 1; i < 3; i++)
+    int best = 0, most = 0;
+    for (int i = 1; i < 3; i++) {
         if (f[i] + b[i] > f[best] + b[best]) best = i;
+        if (ls[i] > ls[most] || (ls[i] == ls[most] && f[i] + b[i] > f[most] + b[most])) most = i;
+    }
+    /* F-PP-SPLIT: the busiest stage by compute, or (pick 1) the one with
+     * the most layers, whose per-layer work (communication, recompute, the
+     * host's dispatch) may make it the slower where the LM head and loss
+     * (and the MTP layers' heads, F-OP-MTP) weigh on a shorter stage:
+     * step_eval weighs both where they differ (returns 1) */
+    int differ = ls[most] != ls[best];
+    if (pick && differ) best = most;
     *t_f = f[best];
     *t_b = b[best];
     *layers = ls[best];
@@ -146,6 +160,7 @@ static void busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_
     double p = (double)c->ax[MFU_AX_PP], n[3] = {1.0, p - 2.0, 1.0}, rest = 0.0;
     for (int i = 0; i < 3; i++) rest += n[i] * (f[i] + b[i]);
     *t_rest = (rest - (f[best] + b[best])) / (p - 1.0);
+    return differ;
 }
 
 /* One profile (bound: eff NULL; expected: the hardware's profile). */
@@ -171,6 +186,7 @@ typedef struct step_ctx {
     double ep_one;              /* one all-to-all of one MoE layer */
     double host_x;              /* the host's excess (F-TIME-DISPATCH) */
     double fb;                  /* the bubble's fraction (mfu_bubble_fraction) */
+    int stages_differ;          /* the busiest stage by compute has fewer layers than another */
 } step_ctx;
 
 /* F-RC-CPU-OFFLOAD: Transformer Engine's default synchronizer
@@ -200,7 +216,7 @@ static double cpu_offload_time(const mfu_config *c, int64_t ls, double x_s, cons
 
 /* Compute and recompute of the busiest stage, and the host-offload
  * transfers (F-RC-MAXTEXT). */
-static void compute_part(step_ctx *x)
+static void compute_part(step_ctx *x, int pick)
 {
     const mfu_system *sys = x->sys;
     const mfu_config *c = x->c;
@@ -213,7 +229,7 @@ static void compute_part(step_ctx *x)
     /* compute per micro-batch on the busiest stage */
     double t_f, t_b, t_rest;
     int64_t ls;
-    busiest_stage(sys, c, k, &t_f, &t_b, &t_rest, &ls);
+    x->stages_differ = busiest_stage(sys, c, k, pick, &t_f, &t_b, &t_rest, &ls);
     double L = (double)ls;
     double nrc = rp->kind == MFU_RCK_FULL ? (double)mfu_rc_layers(sys, c, ls)
                  : rp->kind == MFU_RCK_SELECTIVE ? L : 0.0;
@@ -817,6 +833,35 @@ static double step_floor(const step_ctx *x)
            x->fb * (x->mb * x->t_rest + tm->recompute_s + inlayer) + oh;
 }
 
+/* The per-layer part of a stage's step after compute_part: its tensor-,
+ * context- and expert-parallel traffic, the host's dispatch and FSDP's
+ * gathers; returns step_floor (the search's pruning test). */
+static double stage_layer_part(step_ctx *x)
+{
+    if (x->tp > 1) comm_tp(x);
+    if (x->cp > 1) comm_cp(x);
+    comm_ep(x);
+    double floor_s = step_floor(x);
+    host_dispatch(x);
+    comm_fsdp(x);
+    return floor_s;
+}
+
+/* What a stage's choice changes of the step: its compute, recompute,
+ * offload, in-layer exposed traffic, FSDP's and the host's excess. */
+static double stage_time(const step_ctx *x)
+{
+    const mfu_times *tm = x->tm;
+    const double *e = tm->comm_exposed_s;
+    double inlayer = e[MFU_COMM_TP] + e[MFU_COMM_CP] + e[MFU_COMM_EP] +
+                     (x->sys->hw->platform == MFU_PLATFORM_GPU ? 0.0 : e[MFU_COMM_FSDP]);
+    double rest = x->t_f + x->t_b > 0 ? x->t_rest / (x->t_f + x->t_b) : 1.0;
+    /* step_parts' bubble, of this stage's parts */
+    return tm->compute_s + tm->recompute_s + tm->offload_s + e[MFU_COMM_TP] + e[MFU_COMM_CP] +
+           e[MFU_COMM_EP] + e[MFU_COMM_FSDP] + x->host_x +
+           x->fb * (rest * tm->compute_s + tm->recompute_s + inlayer + x->host_x);
+}
+
 /* The step of one profile into tm; ev NULL: the step time alone (no MFU,
  * no gap). Returns 1, with tm incomplete, as soon as step_floor passes
  * limit_s (the search's pruning, F-SEARCH), else 0. */
@@ -845,7 +890,7 @@ static int step_eval(const mfu_system *sys, const mfu_config *c, const mfu_shape
     x->ab = sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0;
     x->h = (double)sys->model->d_model;
     x->moe_frac = sys->layers ? (double)sys->moe_layers / (double)sys->layers : 0.0;
-    compute_part(x);
+    compute_part(x, 0);
     if (step_floor(x) > limit_s) return 1;
     /* placement: tp, cp, fsdp, dp, pp innermost first; experts etp, ep */
     x->s_tp = c->ax[MFU_AX_TP];
@@ -854,14 +899,23 @@ static int step_eval(const mfu_system *sys, const mfu_config *c, const mfu_shape
     x->s_dp = x->s_fsdp * c->ax[MFU_AX_DP];
     x->s_ep = c->etp * c->ax[MFU_AX_EP];
     x->T = k->shape.mbs * (double)k->shape.seq / x->cp;
-    if (x->tp > 1) comm_tp(x);
-    if (x->cp > 1) comm_cp(x);
-    comm_ep(x);
-    if (step_floor(x) > limit_s) return 1;
     x->dpar = mfu_device_params(sys, c, 0);
     x->P_dev = x->dpar.dense + x->dpar.expert;
-    host_dispatch(x);
-    comm_fsdp(x);
+    if (stage_layer_part(x) > limit_s) return 1;
+    if (x->stages_differ) {
+        /* F-PP-SPLIT: the stage with the most layers, weighed the same way;
+         * the slower of the two paces the pipeline */
+        mfu_times ty = *tm;
+        step_ctx y = *x;
+        y.tm = &ty;
+        compute_part(&y, 1);
+        (void)stage_layer_part(&y);
+        if (stage_time(&y) > stage_time(x)) {
+            *tm = ty;
+            y.tm = tm;
+            *x = y;
+        }
+    }
     comm_dp(x);
     comm_pp(x);
     step_parts(x);
@@ -889,14 +943,16 @@ void mfu_eval_totals(const mfu_system *sys, const mfu_config *c, const mfu_shape
      * recomputed x micro-batches in the step. */
     const mfu_rc_policy *rp = &sys->rc[c->recompute];
     double nrc_total = 0.0;
-    if (rp->kind == MFU_RCK_SELECTIVE) nrc_total = (double)sys->layers;
+    if (rp->kind == MFU_RCK_SELECTIVE) nrc_total = (double)(sys->layers + sys->model->mtp_layers);
     else if (rp->kind == MFU_RCK_FULL) {
         /* first + last + the middle stages (as rank 1) */
         int64_t pp = c->ax[MFU_AX_PP];
-        nrc_total = (double)mfu_rc_layers(sys, c, mfu_stage_layers(sys, c, 0));
-        if (pp > 1) nrc_total += (double)mfu_rc_layers(sys, c, mfu_stage_layers(sys, c, pp - 1));
+        nrc_total = (double)mfu_rc_layers(sys, c, mfu_stage_layers(sys, c, 0) + mfu_stage_mtp(sys, c, 0));
+        if (pp > 1)
+            nrc_total += (double)mfu_rc_layers(sys, c, mfu_stage_layers(sys, c, pp - 1) + mfu_stage_mtp(sys, c, pp - 1));
         if (pp > 2) nrc_total += (double)(pp - 2) * (double)mfu_rc_layers(sys, c, mfu_stage_layers(sys, c, 1));
-        if (nrc_total > (double)sys->layers) nrc_total = (double)sys->layers;
+        if (nrc_total > (double)(sys->layers + sys->model->mtp_layers))
+            nrc_total = (double)(sys->layers + sys->model->mtp_layers);
     }
     double n_mb = gbt / ((double)c->mbs * (double)sys->train.seq);
     double rcf = rp->kind == MFU_RCK_NONE ? 0.0 : bound->avg.rc_flops[c->recompute];

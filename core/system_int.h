@@ -27,6 +27,17 @@ static inline int64_t mfu_head_rank(const mfu_config *c)
     return c->schedule == MFU_SCHED_DUALPIPEV ? 0 : c->ax[MFU_AX_PP] - 1;
 }
 
+/* F-OP-MTP: the multi-token prediction layers rank r holds besides its
+ * decoder layers -- all of them on the rank that holds the LM head and
+ * loss (Megatron places MTP with the loss on the last stage:
+ * pipeline_parallel_layer_layout.py, MTP layers last). Each counts as one
+ * more of the stage's layers: its time, activations, recompute and
+ * communication are a layer's (the model's average layer). */
+static inline int64_t mfu_stage_mtp(const mfu_system *sys, const mfu_config *c, int64_t r)
+{
+    return r == mfu_head_rank(c) ? (int64_t)sys->model->mtp_layers : 0;
+}
+
 /* Fully recomputed layers on a stage of `ls` layers under c (0 unless the
  * policy is full). */
 static inline int64_t mfu_rc_layers(const mfu_system *sys, const mfu_config *c, int64_t ls)

@@ -127,15 +127,26 @@ def parse_layout(text):
     return out.split("|")
 
 
-def pp_layout(name, layout, c, layers):
+def pp_layout(name, layout, c, layers, mtp=0):
     """The layout Megatron would build: its virtual stages per rank, the
-    embedding first, the loss last, and each rank's layers the split's."""
+    embedding first, the loss last, and each rank's layers the split's;
+    the MTP layers (--mtp-num-layers) after every decoder layer, all in
+    one virtual stage, the last of its rank, not rank 0's (Megatron-Core
+    pipeline_parallel_layer_layout.py validate_layer_layout)."""
     stages = parse_layout(layout)
     pp, vpp = c["parallel"]["pp"], c["vpp"]
     check(len(stages) == pp * vpp, "%s: layout %r has %d virtual stages, not pp x vpp = %d" %
           (name, layout, len(stages), pp * vpp))
-    check(all(set(st) <= set("EtL") for st in stages), "%s: layout %r has unknown layers" % (name, layout))
+    check(all(set(st) <= set("EtmL") for st in stages), "%s: layout %r has unknown layers" % (name, layout))
     flat = "".join(stages)
+    check(flat.count("m") == mtp, "%s: layout %r has %d MTP layers, --mtp-num-layers %d" %
+          (name, layout, flat.count("m"), mtp))
+    if mtp:
+        check("t" not in flat[flat.index("m"):], "%s: layout %r has decoder layers after MTP" % (name, layout))
+        holders = [i for i, st in enumerate(stages) if "m" in st]
+        check(len(holders) == 1 and stages[holders[0]].count("m") == mtp and holders[0] // pp == vpp - 1 and
+              holders[0] % pp != 0, "%s: layout %r: MTP not in one last virtual stage of a rank past 0" %
+              (name, layout))
     check(flat.startswith("E") and flat.endswith("L") and flat.count("E") == 1 and flat.count("L") == 1,
           "%s: layout %r does not start with E and end with L" % (name, layout))
     check(flat.count("t") == layers, "%s: layout %r has %d decoder layers, the model %d" %
@@ -194,7 +205,7 @@ def megatron(name, c, seq, layers, moe):
     split = c["pipeline_split"]
     layout = a["--pipeline-model-parallel-layout"]
     if layout is not None:
-        pp_layout(name, layout, c, layers)
+        pp_layout(name, layout, c, layers, a["--mtp-num-layers"] or 0)
         want["--num-virtual-stages-per-pipeline-rank"] = None
         want["--account-for-embedding-in-pipeline-split"] = False
         want["--decoder-first-pipeline-num-layers"] = None

@@ -1024,6 +1024,76 @@ static void t_measured_dp_rest(void)
     json_decref(r);
 }
 
+/* F-OP-MTP: DeepSeek-V3's MTP module (num_nextn_predict_layers 1), on 256
+ * H800s at pp 8 (first 8 layers, last 5), ep 32. By hand, per token
+ * forward at 4,096 tokens (d 7,168, vocabulary 129,280), the layer of the
+ * last kind (MoE):
+ *   MLA projections 7168 x 1536 + 1536 x 128 x 192 + 7168 x 576
+ *     + 512 x 128 x 256 + 128 x 128 x 7168 = 187,105,280 params, x 2
+ *                                                    =   374,210,560
+ *   causal attention 2 x (192 + 128) x 128 x 4,097 / 2 = 167,813,120
+ *   router 2 x 7168 x 256                            =     3,670,016
+ *   8 routed experts 2 x 8 x 3 x 7168 x 2048         =   704,643,072
+ *   the shared expert 2 x 3 x 7168 x 2048            =    88,080,384
+ * then the projection 2 x 2 x 7168^2 = 205,520,896 and the logits
+ * 2 x 7168 x 129,280 = 1,853,358,080: 3,397,296,128 FLOPs a token more
+ * (Megatron's num_floating_point_operations counts the same terms). The
+ * last stage holds the MTP layer beside its 5; torchtitan builds no MTP
+ * (FW-T16); the step is no shorter with it. */
+static void t_mtp(void)
+{
+#define MTP_REQ(N)                                                                                        \
+    "{\"model\": {\"preset\": \"deepseek-v3\", \"num_nextn_predict_layers\": " N "}, \"hardware\": "    \
+    "{\"preset\": \"h800\"}, \"devices\": 256, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": " \
+    "4194304}, \"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": {\"pp\": 8, "        \
+    "\"ep\": 32, \"dp\": 32, \"zero\": 1}, \"mbs\": 1, \"recompute\": \"full\", \"pipeline_split\": "    \
+    "{\"first\": 8, \"last\": 5}}, \"step_time_s\": 20}}"
+    json_t *res[2];
+    for (int i = 0; i < 2; i++) {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J(i ? MTP_REQ("1") : MTP_REQ("0"));
+        res[i] = api_search(r, &st, NULL, NULL);
+        CHECK(res[i] != NULL);
+        json_decref(r);
+    }
+    if (res[0] && res[1]) {
+        double f0 = json_real_value(json_object_get(json_object_get(res[0], "model"), "flops_per_token_fwd"));
+        double f1 = json_real_value(json_object_get(json_object_get(res[1], "model"), "flops_per_token_fwd"));
+        CHECK_NEAR(f1 - f0, 3397296128.0, 1e-12);
+        json_t *c0 = json_object_get(json_object_get(res[0], "measured"), "config");
+        json_t *c1 = json_object_get(json_object_get(res[1], "measured"), "config");
+        json_t *s0 = json_object_get(c0, "memory_stages"), *s1 = json_object_get(c1, "memory_stages");
+        CHECK_EQ_I(json_integer_value(json_object_get(json_array_get(s0, json_array_size(s0) - 1), "layers")), 5);
+        CHECK_EQ_I(json_integer_value(json_object_get(json_array_get(s1, json_array_size(s1) - 1), "layers")), 6);
+        double t0 = json_real_value(json_object_get(json_object_get(c0, "expected"), "step_time_s"));
+        double t1 = json_real_value(json_object_get(json_object_get(c1, "expected"), "step_time_s"));
+        CHECK(t1 >= t0);
+    }
+    json_decref(res[0]);
+    json_decref(res[1]);
+#undef MTP_REQ
+    /* a layout torchtitan runs without MTP (fsdp 32 x pp 8, ep 32 over
+     * fsdp) it refuses with it */
+#define MTP_TT(N)                                                                                         \
+    "{\"model\": {\"preset\": \"deepseek-v3\", \"num_nextn_predict_layers\": " N "}, \"hardware\": "    \
+    "{\"preset\": \"h800\"}, \"devices\": 256, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": " \
+    "4194304}, \"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": {\"pp\": 8, "        \
+    "\"ep\": 32, \"fsdp\": 32}, \"mbs\": 1, \"recompute\": \"full\"}, \"step_time_s\": 20}}"
+    json_t *m = measured_answer(MTP_TT("0")), *c = json_object_get(m, "config");
+    CHECK(json_array_size(json_object_get(c, "frameworks")) == 1 &&
+          !strcmp(json_string_value(json_array_get(json_object_get(c, "frameworks"), 0)), "torchtitan"));
+    json_decref(m);
+    m = measured_answer(MTP_TT("1"));
+    c = json_object_get(m, "config");
+    CHECK_EQ_I((long long)json_array_size(json_object_get(c, "frameworks")), 0);
+    const char *why =
+        json_string_value(json_object_get(json_object_get(json_object_get(c, "recipes"), "torchtitan"), "unavailable"));
+    CHECK(why && !strncmp(why, "FW-T16", 6));
+    json_decref(m);
+#undef MTP_TT
+}
+
 /* A paper names the interleaved schedule and not its count: Llama 3 405B
  * on 8,192 H100s (Llama 3 paper, arXiv 2407.21783, Table 4: TP 8, CP 1,
  * PP 16, DP 64, sequences of 8,192, 16M tokens a batch; 3.3.2: an
@@ -1765,6 +1835,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_measured_rc_default),
     CHECK_CASE(t_measured_vpp_inferred),
     CHECK_CASE(t_measured_dp_rest),
+    CHECK_CASE(t_mtp),
     CHECK_CASE(t_model_ir_keys),
     CHECK_CASE(t_maxtext_policy_names),
     CHECK_CASE(t_hardware_keys),

@@ -351,11 +351,24 @@ static void test_trap_q_lora_null(void)
 /* Trap: DeepSeek first_k_dense_replace + moe_layer_freq; shared experts. */
 static void test_trap_deepseek_layers(void)
 {
-    /* 3 dense + 58 MoE = 2 runs; MTP (num_nextn_predict_layers) ignored. */
+    /* 3 dense + 58 MoE = 2 runs; MTP (num_nextn_predict_layers 1: the
+     * checkpoint's model.layers.61, DeepSeek-V3 report 2.2) the IR's
+     * mtp_layers (F-OP-MTP), none where the config has none, at most 4 */
     json_t *hf = load("deepseek-v3");
     EXPECT_HF(hf, "runs=2 0:count=3 0:mlp.type=dense 0:mlp.ffn_dim=18432 1:count=58 1:mlp.type=moe "
                   "1:mlp.n_experts=256 1:mlp.top_k=8 1:mlp.expert_ffn_dim=2048 1:mlp.n_shared_experts=1 "
                   "1:mlp.shared_ffn_dim=2048");
+    json_t *ir = resolve(hf, NULL);
+    CHECK(ir != NULL);
+    CHECK_EQ_I(json_integer_value(json_object_get(ir, "mtp_layers")), 1);
+    json_decref(ir);
+    json_object_set_new(hf, "num_nextn_predict_layers", json_integer(0));
+    ir = resolve(hf, NULL);
+    CHECK(ir != NULL && json_object_get(ir, "mtp_layers") == NULL);
+    json_decref(ir);
+    json_object_set_new(hf, "num_nextn_predict_layers", json_integer(5));
+    EXPECT_422(hf, PTR "/num_nextn_predict_layers");
+    json_object_set_new(hf, "num_nextn_predict_layers", json_integer(1));
 
     /* moe_layer_freq 2, first_k_dense_replace 1: MoE iff i >= 1 and i % 2 == 0:
      * layers 0,1 dense, 2 MoE, 3 dense, 4 MoE ... (61 layers: 2 dense then

@@ -541,12 +541,21 @@ static void t_moe(void)
     CHECK(i >= 0);
     CHECK_STR(json_string_value(json_array_get(a, (size_t)i + 1)), "layernorm");
     CHECK_STR(json_string_value(json_array_get(a, (size_t)i + 2)), "mla_up_proj");
-    CHECK(shell_safe(a));
-    /* the pattern is quoted on the shell line, and nothing else is */
+    /* its MTP layer (num_nextn_predict_layers 1, F-OP-MTP), which the split
+     * places with the loss, as Megatron Bridge lays DeepSeek-V3 over 8
+     * stages (src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py
+     * _get_deepseek_v3_pipeline_layout (8, 1): the embedding and 8 layers,
+     * 8 on each middle stage, 5 with the MTP layer and the loss; Megatron's
+     * account flags count no MTP layer: a layout) */
+    CHECK_STR(value(a, "--mtp-num-layers"), "1");
+    CHECK_STR(value(a, "--pipeline-model-parallel-layout"), "Et*8|(t*8|)*6t*5mL");
+    /* the pattern and the layout are quoted on the shell line, and nothing
+     * else is */
     json_t *line = api_recipe_shell_line(json_object_get(rec, "megatron"));
     const char *l = json_string_value(line);
     CHECK(l && strstr(l, " --moe-layer-freq '([0]*3+[1]*58)' "));
-    CHECK(l && count(l, "'") == 2);
+    CHECK(l && strstr(l, " --pipeline-model-parallel-layout 'Et*8|(t*8|)*6t*5mL' "));
+    CHECK(l && count(l, "'") == 4);
     json_decref(line);
     json_decref(rec);
 
@@ -567,13 +576,17 @@ static void t_moe(void)
 /* A split the classic flags cannot express goes out as Megatron-Core's
  * --pipeline-model-parallel-layout (FW-M6), without
  * --num-virtual-stages-per-pipeline-rank (arguments.py takes one of the
- * two). DeepSeek-V3 on 256 GB200 as Megatron Bridge lays it out
- * (deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_V1:
- * pp 4, vpp 4, ep 64, 2048 sequences): 61 layers over 16 virtual stages
- * need a remainder, 61 = 16 x 3 + 13, so mfud's even split gives virtual
- * stages 0-12 four layers and 13-15 three, in layer order: "Et*4" (the
- * embedding first), twelve "t*4" stages, two "t*3", and "t*3L" (the loss
- * last). */
+ * two). DeepSeek-V3 on 256 GB200 as Megatron Bridge runs it (scripts/
+ * performance/configs/deepseek/deepseek_workload_base_configs.py at
+ * 4948f7524, GB200_V1: pp 4, vpp 4, ep 64, 2048 sequences), whose 16
+ * virtual stages its recipes lay out "Et*4|(t*4|)*14tmL" (the same file's
+ * GB300_V1 pp_layout; src/megatron/bridge/recipes/deepseek/h100/
+ * deepseek_v3.py _get_deepseek_v3_pipeline_layout for (4, 4)): its MTP
+ * layer "m" and the loss on the last virtual stage, with one decoder
+ * layer. mfud's account split with MTP counts as Bridge does (F-OP-MTP):
+ * the embedding as none, the loss as a layer, the MTP depth as two (its
+ * layer and its LM head), 61 + 3 = 64 over 16 virtual stages, four each:
+ * the same layout. */
 static void t_pp_layout(void)
 {
     static setup s;
@@ -588,7 +601,7 @@ static void t_pp_layout(void)
     json_t *rec = recipes_of(&s, &c, &ev);
     json_t *a = argv_of(rec, "megatron");
     CHECK(a != NULL);
-    CHECK_STR(value(a, "--pipeline-model-parallel-layout"), "Et*4|(t*4|)*12(t*3|)*2t*3L");
+    CHECK_STR(value(a, "--pipeline-model-parallel-layout"), "Et*4|(t*4|)*14tmL");
     CHECK(find(a, "--num-virtual-stages-per-pipeline-rank") < 0);
     CHECK(find(a, "--decoder-first-pipeline-num-layers") < 0);
     CHECK(find(a, "--account-for-embedding-in-pipeline-split") < 0);
@@ -596,7 +609,7 @@ static void t_pp_layout(void)
     /* quoted whole on the shell line ('|', '*' and '(' are the shell's) */
     json_t *line = api_recipe_shell_line(json_object_get(rec, "megatron"));
     const char *l = json_string_value(line);
-    CHECK(l && strstr(l, " --pipeline-model-parallel-layout 'Et*4|(t*4|)*12(t*3|)*2t*3L' "));
+    CHECK(l && strstr(l, " --pipeline-model-parallel-layout 'Et*4|(t*4|)*14tmL' "));
     json_decref(line);
     json_decref(rec);
 
@@ -610,15 +623,22 @@ static void t_pp_layout(void)
     CHECK(mfu_evaluate(&s.sys, &c, ops, &ev) == MFU_OK);
     rec = api_render_recipes(&s.sys, &c, &ev);
     CHECK_STR(value(argv_of(rec, "megatron"), "--pipeline-model-parallel-layout"),
-              "Et*4|(t*4|)*6t*3|(t*4|)*3t*3|(t*4|)*3t*3L");
+              "Et*4|(t*4|)*6t*3|(t*4|)*3t*3|(t*4|)*3t*3mL");
     json_decref(rec);
 
     /* where the classic flags express the split they are written and no
-     * layout: pp 16 without virtual stages, 3 + 14 x 4 + 2 (t_splits) */
+     * layout: pp 16 without virtual stages, first and last stages of 3
+     * and 2 (the MTP layer beside the last's, where Megatron places it
+     * without a layout) */
     c = test_cfg(16, 1, 1, 64, 16, 1);
     c.zero = 1;
     c.grad_accum = 128;
-    rec = recipes_of(&s, &c, &ev);
+    c.split = MFU_SPLIT_FIRST_LAST;
+    c.pp_first = 3;
+    c.pp_last = 2;
+    mfu_config_fill_stages(&s.sys, &c);
+    CHECK(mfu_evaluate(&s.sys, &c, ops, &ev) == MFU_OK);
+    rec = api_render_recipes(&s.sys, &c, &ev);
     a = argv_of(rec, "megatron");
     CHECK(find(a, "--pipeline-model-parallel-layout") < 0);
     CHECK_STR(value(a, "--decoder-first-pipeline-num-layers"), "3");
