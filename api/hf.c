@@ -9,7 +9,8 @@
  * models/<family>/modeling_<family>.py unless noted; docs/model-ir.md
  * "HuggingFace config.json"):
  *
- *   llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2:
+ *   llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2,
+ *   gemma3_text (and gemma3's text_config):
  *     softmax attention (MHA/GQA/MQA). head_dim = config.head_dim when given
  *     (Qwen3: 128 with hidden 2048 and 32 heads), else hidden/heads.
  *     num_key_value_heads absent or null => = num_attention_heads.
@@ -51,7 +52,7 @@
 
 #define HF_SUPPORTED                                                                  \
     "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, "      \
-    "deepseek_v3, gla, gemma, gemma2, phi3, gpt_oss, llama4, qwen3_next"
+    "deepseek_v3, gla, gemma, gemma2, gemma3_text, phi3, gpt_oss, llama4, qwen3_next"
 
 
 
@@ -178,7 +179,8 @@ static const struct {
     {"qwen3_moe", F_QWEN3_MOE}, {"deepseek_v2", F_DEEPSEEK_V2}, {"deepseek_v3", F_DEEPSEEK_V3},
     {"gla", F_GLA},           {"gemma", F_GEMMA},             {"gemma2", F_GEMMA2},
     {"phi3", F_PHI3},         {"gpt_oss", F_GPT_OSS},         {"llama4", F_LLAMA4},
-    {"llama4_text", F_LLAMA4}, {"qwen3_next", F_QWEN3_NEXT},
+    {"llama4_text", F_LLAMA4}, {"qwen3_next", F_QWEN3_NEXT}, {"gemma3_text", F_GEMMA3},
+    {"gemma3", F_GEMMA3},
 };
 
 
@@ -240,7 +242,12 @@ static const char *hf_layers(hf_ctx *c, hf_family fam, const hf_common *cm, laye
              * and the logits' soft-cap are modelled (api_hf_to_ir) */
             hf_approx(c, "gemma2: the tanh soft-cap of the attention scores (inside the fused attention kernel) is "
                          "not modelled");
-        if (fam == F_GEMMA || fam == F_GEMMA2) {
+        if (fam == F_GEMMA3 && c->top != c->cfg)
+            /* Gemma3ForConditionalGeneration: a SigLIP vision tower and its
+             * projector beside the language model (configuration_gemma3.py
+             * vision_config): the text model is what trains here */
+            hf_approx(c, "gemma3: the vision tower (vision_config) is not modelled; the language model is");
+        if (fam == F_GEMMA || fam == F_GEMMA2 || fam == F_GEMMA3) {
             /* GemmaMLP: gate/up/down with hidden_activation, falling back
              * to hidden_act (configuration_gemma.py). GeGLU. */
             char p[256];
@@ -317,8 +324,10 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
     long long maxpos = 0;
     if (hf_int(&c, "hidden_size", 1, 0, 1, API_MAX_DIM, &cm.h) < 0 ||
         hf_int(&c, "num_hidden_layers", 1, 0, 1, API_MAX_LAYERS, &cm.n_layers) < 0 ||
-        hf_int(&c, "vocab_size", 1, 0, 1, API_MAX_DIM, &cm.vocab) < 0)
+        hf_int(&c, "vocab_size", fam != F_GEMMA3, fam == F_GEMMA3 ? 262208 : 0, 1, API_MAX_DIM, &cm.vocab) < 0)
         return NULL;
+    /* (Gemma3TextConfig's vocab_size default 262,208: google/gemma-3-12b-it's
+     * sparse text_config leaves it out) */
     /* max_position_embeddings: informative only (RoPE has no table). */
     {
         char p[256];
@@ -330,7 +339,7 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
     /* tie_word_embeddings: PretrainedConfig default true, but every family
      * here overrides the default: false except Gemma/Gemma2 (true). */
     int tie;
-    if (hf_bool(&c, "tie_word_embeddings", fam == F_GEMMA || fam == F_GEMMA2, &tie) < 0)
+    if (hf_bool(&c, "tie_word_embeddings", fam == F_GEMMA || fam == F_GEMMA2 || fam == F_GEMMA3, &tie) < 0)
         return NULL;
 
     layer_spec *ls = api_calloc((size_t)cm.n_layers, sizeof *ls);
@@ -353,12 +362,13 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
     }
 
     json_t *ir = hf_ir_json(&c, hf, mts, &cm, maxpos, tie, any_softmax, layers);
-    if (ir && fam == F_GEMMA2) {
-        /* modeling_gemma2.py Gemma2DecoderLayer: post_attention_layernorm
-         * and post_feedforward_layernorm on each block's output
-         * (F-OP-POSTNORM); Gemma2ForCausalLM soft-caps the logits when
-         * final_logit_softcapping is set (configuration_gemma2.py default
-         * 30.0; null turns it off; F-OP-SOFTCAP) */
+    if (ir && (fam == F_GEMMA2 || fam == F_GEMMA3)) {
+        /* modeling_gemma2.py Gemma2DecoderLayer (and Gemma3DecoderLayer):
+         * post_attention_layernorm and post_feedforward_layernorm on each
+         * block's output (F-OP-POSTNORM); Gemma2ForCausalLM soft-caps the
+         * logits when final_logit_softcapping is set (configuration_gemma2.py
+         * default 30.0, Gemma3TextConfig's None; null turns it off;
+         * F-OP-SOFTCAP) */
         const char *key = "final_logit_softcapping";
         json_t *cap = json_object_get(c.cfg, key);
         if (!cap && c.top != c.cfg) cap = json_object_get(c.top, key);
@@ -370,7 +380,7 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
             return NULL;
         }
         json_object_set_new(ir, "post_norms", json_true());
-        if (!cap || (json_is_number(cap) && json_number_value(cap) > 0))
+        if ((!cap && fam == F_GEMMA2) || (json_is_number(cap) && json_number_value(cap) > 0))
             json_object_set_new(ir, "logit_softcap", json_true());
     }
     if (ir && fam == F_DEEPSEEK_V3) {

@@ -46,7 +46,7 @@ typedef struct layer_spec {
 typedef enum {
     F_LLAMA, F_MISTRAL, F_MIXTRAL, F_QWEN2, F_QWEN2_MOE, F_QWEN3, F_QWEN3_MOE,
     F_DEEPSEEK_V2, F_DEEPSEEK_V3, F_GLA, F_GEMMA, F_GEMMA2, F_PHI3, F_GPT_OSS, F_LLAMA4,
-    F_QWEN3_NEXT
+    F_QWEN3_NEXT, F_GEMMA3
 } hf_family;
 
 /* Common sizes every family has. */

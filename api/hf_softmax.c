@@ -24,7 +24,7 @@ static int attn_heads(hf_ctx *c, hf_family fam, const hf_common *cm, long long *
      * hidden / heads. */
     long long hd_default = 0;
     if (fam == F_QWEN3 || fam == F_QWEN3_MOE) hd_default = 128;
-    if (fam == F_GEMMA || fam == F_GEMMA2) hd_default = 256;
+    if (fam == F_GEMMA || fam == F_GEMMA2 || fam == F_GEMMA3) hd_default = 256;
     /* GptOssConfig head_dim 64, Llama4TextConfig 128, Qwen3NextConfig 256 */
     if (fam == F_GPT_OSS) hd_default = 64;
     if (fam == F_LLAMA4) hd_default = 128;
@@ -65,8 +65,8 @@ static int attn_biases(hf_ctx *c, hf_family fam, int *qkv_bias, int *out_bias)
     *out_bias = 0;
     if (fam == F_QWEN2 || fam == F_QWEN2_MOE) *qkv_bias = 1;
     else if (fam != F_PHI3 && hf_bool(c, "attention_bias", fam == F_GPT_OSS, qkv_bias) < 0) return -1;
-    if (fam == F_LLAMA || fam == F_QWEN3 || fam == F_QWEN3_MOE || fam == F_GEMMA ||
-        fam == F_GEMMA2 || fam == F_GPT_OSS || fam == F_LLAMA4 || fam == F_QWEN3_NEXT)
+    if (fam == F_LLAMA || fam == F_QWEN3 || fam == F_QWEN3_MOE || fam == F_GEMMA || fam == F_GEMMA2 ||
+        fam == F_GEMMA3 || fam == F_GPT_OSS || fam == F_LLAMA4 || fam == F_QWEN3_NEXT)
         *out_bias = *qkv_bias;
     return 0;
 }
@@ -144,6 +144,20 @@ static int attn_windows(hf_ctx *c, hf_family fam, const hf_common *cm, unsigned 
             for (long long i = 0; i < cm->n_layers; i++) sl[i] = (i % 2) == 0;
         break;
     }
+    case F_GEMMA3: {
+        /* Gemma3TextConfig: layer_types, else "sliding_attention" unless
+         * (i + 1) % sliding_window_pattern == 0 (default 6: five local
+         * layers to one global), sliding_window default 4096 */
+        int lt;
+        long long pat;
+        if (hf_int(c, "sliding_window", 0, 4096, 0, API_MAX_SEQ, window) < 0) return -1;
+        if ((lt = hf_layer_types(c, cm->n_layers, sl)) < 0) return -1;
+        if (lt == 0) {
+            if (hf_int(c, "sliding_window_pattern", 0, 6, 1, API_MAX_LAYERS, &pat) < 0) return -1;
+            for (long long i = 0; i < cm->n_layers; i++) sl[i] = (i + 1) % pat != 0;
+        }
+        break;
+    }
     default:
         break; /* llama, gemma: full attention everywhere */
     }
@@ -178,6 +192,8 @@ void hf_softmax_attention(hf_ctx *c, hf_family fam, const hf_common *cm, layer_s
             /* Qwen3Attention / Qwen3MoeAttention / Qwen3NextAttention: q_norm and
              * k_norm, RMSNorm over head_dim */
             if (fam == F_QWEN3 || fam == F_QWEN3_MOE || fam == F_QWEN3_NEXT) ls[i].qk_norm = QKN_RMS;
+            /* Gemma3Attention: q_norm and k_norm (Gemma3RMSNorm over head_dim) */
+            if (fam == F_GEMMA3) ls[i].qk_norm = QKN_RMS;
             /* GptOssAttention.sinks */
             if (fam == F_GPT_OSS) ls[i].sinks = 1;
             /* Qwen3NextAttention: q_proj doubled, output * sigmoid(gate) */

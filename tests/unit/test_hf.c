@@ -583,7 +583,7 @@ static void test_bad_configs(void)
     CHECK_STR(st.errors[0].pointer, PTR "/model_type");
     CHECK(strstr(st.errors[0].detail, "supported: llama, mistral, mixtral, qwen2, qwen2_moe, "
                                       "qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gla, gemma, "
-                                      "gemma2, phi3, gpt_oss, llama4, qwen3_next") != NULL);
+                                      "gemma2, gemma3_text, phi3, gpt_oss, llama4, qwen3_next") != NULL);
     json_object_del(hf, "model_type");
     EXPECT_422(hf, PTR "/model_type");
     json_object_set_new(hf, "model_type", json_integer(7));
@@ -1152,6 +1152,49 @@ static void test_new_families_search(void)
     }
 }
 
+/* Gemma 3 (modeling_gemma3.py Gemma3TextModel; configuration_gemma3.py
+ * Gemma3TextConfig): the multimodal wrapper's text_config as
+ * google/gemma-3-12b-it's config.json gives it, sparse (head_dim 256 and
+ * vocab_size 262,208 the class defaults; five sliding layers of 1,024 to
+ * one global, sliding_window_pattern 6), q/k RMSNorms, four norms a layer,
+ * tied embeddings, no soft-cap. Parameters by hand: q and o 3,840 x 4,096
+ * = 15,728,640 each, k and v 3,840 x 2,048 = 7,864,320 each, q/k norms
+ * 2 x 256, the gated MLP 3 x 3,840 x 15,360 = 176,947,200, four norms
+ * 4 x 3,840: 224,148,992 a layer, 10,759,151,616 for 48; the embedding
+ * 262,208 x 3,840 = 1,006,878,720 and the final norm 3,840:
+ * 11,766,034,176 (the language model of "12B"; the SigLIP tower is named
+ * as left out). */
+static void test_gemma3(void)
+{
+    json_t *hf = json_loads(
+        "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"model_type\": \"gemma3\", "
+        "\"text_config\": {\"hidden_size\": 3840, \"intermediate_size\": 15360, \"model_type\": "
+        "\"gemma3_text\", \"num_attention_heads\": 16, \"num_hidden_layers\": 48, \"num_key_value_heads\": "
+        "8, \"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}, \"sliding_window\": 1024}, "
+        "\"vision_config\": {\"hidden_size\": 1152, \"model_type\": \"siglip_vision_model\", "
+        "\"num_hidden_layers\": 27}}", 0, NULL);
+    CHECK(hf != NULL);
+    EXPECT_HF(hf, "runs=16 0:count=5 0:attention.window=1024 0:attention.head_dim=256 1:count=1 "
+                  "1:attention.window=0 15:attention.window=0 0:mlp.ffn_dim=15360");
+    mfu_model m;
+    json_t *ir = resolve(hf, &m);
+    CHECK(ir != NULL);
+    if (ir) {
+        mfu_params p;
+        mfu_model_params(&m, &p);
+        CHECK_NEAR(p.total, 11766034176.0, 1e-12);
+        CHECK(m.post_norms && !m.logit_softcap && m.tie_embeddings && m.vocab == 262208);
+        CHECK(m.runs[0].attn.qk_norm != 0);
+        json_t *ap = json_object_get(ir, "approximations");
+        int named = 0;
+        for (size_t i = 0; i < json_array_size(ap); i++)
+            named |= strstr(json_string_value(json_array_get(ap, i)), "vision tower") != NULL;
+        CHECK(named);
+    }
+    json_decref(ir);
+    json_decref(hf);
+}
+
 /* Gemma 2's four RMSNorms a layer and soft-capped logits
  * (modeling_gemma2.py Gemma2DecoderLayer, Gemma2ForCausalLM): the importer
  * sets post_norms and logit_softcap (F-OP-POSTNORM, F-OP-SOFTCAP), and
@@ -1210,6 +1253,7 @@ static void test_gemma2_approx(void)
 static const check_case cases[] = {
     CHECK_CASE(test_roundtrips),
     CHECK_CASE(test_gemma2_approx),
+    CHECK_CASE(test_gemma3),
     CHECK_CASE(test_deepseek_published),
     CHECK_CASE(test_llama_ir),
     CHECK_CASE(test_trap_explicit_head_dim),
