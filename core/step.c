@@ -112,19 +112,29 @@ double mfu_bubble_fraction(mfu_schedule s, int64_t pp, int64_t vpp, int64_t m, d
     }
 }
 
-/* Forward and backward time of one micro-batch on the busiest stage, and
- * that stage's layer count (F-PP-SPLIT). */
-static int busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k, int pick,
-                         double *t_f, double *t_b, double *t_rest, int64_t *layers)
+/* A stage's forward and backward time of one micro-batch, the other
+ * stages' mean (F-PP-BUBBLE-REST) and its layers. */
+typedef struct stage_pick {
+    double t_f, t_b, t_rest;
+    int64_t ls;
+} stage_pick;
+
+/* The busiest stage by compute into *out (F-PP-SPLIT); where another
+ * stage holds more layers, that one into *alt, returning 1: its per-layer
+ * work (communication, recompute, the host's dispatch) may make it the
+ * slower where the LM head and loss (and the MTP layers' heads, F-OP-MTP)
+ * weigh on a shorter stage, and step_eval weighs both. */
+static int busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *k, stage_pick *out,
+                         stage_pick *alt)
 {
     const mfu_layer_cost *a = &k->avg;
     if (c->ax[MFU_AX_PP] == 1) {
         /* with the MTP layers (F-OP-MTP, mfu_stage_mtp) */
         int64_t L = sys->layers + sys->model->mtp_layers;
-        *layers = L;
-        *t_f = (double)L * a->fwd_s + k->head_fwd_s + k->embed_fwd_s;
-        *t_b = (double)L * a->bwd_s + k->head_bwd_s + k->embed_bwd_s;
-        *t_rest = *t_f + *t_b;
+        out->ls = L;
+        out->t_f = (double)L * a->fwd_s + k->head_fwd_s + k->embed_fwd_s;
+        out->t_b = (double)L * a->bwd_s + k->head_bwd_s + k->embed_bwd_s;
+        out->t_rest = out->t_f + out->t_b;
         return 0;
     }
     mfu_stages st;
@@ -144,23 +154,21 @@ static int busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_s
         if (f[i] + b[i] > f[best] + b[best]) best = i;
         if (ls[i] > ls[most] || (ls[i] == ls[most] && f[i] + b[i] > f[most] + b[most])) most = i;
     }
-    /* F-PP-SPLIT: the busiest stage by compute, or (pick 1) the one with
-     * the most layers, whose per-layer work (communication, recompute, the
-     * host's dispatch) may make it the slower where the LM head and loss
-     * (and the MTP layers' heads, F-OP-MTP) weigh on a shorter stage:
-     * step_eval weighs both where they differ (returns 1) */
-    int differ = ls[most] != ls[best];
-    if (pick && differ) best = most;
-    *t_f = f[best];
-    *t_b = b[best];
-    *layers = ls[best];
     /* F-PP-BUBBLE-REST: the fill and drain pass one micro-batch through
      * every other stage, which the busiest one does not slow: the mean
      * forward and backward of the other p - 1 stages */
     double p = (double)c->ax[MFU_AX_PP], n[3] = {1.0, p - 2.0, 1.0}, rest = 0.0;
     for (int i = 0; i < 3; i++) rest += n[i] * (f[i] + b[i]);
-    *t_rest = (rest - (f[best] + b[best])) / (p - 1.0);
-    return differ;
+    int pick[2] = {best, most};
+    stage_pick *to[2] = {out, alt};
+    for (int j = 0; j < 2; j++) {
+        int i = pick[j];
+        to[j]->t_f = f[i];
+        to[j]->t_b = b[i];
+        to[j]->ls = ls[i];
+        to[j]->t_rest = (rest - (f[i] + b[i])) / (p - 1.0);
+    }
+    return ls[most] != ls[best];
 }
 
 /* One profile (bound: eff NULL; expected: the hardware's profile). */
@@ -187,6 +195,7 @@ typedef struct step_ctx {
     double host_x;              /* the host's excess (F-TIME-DISPATCH) */
     double fb;                  /* the bubble's fraction (mfu_bubble_fraction) */
     int stages_differ;          /* the busiest stage by compute has fewer layers than another */
+    stage_pick alt;             /* that other stage (busiest_stage) */
 } step_ctx;
 
 /* F-RC-CPU-OFFLOAD: Transformer Engine's default synchronizer
@@ -216,20 +225,19 @@ static double cpu_offload_time(const mfu_config *c, int64_t ls, double x_s, cons
 
 /* Compute and recompute of the busiest stage, and the host-offload
  * transfers (F-RC-MAXTEXT). */
-static void compute_part(step_ctx *x, int pick)
+static void apply_stage(step_ctx *x, const stage_pick *sp)
 {
     const mfu_system *sys = x->sys;
     const mfu_config *c = x->c;
     const mfu_efficiency *eff = x->eff;
     const mfu_layer_cost *a = x->a;
     const mfu_rc_policy *rp = x->rp;
-    const mfu_shape_cost *k = x->k;
     mfu_times *tm = x->tm;
     double mb = x->mb;
-    /* compute per micro-batch on the busiest stage */
-    double t_f, t_b, t_rest;
-    int64_t ls;
-    x->stages_differ = busiest_stage(sys, c, k, pick, &t_f, &t_b, &t_rest, &ls);
+    /* compute per micro-batch on the stage */
+    double t_f = sp->t_f, t_b = sp->t_b, t_rest = sp->t_rest;
+    int64_t ls = sp->ls;
+    tm->offload_s = 0.0;
     double L = (double)ls;
     double nrc = rp->kind == MFU_RCK_FULL ? (double)mfu_rc_layers(sys, c, ls)
                  : rp->kind == MFU_RCK_SELECTIVE ? L : 0.0;
@@ -278,6 +286,15 @@ static void compute_part(step_ctx *x, int pick)
         double big = (double)mfu_max_vstage_layers(sys, c) * (double)c->vpp / (double)L;
         if (big > 1.0) x->fb *= big;
     }
+}
+
+/* Compute and recompute of the busiest stage by compute (apply_stage);
+ * the fuller stage kept for step_eval where it differs. */
+static void compute_part(step_ctx *x)
+{
+    stage_pick sp;
+    x->stages_differ = busiest_stage(x->sys, x->c, x->k, &sp, &x->alt);
+    apply_stage(x, &sp);
 }
 
 /* TP traffic and what hides of it (F-COMM-TP, F-COMM-TP-OVERLAP). */
@@ -890,7 +907,7 @@ static int step_eval(const mfu_system *sys, const mfu_config *c, const mfu_shape
     x->ab = sys->train.dtype == MFU_DT_FP32 ? 4.0 : 2.0;
     x->h = (double)sys->model->d_model;
     x->moe_frac = sys->layers ? (double)sys->moe_layers / (double)sys->layers : 0.0;
-    compute_part(x, 0);
+    compute_part(x);
     if (step_floor(x) > limit_s) return 1;
     /* placement: tp, cp, fsdp, dp, pp innermost first; experts etp, ep */
     x->s_tp = c->ax[MFU_AX_TP];
@@ -899,23 +916,31 @@ static int step_eval(const mfu_system *sys, const mfu_config *c, const mfu_shape
     x->s_dp = x->s_fsdp * c->ax[MFU_AX_DP];
     x->s_ep = c->etp * c->ax[MFU_AX_EP];
     x->T = k->shape.mbs * (double)k->shape.seq / x->cp;
-    x->dpar = mfu_device_params(sys, c, 0);
-    x->P_dev = x->dpar.dense + x->dpar.expert;
     if (stage_layer_part(x) > limit_s) return 1;
-    if (x->stages_differ) {
-        /* F-PP-SPLIT: the stage with the most layers, weighed the same way;
-         * the slower of the two paces the pipeline */
+    if (x->stages_differ && x->L > 0) {
+        /* F-PP-SPLIT: the stage with the most layers, its per-layer traffic,
+         * FSDP's gathers and the host's dispatch the busiest stage's in
+         * proportion to the layers (each is per layer); the slower of the
+         * two paces the pipeline */
         mfu_times ty = *tm;
         step_ctx y = *x;
         y.tm = &ty;
-        compute_part(&y, 1);
-        (void)stage_layer_part(&y);
+        double r = (double)x->alt.ls / x->L;
+        apply_stage(&y, &x->alt);
+        static const int per_layer[] = {MFU_COMM_TP, MFU_COMM_CP, MFU_COMM_EP, MFU_COMM_FSDP};
+        for (int i = 0; i < 4; i++) {
+            ty.comm_total_s[per_layer[i]] *= r;
+            ty.comm_exposed_s[per_layer[i]] *= r;
+        }
+        y.host_x *= r;
         if (stage_time(&y) > stage_time(x)) {
             *tm = ty;
             y.tm = tm;
             *x = y;
         }
     }
+    x->dpar = mfu_device_params(sys, c, 0);
+    x->P_dev = x->dpar.dense + x->dpar.expert;
     comm_dp(x);
     comm_pp(x);
     step_parts(x);
