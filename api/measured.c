@@ -140,6 +140,9 @@ static int64_t infer_rc_layers(const mfu_system *sys, mfu_config *c, unsigned ne
     if (!infer_try(sys, c, need_fw, ops, &t)) return 0;
     mfu_stages st;
     mfu_config_stages(sys, c, &st);
+    /* the MTP layers with the head (F-OP-MTP): rank 0's in a V */
+    if (c->schedule == MFU_SCHED_DUALPIPEV) st.first += sys->model->mtp_layers;
+    else st.last += sys->model->mtp_layers;
     int64_t top = st.first > st.mid ? st.first : st.mid;
     if (st.last > top) top = st.last;
     int64_t hi = top, lo = 0; /* hi fits, lo does not */
@@ -235,11 +238,14 @@ unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, un
     unsigned best_bits = 0;
     double best_t = INFINITY, t;
     int64_t per_rank = sys->layers / c->ax[MFU_AX_PP];
+    int own_split = json_object_get(cj, "pipeline_split") != NULL;
     for (int64_t v = 2; v <= per_rank + 2; v++) {
         mfu_config t_c = *c;
         int reason;
         const char *why;
         t_c.vpp = v;
+        /* the split follows the count where the run gives none */
+        if (!own_split && mfu_config_default_split(sys, &t_c) != MFU_OK) continue;
         if (mfu_config_check(sys, &t_c, &reason, &why) != MFU_OK) continue;
         unsigned bits = infer_switches(sys, &t_c, cj, admitted, ops);
         if (infer_try(sys, &t_c, 0u, ops, &t) && t < best_t) {

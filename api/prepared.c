@@ -245,13 +245,19 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         mc.ep_overlap = r->ep_overlap;
         json_t *mcj = config_json_min(sys, &mc);
         /* the switches a run may leave out to have them inferred (sp,
-         * zero, the recompute policy: api_infer_measured, which changes
-         * nothing else) stay left out: giving them is another request, whose
-         * answer names no inference (measured.inferred); the normal form,
-         * posted, answers the same, so it needs no inference here */
+         * zero, the recompute policy, and vpp with the interleaved schedule
+         * named: api_infer_measured, which changes nothing else) stay left
+         * out, the split too where vpp is inferred (it follows vpp):
+         * giving them is another request, whose answer names no inference
+         * (measured.inferred); the normal form, posted, answers the same,
+         * so it needs no inference here */
         json_t *par = json_object_get(cj, "parallel"), *mpar = json_object_get(mcj, "parallel");
         if (!json_object_get(par, "sp")) json_object_del(mpar, "sp");
         if (!json_object_get(par, "zero")) json_object_del(mpar, "zero");
+        if (mc.schedule == MFU_SCHED_INTERLEAVED && json_object_get(cj, "schedule") && !json_object_get(cj, "vpp")) {
+            json_object_del(mcj, "vpp");
+            if (!json_object_get(cj, "pipeline_split")) json_object_del(mcj, "pipeline_split");
+        }
         if (!json_object_get(cj, "recompute") && !json_object_get(cj, "recompute_modules") &&
             !json_object_get(cj, "recompute_layers")) {
             static const char *const rc_keys[] = {"recompute", "recompute_modules", "remat", "recompute_layers"};

@@ -567,17 +567,22 @@ static int axes_devices(json_t *par, const char *pp, const mfu_system *sys, mfu_
 }
 
 /* "interleaved" without its vpp: the smallest legal count here, the
- * fastest that fits where a run is inferred (api_infer_measured). */
+ * fastest that fits where a run is inferred (api_infer_measured); the
+ * split follows the count where the run gives none. Where no count is
+ * legal, 2: the check then names the rule the run breaks. */
 static void default_vpp(json_t *cj, const mfu_system *sys, mfu_config *c)
 {
     const char *why;
     int reason;
     if (c->schedule != MFU_SCHED_INTERLEAVED || json_object_get(cj, "vpp") || c->ax[MFU_AX_PP] < 2) return;
+    int own_split = json_object_get(cj, "pipeline_split") != NULL;
     for (int64_t v = 2; v <= sys->layers / c->ax[MFU_AX_PP] + 2; v++) {
         c->vpp = v;
+        if (!own_split && mfu_config_default_split(sys, c) != MFU_OK) continue;
         if (mfu_config_check(sys, c, &reason, &why) == MFU_OK) return;
     }
-    c->vpp = 1;
+    c->vpp = 2;
+    if (!own_split && mfu_config_default_split(sys, c) != MFU_OK) c->split = MFU_SPLIT_EVEN;
 }
 
 /* A configuration (measured or pinned). Divisibility is checked here (an

@@ -41,6 +41,11 @@ mfu_dev_params mfu_device_params(const mfu_system *sys, const mfu_config *c, int
          * copy of the embedding when tied) -- both on rank 0 in a V */
         if (r == 0) p.dense += sys->embed_params;
         if (r == hr) p.dense += sys->head_params;
+        /* F-OP-MTP: the MTP layers' stage builds its own embedding for
+         * the shifted tokens (Megatron-Core gpt_model.py: the embedding
+         * "if self.pre_process or self.mtp_process"), as a tied head's
+         * copy is kept */
+        if (r == hr && r != 0 && sys->model->mtp_layers > 0) p.dense += sys->embed_params;
     }
     p.dense /= tp; /* vocab-parallel embedding and head too */
     /* the final norm (replicated over tp) on the last stage, and each MTP

@@ -64,6 +64,13 @@ int mfu_roofline_totals(const mfu_model *m, const mfu_hardware *hw, const mfu_tr
         if (n > MFU_SCRATCH_OPS) { memset(out, 0, sizeof *out); return MFU_ETOOMANYOPS; }
         roof_add(hw, t, scratch, n, out);
     }
+    /* F-OP-MTP: each depth's layer, once (mfu_ops_model's) */
+    for (int d = 0; d < m->mtp_layers && m->n_runs > 0; d++) {
+        n = mfu_ops_layer(m, m->n_runs - 1, &s, scratch, MFU_SCRATCH_OPS);
+        if (n > MFU_SCRATCH_OPS) { memset(out, 0, sizeof *out); return MFU_ETOOMANYOPS; }
+        for (int i = 0; i < n; i++) scratch[i].count = 1.0;
+        roof_add(hw, t, scratch, n, out);
+    }
     n = mfu_ops_head(m, &s, scratch, MFU_SCRATCH_OPS);
     if (n > MFU_SCRATCH_OPS) { memset(out, 0, sizeof *out); return MFU_ETOOMANYOPS; }
     roof_add(hw, t, scratch, n, out);

@@ -1070,6 +1070,21 @@ static void t_mtp(void)
         double t1 = json_real_value(json_object_get(json_object_get(c1, "expected"), "step_time_s"));
         CHECK(t1 >= t0);
     }
+    /* the search's roofline is the roofline's (both count the MTP layer) */
+    if (res[1]) {
+        api_status st;
+        api_status_init(&st);
+        json_t *r = J("{\"model\": {\"preset\": \"deepseek-v3\", \"num_nextn_predict_layers\": 1}, "
+                      "\"hardware\": {\"preset\": \"h800\"}, \"devices\": 256, \"training\": {\"seq_len\": 4096, "
+                      "\"global_batch_tokens\": 4194304}}");
+        json_t *roof = api_roofline(r, &st);
+        CHECK(roof != NULL);
+        double a = json_real_value(json_object_get(json_object_get(roof, "roofline"), "step_time_s"));
+        double b = json_real_value(json_object_get(json_object_get(res[1], "roofline"), "step_time_s"));
+        CHECK(a > 0 && fabs(a - b) <= 1e-9 * a);
+        json_decref(roof);
+        json_decref(r);
+    }
     json_decref(res[0]);
     json_decref(res[1]);
 #undef MTP_REQ
@@ -1135,7 +1150,22 @@ static void t_measured_vpp_inferred(void)
     CHECK(st.n_errors > 0 && !strcmp(st.errors[0].pointer, "/measured/config/vpp"));
     json_decref(res);
     json_decref(r);
+    /* the count left out is another request than any count given (the
+     * cache key: the normal form keeps it left out) */
+    char k1[65], k2[65];
+    key_of(VPP_REQ(""), k1);
+    key_of(VPP_REQ(", \"vpp\": 2"), k2);
+    CHECK(strcmp(k1, k2) != 0 && strcmp(k1, "error") != 0);
 #undef VPP_REQ
+    /* the split follows the inferred count: DeepSeek-V3 (its MTP layer
+     * makes the account split of pp 16 illegal for vpp >= 2) interleaved
+     * over 16 stages without a count is answered, not a 422 at vpp */
+    m = measured_answer("{\"model\": {\"preset\": \"deepseek-v3\"}, \"hardware\": {\"preset\": \"h800\"}, "
+                        "\"devices\": 2048, \"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 62914560}, "
+                        "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {\"parallel\": {\"pp\": 16, "
+                        "\"ep\": 64, \"zero\": 1}, \"schedule\": \"interleaved\", \"mbs\": 1}, \"step_time_s\": 30}}");
+    CHECK(m != NULL && json_integer_value(json_object_get(json_object_get(m, "config"), "vpp")) >= 2);
+    json_decref(m);
 }
 
 /* A TPU run that names no recompute policy ran MaxText's default,
