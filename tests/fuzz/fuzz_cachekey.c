@@ -73,7 +73,8 @@ static json_t *with_defaults(json_t *req)
         if (!json_object_get(t, "dtype")) json_object_set_new(t, "dtype", json_string("bf16"));
         if (!json_object_get(t, "attention_impl"))
             json_object_set_new(t, "attention_impl", json_string("flash"));
-        if (!json_object_get(t, "tp_overlap")) json_object_set_new(t, "tp_overlap", json_false());
+        /* (tp_overlap's default is the platform's: on for TPUs, off for
+         * GPUs, docs/model.md F-COMM-TP; not spelled out here) */
         if (!json_object_get(t, "ep_overlap")) json_object_set_new(t, "ep_overlap", json_false());
     }
     if (!json_object_get(r, "mfu_convention"))
