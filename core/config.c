@@ -249,14 +249,21 @@ int mfu_config_check(const mfu_system *sys, const mfu_config *c, int *reason, co
  * _get_deepseek_v3_pipeline_layout: pp 16 "E t*4 | (t*4|)*14 | t m L",
  * pp 8 "E t*8 | ... | t*5 m L"): the embedding none, the loss one, each
  * MTP depth two (its layer and its own LM head). */
+/* the model's MTP layers (0 for a system without a model: the split's
+ * arithmetic alone, as tests build it) */
+static int64_t sys_mtp(const mfu_system *sys)
+{
+    return sys->model ? (int64_t)sys->model->mtp_layers : 0;
+}
+
 static int64_t acc_head(const mfu_system *sys)
 {
-    return sys->model->mtp_layers > 0 ? 0 : 1;
+    return sys_mtp(sys) > 0 ? 0 : 1;
 }
 
 static int64_t acc_tail(const mfu_system *sys)
 {
-    return 1 + 2 * (int64_t)sys->model->mtp_layers;
+    return 1 + 2 * sys_mtp(sys);
 }
 
 static int64_t vstage_layers(int64_t eff, int64_t S, int64_t i)
@@ -461,7 +468,7 @@ int mfu_megatron_split_flags(const mfu_system *sys, const mfu_config *c)
     case MFU_SPLIT_EVEN: return L % pp == 0 && (L / pp) % v == 0;
     /* Megatron's --account-for-loss-in-pipeline-split counts no MTP layer:
      * with them the split is written as a layout ("m" before "L") */
-    case MFU_SPLIT_ACCOUNT: return (L + 2) % pp == 0 && ((L + 2) / pp) % v == 0 && sys->model->mtp_layers == 0;
+    case MFU_SPLIT_ACCOUNT: return (L + 2) % pp == 0 && ((L + 2) / pp) % v == 0 && sys_mtp(sys) == 0;
     case MFU_SPLIT_FIRST_LAST:
         return c->pp_first >= 1 && c->pp_last >= 1 && c->pp_first % v == 0 && c->pp_last % v == 0 &&
                (pp <= 2 || ((L - c->pp_first - c->pp_last) / (pp - 2)) % v == 0);
@@ -596,7 +603,7 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
             return "FW-T15: torchtitan v0.2.2 builds this model as qwen3, whose TrainSpec has no pipelining_fn";
         /* v0.2.2 torchtitan/models/deepseek_v3 builds no multi-token
          * prediction module (F-OP-MTP) */
-        if (sys->model->mtp_layers > 0)
+        if (sys_mtp(sys) > 0)
             return "FW-T16: torchtitan v0.2.2 has no multi-token prediction (MTP) layers";
         if (!torchtitan_family(sys->model))
             return "FW-T12: torchtitan builds its model families only (RMSNorm, RoPE, SwiGLU, no biases, sliding windows, linear attention, sinks or gates)";
