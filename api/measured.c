@@ -139,10 +139,7 @@ static int64_t infer_rc_layers(const mfu_system *sys, mfu_config *c, unsigned ne
     c->recompute_layers = -1;
     if (!infer_try(sys, c, need_fw, ops, &t)) return 0;
     mfu_stages st;
-    mfu_config_stages(sys, c, &st);
-    /* the MTP layers with the head (F-OP-MTP): rank 0's in a V */
-    if (c->schedule == MFU_SCHED_DUALPIPEV) st.first += sys->model->mtp_layers;
-    else st.last += sys->model->mtp_layers;
+    mfu_config_stages_held(sys, c, &st);
     int64_t top = st.first > st.mid ? st.first : st.mid;
     if (st.last > top) top = st.last;
     int64_t hi = top, lo = 0; /* hi fits, lo does not */

@@ -415,11 +415,9 @@ static int64_t min_rc_layers(ctx *x, mfu_config *c, const cache_entry *ce, doubl
                              double h_full)
 {
     mfu_stages st;
-    mfu_config_stages(x->sys, c, &st);
-    /* the MTP layers (F-OP-MTP) with the head: rank 0's in a V */
-    int64_t hv = c->schedule == MFU_SCHED_DUALPIPEV, mtp = x->sys->model->mtp_layers;
-    int64_t ls = st.first + (hv ? mtp : 0) > st.mid ? st.first + (hv ? mtp : 0) : st.mid;
-    if (st.last + (hv ? 0 : mtp) > ls) ls = st.last + (hv ? 0 : mtp);
+    mfu_config_stages_held(x->sys, c, &st);
+    int64_t ls = st.first > st.mid ? st.first : st.mid;
+    if (st.last > ls) ls = st.last;
     if (ls < 3 || !(h_none < 0) || !(h_full >= 0)) return 0;
     mfu_memory m1;
     c->recompute = MFU_RC_FULL;

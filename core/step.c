@@ -138,12 +138,10 @@ static int busiest_stage(const mfu_system *sys, const mfu_config *c, const mfu_s
         return 0;
     }
     mfu_stages st;
-    mfu_config_stages(sys, c, &st);
-    /* the LM head and loss: the last rank's, or rank 0's in a V; the MTP
-     * layers with them (F-OP-MTP) */
+    mfu_config_stages_held(sys, c, &st);
+    /* the LM head and loss (and the MTP layers): the last rank's, or rank
+     * 0's in a V */
     int hv = mfu_head_rank(c) == 0;
-    if (hv) st.first += sys->model->mtp_layers;
-    else st.last += sys->model->mtp_layers;
     double f[3] = {(double)st.first * a->fwd_s + k->embed_fwd_s + (hv ? k->head_fwd_s : 0.0),
                    (double)st.mid * a->fwd_s, (double)st.last * a->fwd_s + (hv ? 0.0 : k->head_fwd_s)};
     double b[3] = {(double)st.first * a->bwd_s + k->embed_bwd_s + (hv ? k->head_bwd_s : 0.0),

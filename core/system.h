@@ -345,6 +345,16 @@ int64_t mfu_max_vstage_layers(const mfu_system *sys, const mfu_config *c);
 int mfu_megatron_split_flags(const mfu_system *sys, const mfu_config *c);
 /* Layers per stage (needs split, pp_first, pp_last for FIRST_LAST). */
 void mfu_config_stages(const mfu_system *sys, const mfu_config *c, mfu_stages *out);
+/* The layers each stage holds: mfu_config_stages' decoder layers and, on
+ * the stage with the loss (rank 0 in a V), the MTP layers (F-OP-MTP).
+ * Inline: the search's step evaluation calls it per point. */
+static inline void mfu_config_stages_held(const mfu_system *sys, const mfu_config *c, mfu_stages *out)
+{
+    mfu_config_stages(sys, c, out);
+    int64_t mtp = sys->model ? (int64_t)sys->model->mtp_layers : 0;
+    if (c->schedule == MFU_SCHED_DUALPIPEV) out->first += mtp;
+    else out->last += mtp;
+}
 /* Store the first, rank-1 and last stages' layers in c (the search and
  * the memory model read them per point); after any change of pp, vpp or
  * the split. */
