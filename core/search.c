@@ -350,7 +350,7 @@ static double score_point(ctx *x, mfu_config *c, const cache_entry *ce)
         res->stats.pruned[verdict]++;
         return NAN;
     }
-    if (!x->any && !(x->fw_sched & sys->rc[c->recompute].frameworks)) {
+    if (!x->any && !(x->fw_sched & mfu_rc_frameworks(sys, c))) {
         res->stats.pruned[MFU_PRUNE_FRAMEWORK]++;
         return NAN;
     }

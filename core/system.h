@@ -345,6 +345,16 @@ int64_t mfu_max_vstage_layers(const mfu_system *sys, const mfu_config *c);
 int mfu_megatron_split_flags(const mfu_system *sys, const mfu_config *c);
 /* Layers per stage (needs split, pp_first, pp_last for FIRST_LAST). */
 void mfu_config_stages(const mfu_system *sys, const mfu_config *c, mfu_stages *out);
+/* The frameworks that offer c's recompute: its policy's, less MaxText for
+ * full recompute of some layers (its remat_policy full wraps every
+ * decoder layer: FW-X5). */
+static inline unsigned mfu_rc_frameworks(const mfu_system *sys, const mfu_config *c)
+{
+    unsigned f = sys->rc[c->recompute].frameworks;
+    if (c->recompute == MFU_RC_FULL && c->recompute_layers != -1) f &= ~MFU_FW_MASK(MFU_FW_MAXTEXT);
+    return f;
+}
+
 /* The layers each stage holds: mfu_config_stages' decoder layers and, on
  * the stage with the loss (rank 0 in a V), the MTP layers (F-OP-MTP).
  * Inline: the search's step evaluation calls it per point. */
