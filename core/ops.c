@@ -286,6 +286,11 @@ static void post_norm(builder *b, const mfu_model *m, const char *fwd, const cha
 
 int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max)
 {
+    return mfu_ops_layer_at(m, r, s, out, max, NULL);
+}
+
+int mfu_ops_layer_at(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max, int *mlp_from)
+{
     const mfu_layer_run *run = &m->runs[r];
     const mfu_attention *a = &run->attn;
     const mfu_mlp *p = &run->mlp;
@@ -325,6 +330,7 @@ int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, in
     residual(&b, m, "attn_residual", "attn_residual.bwd", Te, h);
 
     /* ---- MLP block ---- */
+    if (mlp_from) *mlp_from = b.n;
     rc(&b, 0, MFU_RCM_LAYERNORM);
     elementwise(&b, "mlp_norm", "mlp_norm.bwd", L | MFU_TAG_TP_REPL | MFU_TAG_MLP, Te * h, Te * h,
                 nf, ab * Te * h);

@@ -184,6 +184,10 @@ static inline double mfu_moe_load(const mfu_mlp *p, double moe_load)
  * above `max` means the buffer was too small (nothing is silently dropped;
  * the caller must check). The same holds for the functions below. */
 int mfu_ops_layer(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max);
+/* The same, and where the MLP block's ops begin (*mlp_from; NULL: not
+ * wanted): ops before it are the attention block's, which neither ep nor
+ * etp changes. */
+int mfu_ops_layer_at(const mfu_model *m, int r, const mfu_shape *s, mfu_op *out, int max, int *mlp_from);
 /* Ops outside the layers: embedding (+ positions), final norm, LM head, loss. */
 int mfu_ops_embed(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);
 int mfu_ops_head(const mfu_model *m, const mfu_shape *s, mfu_op *out, int max);

@@ -7,6 +7,9 @@
  *
  * Per-shape op inventories depend only on (tp, cp, ep, etp, sp, mbs); they
  * are built once per shape and kept in a small cache the caller provides.
+ * Their dense part (dense runs, embedding, head) depends on (tp, cp, sp,
+ * mbs) alone and is kept apart, for the ep and etp variants of an MoE
+ * model's shape (F-SEARCH-MEMO).
  *
  * Over 600 lines on purpose: one translation unit, so the enumeration's
  * inner loop can inline the shape cache, ranking and option helpers it
@@ -40,10 +43,26 @@ typedef struct cache_entry {
     mfu_shape_cost bound, expected;
 } cache_entry;
 
+/* F-SEARCH-MEMO: an MoE model's shapes come as the ep x etp variants of
+ * each (tp, cp, sp, mbs) of an axis tuple (shape_loop enumerates ep and
+ * etp above sp and mbs), so a direct-mapped table with a slot per (sp,
+ * mbs) of a tuple holds every dense part its variants share. DeepSeek-V3
+ * on 2,048 H800s: 6,984 shapes over 458 dense parts. An entry is valid
+ * while its gen is the cache's (clearing bumps gen). */
+#define DENSE_SLOTS 64
+
+typedef struct dense_entry {
+    int64_t key[4];                /* tp, cp, sp, mbs */
+    uint64_t gen;
+    mfu_shape_dense d;             /* mfu_shape_costs2_dense's */
+} dense_entry;
+
 typedef struct shape_cache {
     int n;                         /* entries in use */
+    uint64_t gen;                  /* dense entries of other gens are stale */
     int32_t index[INDEX_SLOTS];    /* entry number + 1; 0: empty */
     cache_entry e[CACHE_ENTRIES];
+    dense_entry dense[DENSE_SLOTS];
 } shape_cache;
 
 size_t mfu_search_cache_bytes(void) { return sizeof(shape_cache); }
@@ -52,6 +71,7 @@ void mfu_search_cache_clear(mfu_search_scratch *sc)
 {
     shape_cache *cache = sc->cache;
     cache->n = 0;
+    cache->gen++;
     memset(cache->index, 0, sizeof cache->index);
 }
 
@@ -63,6 +83,21 @@ static uint64_t key_hash(const int64_t *k)
         h *= 1099511628211ull;
     }
     return h ^ (h >> 29);
+}
+
+/* The dense part of shape s (c's), from the table or built into it. */
+static const mfu_shape_dense *dense_for(const mfu_system *sys, const mfu_config *c, const mfu_shape *s,
+                                       mfu_search_scratch *sc)
+{
+    shape_cache *cache = sc->cache;
+    int64_t key[4] = {c->ax[MFU_AX_TP], c->ax[MFU_AX_CP], c->sp, c->mbs};
+    dense_entry *d = &cache->dense[(uint64_t)(c->mbs * 2 + c->sp) % DENSE_SLOTS];
+    if (d->gen != cache->gen || memcmp(d->key, key, sizeof key) != 0) {
+        mfu_shape_costs2_dense(sys, s, sc->ops, &d->d);
+        memcpy(d->key, key, sizeof key);
+        d->gen = cache->gen;
+    }
+    return &d->d;
 }
 
 static const cache_entry *costs_for(const mfu_system *sys, const mfu_config *c,
@@ -81,7 +116,10 @@ static const cache_entry *costs_for(const mfu_system *sys, const mfu_config *c,
     cache->index[slot] = ++cache->n;
     mfu_shape s;
     mfu_config_shape(sys, c, &s);
-    mfu_shape_costs2(sys, &s, sc->ops, &e->bound, &e->expected);
+    if (sys->moe_layers > 0)
+        mfu_shape_costs2_moe(sys, &s, sc->ops, dense_for(sys, c, &s, sc), &e->bound, &e->expected);
+    else
+        mfu_shape_costs2(sys, &s, sc->ops, &e->bound, &e->expected);
     memcpy(e->key, key, sizeof key);
     st->shape_costs++;
     return e;

@@ -234,7 +234,7 @@ void mfu_config_shape(const mfu_system *sys, const mfu_config *c, mfu_shape *s)
 
 /* The recompute policies that can be used at all: not an empty selective
  * slot (no custom set, no maxtext names given), not an offload without a
- * host link (add_layer_ops runs for every op of a shape). Their count. */
+ * host link (part_ops runs for every op of a shape). Their count. */
 static int live_policies(const mfu_system *sys, int live[MFU_RC_COUNT])
 {
     int n_live = 0;
@@ -263,10 +263,11 @@ static int xla_dead_output(const mfu_system *sys, const mfu_op *o)
     return (o->mx & MFU_MX_WO) && !(o->tags & MFU_TAG_EXPERT) && !sys->model->post_norms;
 }
 
-/* One forward op of time t under every live policy: what it keeps (on the
- * device, or the host) and whether it runs again. */
-static void policy_op(const mfu_system *sys, const int *live, int n_live, const mfu_op *o, double t,
-                      double *saved, double *host_saved, mfu_layer_cost *lc)
+/* One forward op under every live policy: what it keeps (on the device, or
+ * the host), and for each of np profiles (time t[p], costs lc[p]) whether
+ * it runs again. */
+static void policy_op(const mfu_system *sys, const int *live, int n_live, const mfu_op *o, const double *t,
+                      int np, double *saved, double *host_saved, mfu_layer_cost *lc)
 {
     int dead = xla_dead_output(sys, o);
     /* F-RC-MODULES: a selective policy frees what its modules free and
@@ -274,104 +275,123 @@ static void policy_op(const mfu_system *sys, const int *live, int n_live, const 
     for (int q = 0; q < n_live; q++) {
         int j = live[q];
         const mfu_rc_policy *rp = &sys->rc[j];
+        double again = 0.0; /* the share of the op that runs again */
         if (rp->kind == MFU_RCK_FULL) {
             if (dead && sys->hw->platform == MFU_PLATFORM_TPU) continue;
-            lc->rc_s[j] += t;
-            lc->rc_flops[j] += o->flops;
-            continue;
-        }
-        if (rp->op_sac && o->sac_rerun >= 0) {
+            again = 1.0;
+        } else if (rp->op_sac && o->sac_rerun >= 0) {
             /* F-RC-OP-SAC: what torchtitan keeps of this op, and how much
              * of it runs again */
             saved[j] += o->sac_saved;
-            lc->rc_s[j] += t * o->sac_rerun;
-            lc->rc_flops[j] += o->flops * o->sac_rerun;
+            for (int p = 0; p < np; p++) {
+                lc[p].rc_s[j] += t[p] * o->sac_rerun;
+                lc[p].rc_flops[j] += o->flops * o->sac_rerun;
+            }
             continue;
-        }
-        if (rp->mx_device | rp->mx_host) {
+        } else if (rp->mx_device | rp->mx_host) {
             /* F-RC-MAXTEXT: a named output is kept where the policy says;
              * everything else runs again, but a dead one (F-RC-XLA-DEAD),
              * which is neither kept nor run */
             if (dead) continue;
             if (o->mx & rp->mx_device) saved[j] += o->out_bytes;
             else if (o->mx & rp->mx_host) host_saved[j] += o->out_bytes;
-            if (!(o->mx & (rp->mx_device | rp->mx_host))) {
-                lc->rc_s[j] += t;
-                lc->rc_flops[j] += o->flops;
+            again = !(o->mx & (rp->mx_device | rp->mx_host));
+        } else {
+            if (!(o->rc_free & rp->modules)) saved[j] += o->saved_bytes;
+            again = (o->rc_rerun & rp->modules) != 0;
+        }
+        if (again != 0.0)
+            for (int p = 0; p < np; p++) {
+                lc[p].rc_s[j] += t[p];
+                lc[p].rc_flops[j] += o->flops;
             }
-            continue;
-        }
-        if (!(o->rc_free & rp->modules)) saved[j] += o->saved_bytes;
-        if (o->rc_rerun & rp->modules) {
-            lc->rc_s[j] += t;
-            lc->rc_flops[j] += o->flops;
-        }
     }
 }
 
-static void add_layer_ops(const mfu_system *sys, const mfu_op *ops, int n, double ab, double Te,
-                          const mfu_efficiency *eff, mfu_layer_cost *lc)
+/* One op's time t into a layer's totals (lc; hosted: the profile has a
+ * host cost per kernel launch, hk the op's). */
+static void op_totals(const mfu_op *o, double t, int hosted, double hk, mfu_layer_cost *lc)
 {
-    const mfu_model *m = sys->model;
-    double saved[MFU_RC_COUNT] = {0}, host_saved[MFU_RC_COUNT] = {0};
-    double h = (double)m->d_model;
+    if (hosted) {
+        if (o->phase == MFU_BWD) lc->host_bwd_s += hk;
+        else if (o->tags & MFU_TAG_EXPERT) lc->host_fwd_exp_s += hk;
+        else lc->host_fwd_rest_s += hk;
+        if (o->phase == MFU_FWD && (o->tags & MFU_TAG_EXPERT)) lc->fwd_exp_s += t;
+    }
+    if (o->phase == MFU_FWD) {
+        lc->fwd_s += t;
+        lc->fwd_flops += o->flops;
+        if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_fwd_s += t;
+    } else {
+        lc->bwd_s += t;
+        if (o->tags & MFU_TAG_WGRAD) lc->wgrad_s += t;
+        if (o->tags & MFU_TAG_COLPAR) {
+            if (o->tags & MFU_TAG_WGRAD) lc->colpar_wgrad_s += t;
+            else lc->colpar_dgrad_s += t;
+        }
+    }
+    if (o->tags & MFU_TAG_MATMUL) lc->gemm_s += t;
+    if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_s += t;
+    if (o->tags & MFU_TAG_EXPERT) lc->expert_s += t;
+}
+
+/* Ops [i0, i1) of one layer into a's totals for each of np profiles
+ * (effs[p]; NULL: the bound's ideal). The policies' bookkeeping is the
+ * profiles' own but for the times, so it is done once. */
+static void part_ops(const mfu_system *sys, const mfu_op *ops, int i0, int i1, const mfu_efficiency *const *effs,
+                     int np, mfu_layer_part *a)
+{
     int live[MFU_RC_COUNT], n_live = live_policies(sys, live);
-    double host = eff ? eff->host_op_s : 0.0;
-    int moe = 0;
-    for (int i = 0; i < n; i++) {
+    double host[2];
+    for (int p = 0; p < np; p++) host[p] = effs[p] ? effs[p]->host_op_s : 0.0;
+    for (int i = i0; i < i1; i++) {
         const mfu_op *o = &ops[i];
-        double t = mfu_op_time(o, sys->hw, sys->train.dtype, eff);
-        if (host > 0) {
-            double hk = host * mfu_op_host_kernels(o, sys->train.dtype);
-            if (o->phase == MFU_BWD) lc->host_bwd_s += hk;
-            else if (o->tags & MFU_TAG_EXPERT) lc->host_fwd_exp_s += hk;
-            else lc->host_fwd_rest_s += hk;
-            if (o->phase == MFU_FWD && (o->tags & MFU_TAG_EXPERT)) lc->fwd_exp_s += t;
+        double t[2];
+        for (int p = 0; p < np; p++) {
+            t[p] = mfu_op_time(o, sys->hw, sys->train.dtype, effs[p]);
+            int hosted = host[p] > 0;
+            double hk = hosted ? host[p] * mfu_op_host_kernels(o, sys->train.dtype) : 0.0;
+            op_totals(o, t[p], hosted, hk, &a->lc[p]);
         }
-        if (o->tags & MFU_TAG_EXPERT) moe = 1;
-        if (o->phase == MFU_FWD) {
-            lc->fwd_s += t;
-            lc->fwd_flops += o->flops;
-            if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_fwd_s += t;
-            policy_op(sys, live, n_live, o, t, saved, host_saved, lc);
-        } else {
-            lc->bwd_s += t;
-            if (o->tags & MFU_TAG_WGRAD) lc->wgrad_s += t;
-            if (o->tags & MFU_TAG_COLPAR) {
-                if (o->tags & MFU_TAG_WGRAD) lc->colpar_wgrad_s += t;
-                else lc->colpar_dgrad_s += t;
-            }
+        if (o->tags & MFU_TAG_EXPERT) a->moe = 1;
+        if (o->phase == MFU_FWD) policy_op(sys, live, n_live, o, t, np, a->saved, a->host_saved, a->lc);
+    }
+}
+
+/* A layer whose ops are all in a: what is per layer rather than per op. */
+static void part_finish(const mfu_system *sys, double ab, double Te, const mfu_efficiency *const *effs, int np,
+                        mfu_layer_part *a)
+{
+    double h = (double)sys->model->d_model;
+    for (int p = 0; p < np; p++) {
+        mfu_layer_cost *lc = &a->lc[p];
+        double host = effs[p] ? effs[p]->host_op_s : 0.0;
+        if (host > 0 && a->moe) {
+            /* F-TIME-DISPATCH: the MoE layer's routing and permutation
+             * bookkeeping beyond the inventory's ops (mfu_moe_host_kernels) */
+            double f_pre, f_post, b;
+            mfu_moe_host_kernels(sys->train.dtype, &f_pre, &f_post, &b);
+            lc->host_fwd_rest_s += host * f_pre;
+            lc->host_fwd_exp_s += host * f_post;
+            lc->host_bwd_s += host * b;
         }
-        if (o->tags & MFU_TAG_MATMUL) lc->gemm_s += t;
-        if (o->tags & MFU_TAG_ATTN_CORE) lc->attn_core_s += t;
-        if (o->tags & MFU_TAG_EXPERT) lc->expert_s += t;
+        /* the input of each scanned unit, a layer's share (F-MEM-SCAN-UNIT) */
+        double input = ab * Te * h / (double)sys->scan_unit;
+        for (int j = 0; j < MFU_RC_COUNT; j++) {
+            const mfu_rc_policy *rp = &sys->rc[j];
+            lc->saved_bytes[j] += rp->kind == MFU_RCK_FULL
+                                      /* full: only the layer input (Korthikanti Table 2: 2sbh; /t with sp) */
+                                      ? input
+                                      : a->saved[j];
+            /* a name policy keeps the layer input where decoder_layer_input says */
+            if (rp->mx_device & MFU_MX_INPUT) lc->saved_bytes[j] += input;
+            lc->host_bytes[j] += a->host_saved[j] + (rp->mx_host & MFU_MX_INPUT ? input : 0.0);
+        }
+        /* F-RC-CPU-OFFLOAD: a layer keeps what "none" keeps, on the device
+         * or, offloaded, all of it on the host */
+        lc->saved_bytes[MFU_RC_CPU_OFFLOAD] += a->saved[MFU_RC_NONE];
+        lc->host_bytes[MFU_RC_CPU_OFFLOAD] += a->saved[MFU_RC_NONE];
     }
-    if (host > 0 && moe) {
-        /* F-TIME-DISPATCH: the MoE layer's routing and permutation
-         * bookkeeping beyond the inventory's ops (mfu_moe_host_kernels) */
-        double f_pre, f_post, b;
-        mfu_moe_host_kernels(sys->train.dtype, &f_pre, &f_post, &b);
-        lc->host_fwd_rest_s += host * f_pre;
-        lc->host_fwd_exp_s += host * f_post;
-        lc->host_bwd_s += host * b;
-    }
-    /* the input of each scanned unit, a layer's share (F-MEM-SCAN-UNIT) */
-    double input = ab * Te * h / (double)sys->scan_unit;
-    for (int j = 0; j < MFU_RC_COUNT; j++) {
-        const mfu_rc_policy *rp = &sys->rc[j];
-        lc->saved_bytes[j] += rp->kind == MFU_RCK_FULL
-                                  /* full: only the layer input (Korthikanti Table 2: 2sbh; /t with sp) */
-                                  ? input
-                                  : saved[j];
-        /* a name policy keeps the layer input where decoder_layer_input says */
-        if (rp->mx_device & MFU_MX_INPUT) lc->saved_bytes[j] += input;
-        if (rp->mx_host & MFU_MX_INPUT) host_saved[j] += input;
-        lc->host_bytes[j] += host_saved[j];
-    }
-    /* F-RC-CPU-OFFLOAD: a layer keeps what "none" keeps, on the device or,
-     * offloaded, all of it on the host */
-    lc->saved_bytes[MFU_RC_CPU_OFFLOAD] += saved[MFU_RC_NONE];
-    lc->host_bytes[MFU_RC_CPU_OFFLOAD] += saved[MFU_RC_NONE];
 }
 
 static void add_cost(mfu_layer_cost *dst, const mfu_layer_cost *src, double k)
@@ -381,35 +401,66 @@ static void add_cost(mfu_layer_cost *dst, const mfu_layer_cost *src, double k)
     for (size_t i = 0; i < sizeof *dst / sizeof(double); i++) d[i] += k * s[i];
 }
 
-/* One shape's costs for up to two profiles from one inventory: out[0] for
- * effs[0], out[1] (when n == 2) for effs[1]. */
-static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *const *effs,
-                          int np, mfu_op *ops, mfu_shape_cost *out)
+/* A finished layer of run r (a) into out[p]'s averages. */
+static void add_layer(const mfu_system *sys, int r, int np, const mfu_layer_part *a, mfu_shape_cost *out)
+{
+    double cnt = (double)sys->model->runs[r].count;
+    for (int p = 0; p < np; p++) {
+        add_cost(&out[p].avg, &a->lc[p], cnt / (double)sys->layers);
+        if (sys->model->runs[r].mlp.kind == MFU_MLP_MOE)
+            add_cost(&out[p].avg_moe, &a->lc[p], cnt / (double)sys->moe_layers);
+    }
+}
+
+static double shape_ab(const mfu_shape *s) { return s->dtype == MFU_DT_FP32 ? 4.0 : 2.0; }
+
+/* tokens of norms and residuals per micro-batch (T / tp with sp) */
+static double shape_te(const mfu_shape *s)
+{
+    double T = s->mbs * (double)s->seq / (double)s->cp;
+    return s->sp ? T / (double)s->tp : T;
+}
+
+/* The attention block of MoE run r at shape s (ep = etp = 1), into a. */
+static void attn_part(const mfu_system *sys, const mfu_shape *s, int r, const mfu_efficiency *const *effs, int np,
+                      mfu_op *ops, mfu_layer_part *a)
+{
+    int k = 0;
+    memset(a, 0, sizeof *a);
+    /* never more than MFU_MAX_LAYER_OPS <= MFU_SCRATCH_OPS (ops.h) */
+    mfu_ops_layer_at(sys->model, r, s, ops, MFU_SCRATCH_OPS, &k);
+    part_ops(sys, ops, 0, k, effs, np, a);
+}
+
+/* Stage 1 of a shape's costs, what no expert axis changes (F-SEARCH-MEMO):
+ * the dense runs' layers, the embedding, the head and the logits, and the
+ * attention blocks of the first MFU_DENSE_MOE_RUNS MoE runs, computed at
+ * ep = etp = 1 so that the answer cannot depend on them; d->two[p] for
+ * effs[p], everything else zero. */
+static void shape_costs_dense(const mfu_system *sys, const mfu_shape *s0, const mfu_efficiency *const *effs,
+                              int np, mfu_op *ops, mfu_shape_dense *d)
 {
     const mfu_model *m = sys->model;
-    double ab = s->dtype == MFU_DT_FP32 ? 4.0 : 2.0;
+    mfu_shape sh = *s0;
+    sh.ep = sh.etp = 1;
+    const mfu_shape *s = &sh;
+    mfu_shape_cost *out = d->two;
+    double ab = shape_ab(s);
     double T = s->mbs * (double)s->seq / (double)s->cp;
-    double Te = s->sp ? T / (double)s->tp : T;
-    double buffers[2];
-    mfu_shape_buffers(sys, s, buffers);
-    for (int p = 0; p < np; p++) {
-        memset(&out[p], 0, sizeof out[p]);
-        out[p].shape = *s;
-        out[p].buffers_bytes[0] = buffers[0];
-        out[p].buffers_bytes[1] = buffers[1];
-    }
+    for (int p = 0; p < np; p++) memset(&out[p], 0, sizeof out[p]);
+    d->n_attn = 0;
     for (int r = 0; r < m->n_runs; r++) {
+        if (m->runs[r].mlp.kind == MFU_MLP_MOE) {
+            if (d->n_attn < MFU_DENSE_MOE_RUNS) attn_part(sys, s, r, effs, np, ops, &d->attn[d->n_attn++]);
+            continue;
+        }
+        mfu_layer_part a;
+        memset(&a, 0, sizeof a);
         /* never more than MFU_MAX_LAYER_OPS <= MFU_SCRATCH_OPS (ops.h) */
         int n = mfu_ops_layer(m, r, s, ops, MFU_SCRATCH_OPS);
-        double cnt = (double)m->runs[r].count;
-        for (int p = 0; p < np; p++) {
-            mfu_layer_cost lc;
-            memset(&lc, 0, sizeof lc);
-            add_layer_ops(sys, ops, n, ab, Te, effs[p], &lc);
-            add_cost(&out[p].avg, &lc, cnt / (double)sys->layers);
-            if (m->runs[r].mlp.kind == MFU_MLP_MOE)
-                add_cost(&out[p].avg_moe, &lc, cnt / (double)sys->moe_layers);
-        }
+        part_ops(sys, ops, 0, n, effs, np, &a);
+        part_finish(sys, ab, shape_te(s), effs, np, &a);
+        add_layer(sys, r, np, &a, out);
     }
     int n = mfu_ops_embed(m, s, ops, MFU_SCRATCH_OPS);
     for (int p = 0; p < np; p++)
@@ -451,25 +502,78 @@ static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_e
         out[p].logits_transient = tiles > 1 ? (ab + soft) * nl / (double)tiles : one * nl;
 }
 
+/* Stage 2: the MoE runs' layers and the shape's buffers, added to stage
+ * 1's answer d for the same shape (whatever its ep and etp): each MoE
+ * run's attention block from d (or, past its first MFU_DENSE_MOE_RUNS,
+ * from the same computation), its MLP block at s. */
+static void shape_costs_moe(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *const *effs,
+                            int np, mfu_op *ops, const mfu_shape_dense *d, mfu_shape_cost *out)
+{
+    const mfu_model *m = sys->model;
+    double buffers[2];
+    mfu_shape_buffers(sys, s, buffers);
+    for (int p = 0; p < np; p++) {
+        out[p] = d->two[p];
+        out[p].shape = *s;
+        out[p].buffers_bytes[0] = buffers[0];
+        out[p].buffers_bytes[1] = buffers[1];
+    }
+    mfu_shape s1 = *s;
+    s1.ep = s1.etp = 1;
+    for (int r = 0, q = 0; r < m->n_runs; r++) {
+        if (m->runs[r].mlp.kind != MFU_MLP_MOE) continue;
+        mfu_layer_part a;
+        if (q < d->n_attn) a = d->attn[q];
+        else attn_part(sys, &s1, r, effs, np, ops, &a);
+        q++;
+        int k = 0;
+        /* never more than MFU_MAX_LAYER_OPS <= MFU_SCRATCH_OPS (ops.h) */
+        int n = mfu_ops_layer_at(m, r, s, ops, MFU_SCRATCH_OPS, &k);
+        part_ops(sys, ops, k, n, effs, np, &a);
+        part_finish(sys, shape_ab(s), shape_te(s), effs, np, &a);
+        add_layer(sys, r, np, &a, out);
+    }
+}
+
+/* One shape's costs for up to two profiles from one inventory: out[0] for
+ * effs[0], out[1] (when n == 2) for effs[1]. */
+static void shape_costs_n(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *const *effs,
+                          int np, mfu_op *ops, mfu_shape_cost *out)
+{
+    mfu_shape_dense d;
+    shape_costs_dense(sys, s, effs, np, ops, &d);
+    shape_costs_moe(sys, s, effs, np, ops, &d, out);
+}
+
 void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *eff,
                      mfu_op *ops, mfu_shape_cost *out)
 {
     shape_costs_n(sys, s, &eff, 1, ops, out);
 }
 
+void mfu_shape_costs2_dense(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, mfu_shape_dense *d)
+{
+    const mfu_efficiency *effs[2] = {NULL, &sys->hw->eff};
+    shape_costs_dense(sys, s, effs, sys->hw->has_profile ? 2 : 1, ops, d);
+}
+
+void mfu_shape_costs2_moe(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, const mfu_shape_dense *d,
+                          mfu_shape_cost *bound, mfu_shape_cost *expected)
+{
+    const mfu_efficiency *effs[2] = {NULL, &sys->hw->eff};
+    mfu_shape_cost two[2];
+    int np = sys->hw->has_profile ? 2 : 1;
+    shape_costs_moe(sys, s, effs, np, ops, d, two);
+    *bound = two[0];
+    *expected = two[np - 1];
+}
+
 void mfu_shape_costs2(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, mfu_shape_cost *bound,
                       mfu_shape_cost *expected)
 {
-    if (!sys->hw->has_profile) {
-        mfu_shape_costs(sys, s, NULL, ops, bound);
-        *expected = *bound;
-        return;
-    }
-    const mfu_efficiency *effs[2] = {NULL, &sys->hw->eff};
-    mfu_shape_cost two[2];
-    shape_costs_n(sys, s, effs, 2, ops, two);
-    *bound = two[0];
-    *expected = two[1];
+    mfu_shape_dense d;
+    mfu_shape_costs2_dense(sys, s, ops, &d);
+    mfu_shape_costs2_moe(sys, s, ops, &d, bound, expected);
 }
 
 int mfu_evaluate_costs(const mfu_system *sys, const mfu_config *c, const mfu_shape_cost *bound,

@@ -439,6 +439,25 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
  * profile): what mfu_shape_costs gives for each, in one pass. */
 void mfu_shape_costs2(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, mfu_shape_cost *bound,
                       mfu_shape_cost *expected);
+/* The same in two stages (F-SEARCH-MEMO): _dense, what neither ep nor etp
+ * changes (dense runs, embedding, head, the MoE runs' attention blocks;
+ * two[0] bound, two[1] expected), then _moe, the MoE runs and buffers of a
+ * shape s on top of _dense's answer for any shape that differs from s in
+ * ep and etp alone. _dense then _moe is mfu_shape_costs2, to the bit. */
+typedef struct mfu_layer_part { /* a layer's totals part way through its ops */
+    mfu_layer_cost lc[2];        /* per profile */
+    double saved[MFU_RC_COUNT], host_saved[MFU_RC_COUNT];
+    int moe;                     /* an expert op seen */
+} mfu_layer_part;
+#define MFU_DENSE_MOE_RUNS 4     /* MoE runs whose attention block _dense keeps */
+typedef struct mfu_shape_dense {
+    mfu_shape_cost two[2];
+    int n_attn;                  /* the first MoE runs' attention blocks, in run order */
+    mfu_layer_part attn[MFU_DENSE_MOE_RUNS];
+} mfu_shape_dense;
+void mfu_shape_costs2_dense(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, mfu_shape_dense *d);
+void mfu_shape_costs2_moe(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, const mfu_shape_dense *d,
+                          mfu_shape_cost *bound, mfu_shape_cost *expected);
 
 /* Evaluate with precomputed costs (bound and expected); mem: the memory
  * model's answer if the caller has it, else NULL. */

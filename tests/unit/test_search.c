@@ -1,6 +1,8 @@
 /* Configuration search: the best is at least as good as every evaluated
  * configuration, ranking is sorted and stable, constraints hold, budgets
  * truncate, output is bit-identical across runs. */
+#include <stddef.h>
+
 #include "check.h"
 #include "search.h"
 #include "testutil.h"
@@ -509,6 +511,128 @@ static void t_circular_gpipe_maxtext_only(void)
     CHECK(admitted_mx > 0);
 }
 
+/* Every cost of a shape but the shape itself (all doubles from avg on). */
+static int same_costs(const mfu_shape_cost *a, const mfu_shape_cost *b)
+{
+    size_t off = offsetof(mfu_shape_cost, avg);
+    return memcmp((const char *)a + off, (const char *)b + off, sizeof *a - off) == 0;
+}
+
+/* F-SEARCH-MEMO: the search builds an MoE shape's costs on a dense part
+ * (the dense runs, embedding, head and the MoE runs' attention blocks)
+ * built once per (tp, cp, sp, mbs) and shared by that shape's ep x etp
+ * variants. The answer must be the one-shot inventory's to the bit,
+ * whichever variant built the shared part, also past the
+ * MFU_DENSE_MOE_RUNS MoE runs the part keeps (DeepSeek-V3 with its 58 MoE
+ * layers cut into six runs), and what the search ranks must be what
+ * mfu_evaluate says of the same configuration. */
+static void t_moe_dense_memo_exact(void)
+{
+    static mfu_model ds, ds6;
+    static mfu_hardware h800;
+    static mfu_system s1, s6;
+    static mfu_training trm = {4096, 4096.0 * 1024, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    CHECK(load_model("deepseek-v3", &ds) == 0);
+    CHECK(load_hw("h800", &h800) == 0);
+    CHECK(h800.has_profile);
+    CHECK(ds.n_runs == 2 && ds.runs[1].mlp.kind == MFU_MLP_MOE && ds.runs[1].count == 58);
+    ds6 = ds;
+    static const int64_t counts[6] = {10, 10, 10, 10, 10, 8}; /* 58 */
+    for (int k = 0; k < 6; k++) {
+        ds6.runs[1 + k] = ds.runs[1];
+        ds6.runs[1 + k].count = counts[k];
+    }
+    ds6.n_runs = 7;
+    CHECK(mfu_system_init(&s1, &ds, &h800, &trm, 256, 0, ops) == MFU_OK);
+    CHECK(mfu_system_init(&s6, &ds6, &h800, &trm, 256, 0, ops) == MFU_OK);
+    const mfu_system *systems[2] = {&s1, &s6};
+    static const int64_t eps[3] = {1, 8, 32};
+    int compared = 0, wrong = 0, ep_matters = 0;
+    for (int k = 0; k < 2; k++)
+        for (int64_t tp = 1; tp <= 4; tp *= 2)
+            for (int sp = 0; sp <= (tp > 1); sp++)
+                for (int64_t mbs = 1; mbs <= 3; mbs += 2)
+                    for (int64_t cp = 1; cp <= 2; cp++) {
+                        mfu_config c;
+                        memset(&c, 0, sizeof c);
+                        c.ax[MFU_AX_TP] = tp;
+                        c.ax[MFU_AX_CP] = cp;
+                        c.sp = sp;
+                        c.mbs = mbs;
+                        /* the shared part built by the last variant */
+                        c.ax[MFU_AX_EP] = 32;
+                        c.etp = tp;
+                        mfu_shape s0;
+                        mfu_config_shape(systems[k], &c, &s0);
+                        static mfu_shape_dense d;
+                        mfu_shape_costs2_dense(systems[k], &s0, ops, &d);
+                        double fwd_ep1 = 0;
+                        for (int e = 0; e < 3; e++)
+                            for (int64_t etp = 1; etp <= tp; etp = etp == 1 && tp > 1 ? tp : tp + 1) {
+                                c.ax[MFU_AX_EP] = eps[e];
+                                c.etp = etp;
+                                mfu_shape sh;
+                                mfu_config_shape(systems[k], &c, &sh);
+                                mfu_shape_cost b, x, b2, x2, b1, x1;
+                                mfu_shape_costs2_moe(systems[k], &sh, ops, &d, &b, &x);
+                                mfu_shape_costs2(systems[k], &sh, ops, &b2, &x2);
+                                mfu_shape_costs(systems[k], &sh, NULL, ops, &b1);
+                                mfu_shape_costs(systems[k], &sh, &h800.eff, ops, &x1);
+                                wrong += !same_costs(&b, &b2) + !same_costs(&x, &x2);
+                                wrong += !same_costs(&b, &b1) + !same_costs(&x, &x1);
+                                if (k == 0) {
+                                    /* one MoE run of 58 layers: its average is
+                                     * its layer, whose forward is the sum of
+                                     * its inventory's forward ops, in order */
+                                    int n = mfu_ops_layer(&ds, 1, &sh, ops, MFU_MAX_OPS);
+                                    double fb = 0, fx = 0;
+                                    for (int i = 0; i < n; i++)
+                                        if (ops[i].phase == MFU_FWD) {
+                                            fb += mfu_op_time(&ops[i], &h800, trm.dtype, NULL);
+                                            fx += mfu_op_time(&ops[i], &h800, trm.dtype, &h800.eff);
+                                        }
+                                    wrong += fb != b.avg_moe.fwd_s || fx != x.avg_moe.fwd_s;
+                                }
+                                if (e == 0 && etp == 1) fwd_ep1 = x.avg_moe.fwd_s;
+                                if (e == 2 && etp == 1) ep_matters += x.avg_moe.fwd_s != fwd_ep1;
+                                compared++;
+                            }
+                    }
+    CHECK(compared > 100);
+    CHECK_EQ_I(wrong, 0);
+    CHECK(ep_matters > 0); /* the MoE part does follow ep */
+}
+
+/* The same memo in the search: its ranking of DeepSeek-V3 against
+ * mfu_evaluate, configuration by configuration. */
+static void t_moe_search_is_evaluate(void)
+{
+    static mfu_model ds;
+    static mfu_hardware h800;
+    static mfu_system s1;
+    static mfu_training trm = {4096, 4096.0 * 1024, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
+    CHECK(load_model("deepseek-v3", &ds) == 0);
+    CHECK(load_hw("h800", &h800) == 0);
+    CHECK(mfu_system_init(&s1, &ds, &h800, &trm, 256, 0, ops) == MFU_OK);
+    mfu_search_opts o;
+    mfu_search_defaults(&s1, &o);
+    o.top_k = 50;
+    o.max_mbs = 2;
+    o.max_vpp = 2;
+    mfu_search_result r;
+    CHECK(run(&s1, &o, again, &r) == 0);
+    CHECK(r.n > 10);
+    int differ = 0;
+    for (int i = 0; i < r.n; i++) {
+        mfu_eval ev;
+        CHECK(mfu_evaluate(&s1, &again[i].config, ops, &ev) == 0);
+        differ += ev.expected.step_time_s != again[i].eval.expected.step_time_s;
+        differ += ev.bound.step_time_s != again[i].eval.bound.step_time_s;
+        differ += ev.mem.total_bytes != again[i].eval.mem.total_bytes;
+    }
+    CHECK_EQ_I(differ, 0);
+}
+
 static const check_case cases[] = {
     CHECK_CASE(t_top1_is_head),
     CHECK_CASE(t_ranking_sorted),
@@ -525,6 +649,8 @@ static const check_case cases[] = {
     CHECK_CASE(t_batch_range),
     CHECK_CASE(t_cpu_offload_fit),
     CHECK_CASE(t_circular_gpipe_maxtext_only),
+    CHECK_CASE(t_moe_dense_memo_exact),
+    CHECK_CASE(t_moe_search_is_evaluate),
 };
 
 int main(int argc, char **argv)
