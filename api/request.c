@@ -468,7 +468,7 @@ void rq_default_zero(const mfu_system *sys, mfu_config *c, unsigned admitted)
  * the shape rules alone, before the zero stage is defaulted */
 static unsigned shape_frameworks(const mfu_system *sys, const mfu_config *c)
 {
-    return mfu_config_frameworks_at(sys, c, MFU_LV_SHAPE, MFU_FW_ALL, NULL);
+    return mfu_config_frameworks_at(sys, c, MFU_LV_SHAPE | MFU_LV_MBS, MFU_FW_ALL, NULL);
 }
 
 void rq_default_sp_etp(const mfu_system *sys, mfu_config *c, unsigned admitted, int sp_given, int etp_given)

@@ -477,7 +477,8 @@ int mfu_megatron_split_flags(const mfu_system *sys, const mfu_config *c)
 }
 
 /* Each framework's rules, grouped by the level of the search that knows
- * what they read: MFU_LV_SHAPE (axes, etp, sp, mbs), MFU_LV_SCHED (zero,
+ * what they read: MFU_LV_SHAPE (axes, etp, sp), MFU_LV_MBS (mbs with
+ * them), MFU_LV_SCHED (zero,
  * batch, schedule, vpp, split), MFU_LV_RC (recompute). */
 static const char *megatron_rule(const mfu_system *sys, const mfu_config *c, unsigned lv)
 {
@@ -577,11 +578,13 @@ static const char *torchtitan_rule(const mfu_system *sys, const mfu_config *c, u
 {
     int64_t fsdp = c->ax[MFU_AX_FSDP], tp = c->ax[MFU_AX_TP], cp = c->ax[MFU_AX_CP];
     int64_t pp = c->ax[MFU_AX_PP], ep = c->ax[MFU_AX_EP], v = c->vpp, m = c->grad_accum;
-    if (lv & MFU_LV_SHAPE) {
-        if (tp > 1 && !c->sp) return "FW-T2: torchtitan applies sequence parallel with tp";
+    if ((lv & MFU_LV_SHAPE) && tp > 1 && !c->sp) return "FW-T2: torchtitan applies sequence parallel with tp";
+    if (lv & MFU_LV_MBS) {
         int64_t div = (c->sp ? tp : 1) * (cp > 1 ? 2 * cp : 1);
         if ((c->mbs * sys->train.seq) % div)
             return "FW-T3: tokens per micro-batch must divide by tp * 2cp";
+    }
+    if (lv & MFU_LV_SHAPE) {
         if (ep > 1 && ((c->etp != 1 && c->etp != tp) || (fsdp * cp * tp) % (ep * c->etp)))
             return "FW-T4: ep borrows from fsdp * cp * tp (not the replica axis); etp is 1 or tp";
         if (sys->moe_layers == 0 && c->etp != 1) return "FW-T4: etp needs MoE";

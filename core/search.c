@@ -47,19 +47,18 @@ typedef struct cache_entry {
  * each (tp, cp, sp, mbs) of an axis tuple (shape_loop enumerates ep and
  * etp above sp and mbs), so a direct-mapped table with a slot per (sp,
  * mbs) of a tuple holds every dense part its variants share. DeepSeek-V3
- * on 2,048 H800s: 6,984 shapes over 458 dense parts. An entry is valid
- * while its gen is the cache's (clearing bumps gen). */
+ * on 2,048 H800s: 6,984 shapes over 458 dense parts. Clearing the cache
+ * empties every slot (the caller's memory may be uninitialised). */
 #define DENSE_SLOTS 64
 
 typedef struct dense_entry {
     int64_t key[4];                /* tp, cp, sp, mbs */
-    uint64_t gen;
+    int valid;
     mfu_shape_dense d;             /* mfu_shape_costs2_dense's */
 } dense_entry;
 
 typedef struct shape_cache {
     int n;                         /* entries in use */
-    uint64_t gen;                  /* dense entries of other gens are stale */
     int32_t index[INDEX_SLOTS];    /* entry number + 1; 0: empty */
     cache_entry e[CACHE_ENTRIES];
     dense_entry dense[DENSE_SLOTS];
@@ -71,8 +70,8 @@ void mfu_search_cache_clear(mfu_search_scratch *sc)
 {
     shape_cache *cache = sc->cache;
     cache->n = 0;
-    cache->gen++;
     memset(cache->index, 0, sizeof cache->index);
+    for (int i = 0; i < DENSE_SLOTS; i++) cache->dense[i].valid = 0;
 }
 
 static uint64_t key_hash(const int64_t *k)
@@ -92,10 +91,10 @@ static const mfu_shape_dense *dense_for(const mfu_system *sys, const mfu_config 
     shape_cache *cache = sc->cache;
     int64_t key[4] = {c->ax[MFU_AX_TP], c->ax[MFU_AX_CP], c->sp, c->mbs};
     dense_entry *d = &cache->dense[(uint64_t)(c->mbs * 2 + c->sp) % DENSE_SLOTS];
-    if (d->gen != cache->gen || memcmp(d->key, key, sizeof key) != 0) {
+    if (!d->valid || memcmp(d->key, key, sizeof key) != 0) {
         mfu_shape_costs2_dense(sys, s, sc->ops, &d->d);
         memcpy(d->key, key, sizeof key);
-        d->gen = cache->gen;
+        d->valid = 1;
     }
     return &d->d;
 }
@@ -275,6 +274,9 @@ typedef struct ctx {
     /* the memory every recompute policy of the current schedule point
      * shares (recompute_loop sets it) */
     mfu_memory_base mbase;
+    /* subtree_points' schedule count for pp sub_pp (0: none yet) */
+    int64_t sub_pp;
+    uint64_t sub_sched;
     /* the stage states per (ZeRO stage, split slot) of the current layout
      * (axes, ep, etp; mbs_loop empties it): a state changes with neither
      * the micro-batch, the batch nor the schedule of one split (slot 0:
@@ -595,7 +597,7 @@ static int zero_max(const mfu_config *c)
 
 /* Points below the shape level (batch x zero x schedule x recompute), for
  * the space size when a whole shape is pruned. */
-static uint64_t subtree_points(const ctx *x, const mfu_config *c)
+static uint64_t subtree_points(ctx *x, const mfu_config *c)
 {
     const mfu_search_opts *o = x->o;
     int64_t D = c->ax[MFU_AX_DP] * c->ax[MFU_AX_FSDP];
@@ -605,12 +607,17 @@ static uint64_t subtree_points(const ctx *x, const mfu_config *c)
     uint64_t n_ga = hi >= lo ? (uint64_t)(hi - lo + 1) : 1;
     uint64_t n_zero = o->fix_zero >= 0 ? 1 : (uint64_t)zero_max(c) + 1;
     int64_t pp = c->ax[MFU_AX_PP];
-    uint64_t n_sched = 1;
-    if (pp > 1 && o->fix_schedule < 0) {
-        n_sched = 2;
-        for (int64_t v = 2; v <= o->max_vpp && pp * v <= x->sys->layers + 2; v++) n_sched += 2;
-        if (pp * 2 <= x->sys->layers + 2 && o->max_vpp >= 2) n_sched++; /* dualpipev */
+    if (x->sub_pp != pp) { /* schedule points per pp, counted once */
+        uint64_t n_sched = 1;
+        if (pp > 1 && o->fix_schedule < 0) {
+            n_sched = 2;
+            for (int64_t v = 2; v <= o->max_vpp && pp * v <= x->sys->layers + 2; v++) n_sched += 2;
+            if (pp * 2 <= x->sys->layers + 2 && o->max_vpp >= 2) n_sched++; /* dualpipev */
+        }
+        x->sub_pp = pp;
+        x->sub_sched = n_sched;
     }
+    uint64_t n_sched = x->sub_sched;
     uint64_t n_rc = o->fix_recompute >= 0 ? 1 : (uint64_t)rc_count(x);
     return n_ga * n_zero * n_sched * n_rc;
 }
@@ -747,6 +754,20 @@ static void batch_loop(ctx *x, mfu_config *c, const cache_entry *ce)
 /* Experts per layout: ep and etp fold over dp * fsdp * cp * tp (Megatron-
  * Core parallel folding); etp is 1 or tp (torchtitan's two; Megatron's
  * default is tp). */
+/* The switches below the shape at their first values: with them only the
+ * axes and the shape can fail the rules. */
+static void shape_defaults(mfu_config *c)
+{
+    c->grad_accum = 1;
+    c->zero = 0;
+    c->schedule = MFU_SCHED_1F1B;
+    c->vpp = 1;
+    c->split = MFU_SPLIT_EVEN;
+    c->pp_first = c->pp_last = c->pp_mid = 0;
+    c->recompute = MFU_RC_NONE;
+    c->recompute_layers = -1;
+}
+
 static void mbs_loop(ctx *x, mfu_config *c)
 {
     const mfu_search_opts *o = x->o;
@@ -755,6 +776,16 @@ static void mbs_loop(ctx *x, mfu_config *c)
     for (int sp = 0; sp <= (tp > 1 ? 1 : 0) && !x->stop; sp++) {
         if (o->fix_sp >= 0 && sp != o->fix_sp) continue;
         c->sp = sp;
+        /* the shape's divisibility (the axes, etp and sp: no rule of
+         * mfu_config_check_shape reads mbs but mbs >= 1) and the
+         * frameworks' shape rules that do not read mbs, once for every
+         * mbs, before building any costs */
+        c->mbs = 1;
+        shape_defaults(c);
+        const char *why;
+        int reason;
+        int shape_ok = mfu_config_check_shape(x->sys, c, &reason, &why) == MFU_OK;
+        unsigned fw_axes = shape_ok ? mfu_config_frameworks_at(x->sys, c, MFU_LV_SHAPE, x->fw_want, NULL) : 0u;
         for (int64_t mbs = 1; mbs <= o->max_mbs && !x->stop; mbs++) {
             if (o->fix_mbs > 0 && mbs != o->fix_mbs) continue;
             /* powers of two and divisors of the fixed batch per replica */
@@ -766,23 +797,12 @@ static void mbs_loop(ctx *x, mfu_config *c)
                 continue;
             }
             c->mbs = mbs;
-            /* divisibility of the shape before building its costs */
-            const char *why;
-            int reason;
-            c->grad_accum = 1;
-            c->zero = 0;
-            c->schedule = MFU_SCHED_1F1B;
-            c->vpp = 1;
-            c->split = MFU_SPLIT_EVEN;
-            c->pp_first = c->pp_last = c->pp_mid = 0;
-            c->recompute = MFU_RC_NONE;
-            c->recompute_layers = -1;
-            /* with these defaults only the axes and the shape can fail */
-            if (mfu_config_check_shape(x->sys, c, &reason, &why) != MFU_OK) {
+            shape_defaults(c);
+            if (!shape_ok) {
                 prune(x, MFU_PRUNE_DIVISIBILITY, subtree_points(x, c));
                 continue;
             }
-            x->fw_shape = mfu_config_frameworks_at(x->sys, c, MFU_LV_SHAPE, x->fw_want, NULL);
+            x->fw_shape = fw_axes ? mfu_config_frameworks_at(x->sys, c, MFU_LV_MBS, fw_axes, NULL) : 0u;
             if (!x->any && !x->fw_shape) {
                 prune(x, MFU_PRUNE_FRAMEWORK, subtree_points(x, c));
                 continue;

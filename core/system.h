@@ -322,7 +322,10 @@ unsigned mfu_config_frameworks(const mfu_system *sys, const mfu_config *c,
                                const char *why_not[MFU_FW_COUNT]);
 /* The same for the rules of some levels only (what the search knows at
  * each loop), among `candidates` (MFU_FW_MASK bits). */
-enum { MFU_LV_SHAPE = 1u, MFU_LV_SCHED = 2u, MFU_LV_RC = 4u, MFU_LV_ALL = 7u };
+enum { MFU_LV_SHAPE = 1u, MFU_LV_SCHED = 2u, MFU_LV_RC = 4u, MFU_LV_MBS = 8u, MFU_LV_ALL = 15u };
+/* MFU_LV_SHAPE: the rules that read the axes, etp and sp; MFU_LV_MBS: the
+ * shape's rules that read the micro-batch too (the search asks those per
+ * mbs, the others once per sp) */
 unsigned mfu_config_frameworks_at(const mfu_system *sys, const mfu_config *c, unsigned levels,
                                   unsigned candidates, const char *why_not[MFU_FW_COUNT]);
 /* mfu_config_frameworks_at(sys, c, MFU_LV_SCHED, candidates, NULL) for
