@@ -21,7 +21,7 @@
 
 /* Bumped whenever results for the same request may change: part of the
  * cache key, so a new engine never serves an old engine's numbers. */
-#define MFU_ENGINE_VERSION "0.7.6"
+#define MFU_ENGINE_VERSION "0.7.7"
 
 /* ---- errors ------------------------------------------------------------ */
 

@@ -78,14 +78,16 @@ json_t *api_render_config(const mfu_system *sys, const mfu_config *c, const mfu_
 json_t *api_render_measured(const mfu_system *sys, const mfu_config *c, const mfu_eval *ev,
                             double step_time_s, mfu_op *ops, json_t *trace);
 /* The switches a measured configuration leaves out, where their defaults
- * do not fit (api/measured.c): the fastest variant of them that fits.
- * cj: the configuration's JSON (what it gives); returns API_INFER_* bits. */
+ * do not fit, and its micro-batch where it gives none (api/measured.c):
+ * the fastest variant of them that fits. cj: the configuration's JSON
+ * (what it gives); returns API_INFER_* bits. */
 #define API_INFER_SP 1u
 #define API_INFER_ZERO 2u
 #define API_INFER_RECOMPUTE 4u
 #define API_INFER_VPP 8u
+#define API_INFER_MBS 16u
 unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops);
-/* ["sp", "zero", "recompute", "vpp"] as the bits say */
+/* ["sp", "zero", "recompute", "vpp", "mbs"] as the bits say */
 json_t *api_inferred_json(unsigned bits);
 /* Why a configuration pinned by search.fix is not in the ranking. */
 json_t *api_render_pinned(const mfu_system *sys, const mfu_search_opts *o, const mfu_config *c,

@@ -227,7 +227,7 @@ static unsigned infer_switches(const mfu_system *sys, mfu_config *c, json_t *cj,
  * candidate, each with the other left-out switches inferred, and the
  * fastest that fits is taken (named "vpp" among the inferred); where none
  * fits, rq_parse_config's, the smallest legal. */
-unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
+static unsigned infer_vpp(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
 {
     if (c->schedule != MFU_SCHED_INTERLEAVED || !json_object_get(cj, "schedule") || json_object_get(cj, "vpp"))
         return infer_switches(sys, c, cj, admitted, ops);
@@ -256,6 +256,47 @@ unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, un
     return best_bits | API_INFER_VPP;
 }
 
+/* The micro-batch left out, mbs and grad_accum both (rq_parse_config
+ * took mbs 1, grad_accum the replica's sequences a step). No framework has
+ * a default to take instead: Megatron-LM asserts --micro-batch-size is
+ * given (megatron/training/arguments.py), and torchtitan runs a rank's
+ * whole local_batch_size at once unless a global batch asks it to
+ * accumulate. Papers often leave it out (OPT-175B, FSDP over 992 A100s:
+ * 992 sequences a step, one micro-batch of 8 a rank; at mbs 1 the
+ * parameters would be gathered eight times a step). So every divisor of
+ * the replica's sequences a step up to API_INFER_MAX_MBS is a candidate,
+ * each with the other left-out switches inferred, launched by an admitted
+ * framework that runs the configuration as given (any, where none does),
+ * and the fastest that fits is taken ("mbs" among the inferred where it is
+ * not 1); where none fits, mbs 1 and the other switches' inference. */
+#define API_INFER_MAX_MBS 64
+
+unsigned api_infer_measured(const mfu_system *sys, mfu_config *c, json_t *cj, unsigned admitted, mfu_op *ops)
+{
+    if (json_object_get(cj, "mbs") || json_object_get(cj, "grad_accum") || c->mbs != 1)
+        return infer_vpp(sys, c, cj, admitted, ops);
+    unsigned fw0 = mfu_config_frameworks(sys, c, NULL) & admitted;
+    int64_t n = c->grad_accum; /* sequences a replica runs a step */
+    mfu_config best = *c;
+    unsigned best_bits = 0;
+    double best_t = INFINITY, t;
+    for (int64_t m = 1; m <= n && m <= API_INFER_MAX_MBS; m++) {
+        if (n % m) continue;
+        mfu_config t_c = *c;
+        t_c.mbs = m;
+        t_c.grad_accum = n / m;
+        unsigned bits = infer_vpp(sys, &t_c, cj, admitted, ops);
+        if (infer_try(sys, &t_c, fw0, ops, &t) && t < best_t) {
+            best_t = t;
+            best = t_c;
+            best_bits = bits;
+        }
+    }
+    if (!(best_t < INFINITY)) return infer_vpp(sys, c, cj, admitted, ops);
+    *c = best;
+    return best_bits | (best.mbs != 1 ? API_INFER_MBS : 0u);
+}
+
 json_t *api_inferred_json(unsigned bits)
 {
     json_t *a = json_array();
@@ -263,5 +304,6 @@ json_t *api_inferred_json(unsigned bits)
     if (bits & API_INFER_ZERO) json_array_append_new(a, json_string("zero"));
     if (bits & API_INFER_RECOMPUTE) json_array_append_new(a, json_string("recompute"));
     if (bits & API_INFER_VPP) json_array_append_new(a, json_string("vpp"));
+    if (bits & API_INFER_MBS) json_array_append_new(a, json_string("mbs"));
     return a;
 }

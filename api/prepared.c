@@ -245,8 +245,9 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         mc.ep_overlap = r->ep_overlap;
         json_t *mcj = config_json_min(sys, &mc);
         /* the switches a run may leave out to have them inferred (sp,
-         * zero, the recompute policy, and vpp with the interleaved schedule
-         * named: api_infer_measured, which changes nothing else) stay left
+         * zero, the recompute policy, mbs with grad_accum, and vpp with the
+         * interleaved schedule named: api_infer_measured, which changes
+         * nothing else) stay left
          * out, the split too where vpp is inferred (it follows vpp):
          * giving them is another request, whose answer names no inference
          * (measured.inferred); the normal form, posted, answers the same,
@@ -254,6 +255,10 @@ json_t *rq_normal_form(struct api_prepared *p, json_t *request, api_status *st)
         json_t *par = json_object_get(cj, "parallel"), *mpar = json_object_get(mcj, "parallel");
         if (!json_object_get(par, "sp")) json_object_del(mpar, "sp");
         if (!json_object_get(par, "zero")) json_object_del(mpar, "zero");
+        if (!json_object_get(cj, "mbs") && !json_object_get(cj, "grad_accum")) {
+            json_object_del(mcj, "mbs");
+            json_object_del(mcj, "grad_accum");
+        }
         if (mc.schedule == MFU_SCHED_INTERLEAVED && json_object_get(cj, "schedule") && !json_object_get(cj, "vpp")) {
             json_object_del(mcj, "vpp");
             if (!json_object_get(cj, "pipeline_split")) json_object_del(mcj, "pipeline_split");

@@ -882,14 +882,104 @@ static json_t *measured_answer(const char *req)
     return m;
 }
 
+/* config: a measured configuration's JSON; where it gives neither mbs nor
+ * grad_accum it runs at mbs 1 (these cases weigh the other switches at a
+ * known micro-batch; t_measured_mbs_inferred, the micro-batch's own) */
 static json_t *measured_of(const char *hw, int devices, const char *config)
 {
-    char req[768];
+    char req[768], cfg[384];
+    if (config[0] == '{' && !strstr(config, "\"mbs\"") && !strstr(config, "\"grad_accum\""))
+        snprintf(cfg, sizeof cfg, "{\"mbs\": 1, %s", config + 1);
+    else
+        snprintf(cfg, sizeof cfg, "%s", config);
     snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"%s\"}, "
              "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"devices\": %d, "
              "\"search\": {\"top_k\": 1, \"frameworks\": [\"megatron\"]}, \"measured\": {\"config\": %s, "
-             "\"step_time_s\": 1}}", hw, devices, config);
+             "\"step_time_s\": 1}}", hw, devices, cfg);
     return measured_answer(req);
+}
+
+/* Llama-3-8B under FSDP over 8 H100s, 32 sequences of 4,096 tokens a step
+ * (4 a rank); cfg_pre: what the measured configuration gives before its
+ * parallel axes ("" or e.g. "\"mbs\": 2, "). */
+static json_t *fsdp_measured(const char *cfg_pre)
+{
+    char req[640];
+    snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+             "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 131072}, \"devices\": 8, "
+             "\"search\": {\"top_k\": 1}, \"measured\": {\"config\": {%s\"parallel\": {\"fsdp\": 8}}, "
+             "\"step_time_s\": 1}}", cfg_pre);
+    return measured_answer(req);
+}
+
+static double fsdp_total_s(json_t *m)
+{
+    json_t *comm = json_object_get(json_object_get(json_object_get(m, "config"), "time_expected"), "comm");
+    return json_number_value(json_object_get(json_object_get(comm, "fsdp"), "total_s"));
+}
+
+/* A run that gives neither mbs nor grad_accum (no framework has a default
+ * micro-batch: Megatron-LM asserts one is given, torchtitan runs a rank's
+ * whole local batch at once) is taken at the fastest fitting divisor of a
+ * replica's sequences a step, each with the other left-out switches
+ * inferred: the minimum of the same run given mbs 1, 2 and 4, to the bit.
+ * FSDP gathers the parameters and reduce-scatters the gradients once a
+ * micro-batch, so its traffic at 4 micro-batches of 1 is twice that at 2
+ * of 2 (the same bytes each time). */
+static void t_measured_mbs_inferred(void)
+{
+    static const char *const given[3] = {"\"mbs\": 1, ", "\"mbs\": 2, ", "\"mbs\": 4, "};
+    double best = INFINITY, fsdp_s[3];
+    for (int i = 0; i < 3; i++) {
+        json_t *m = fsdp_measured(given[i]);
+        json_t *c = json_object_get(m, "config");
+        CHECK_EQ_I(json_integer_value(json_object_get(c, "mbs")), 1 << i);
+        CHECK_EQ_I(json_integer_value(json_object_get(c, "grad_accum")), 4 >> i);
+        /* mbs given: not inferred */
+        json_t *inf = json_object_get(m, "inferred");
+        for (size_t k = 0; k < json_array_size(inf); k++)
+            CHECK(strcmp(json_string_value(json_array_get(inf, k)), "mbs") != 0);
+        if (json_is_true(json_object_get(c, "feasible"))) {
+            double t = json_number_value(json_object_get(json_object_get(c, "expected"), "step_time_s"));
+            if (t < best) best = t;
+        }
+        fsdp_s[i] = fsdp_total_s(m);
+        json_decref(m);
+    }
+    CHECK(fsdp_s[1] > 0);
+    CHECK_NEAR(fsdp_s[0] / fsdp_s[1], 2.0, 1e-9);
+    json_t *m = fsdp_measured("");
+    json_t *c = json_object_get(m, "config");
+    int64_t mbs = json_integer_value(json_object_get(c, "mbs"));
+    CHECK_EQ_I(mbs * json_integer_value(json_object_get(c, "grad_accum")), 4);
+    CHECK(json_is_true(json_object_get(c, "feasible")));
+    CHECK(json_number_value(json_object_get(json_object_get(c, "expected"), "step_time_s")) == best);
+    CHECK(mbs > 1); /* here one micro-batch of 1 gathers twice as often */
+    json_t *inf = json_object_get(m, "inferred");
+    int named = 0;
+    for (size_t k = 0; k < json_array_size(inf); k++)
+        named += strcmp(json_string_value(json_array_get(inf, k)), "mbs") == 0;
+    CHECK_EQ_I(named, 1);
+    json_decref(m);
+    /* the normal form keeps the micro-batch left out: mbs 1 given is
+     * another request (the cache would answer one with the other's) */
+    char k0[65], k1[65];
+    static const char *const req =
+        "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"h100-sxm\"}, "
+        "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 131072}, \"devices\": 8, "
+        "\"measured\": {\"config\": {%s\"parallel\": {\"fsdp\": 8}}, \"step_time_s\": 1}}";
+    char r0[512], r1[512];
+    snprintf(r0, sizeof r0, req, "");
+    snprintf(r1, sizeof r1, req, "\"mbs\": 1, ");
+    key_of(r0, k0);
+    key_of(r1, k1);
+    CHECK(strcmp(k0, "error") != 0 && strcmp(k1, "error") != 0);
+    CHECK(strcmp(k0, k1) != 0);
+    /* grad_accum given: the micro-batch follows it, nothing inferred */
+    m = fsdp_measured("\"grad_accum\": 4, ");
+    CHECK_EQ_I(json_integer_value(json_object_get(json_object_get(m, "config"), "mbs")), 1);
+    CHECK(json_object_get(m, "inferred") == NULL);
+    json_decref(m);
 }
 
 static void t_measured_inferred(void)
@@ -1470,7 +1560,7 @@ static int measured_zero_on(const char *hw, int devices, const char *frameworks,
     char req[640];
     snprintf(req, sizeof req, "{\"model\": {\"preset\": \"llama3-8b\"}, \"hardware\": {\"preset\": \"%s\"}, "
              "\"training\": {\"seq_len\": 4096, \"global_batch_tokens\": 1048576}, \"devices\": %d, "
-             "\"search\": {\"top_k\": 1%s}, \"measured\": {\"config\": {\"parallel\": %s}, "
+             "\"search\": {\"top_k\": 1%s}, \"measured\": {\"config\": {\"mbs\": 1, \"parallel\": %s}, "
              "\"step_time_s\": 1}}", hw, devices, frameworks, parallel);
     json_t *m = measured_answer(req);
     int z = (int)json_integer_value(json_object_get(json_object_get(json_object_get(m, "config"), "parallel"), "zero"));
@@ -1861,6 +1951,7 @@ static const check_case cases[] = {
     CHECK_CASE(t_dualpipev_by_name),
     CHECK_CASE(t_fix_vpp_above_max),
     CHECK_CASE(t_measured_inferred),
+    CHECK_CASE(t_measured_mbs_inferred),
     CHECK_CASE(t_measured_inferred_any_stack),
     CHECK_CASE(t_measured_rc_default),
     CHECK_CASE(t_measured_vpp_inferred),
