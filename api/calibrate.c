@@ -346,6 +346,12 @@ static int cal_load_run(cal_ctx *x, json_t *run, int i, double *meas, int *use, 
         json_t *mm = json_object_get(owned, "measured");
         json_object_set(mm, "step_time_s", lt);
         json_object_del(mm, "layer_time_s");
+        /* a layer's time is one micro-batch's, so its micro-batch is the
+         * measurement's own: 1 unless given, never the fastest fitting one
+         * a step's run that gives none is inferred at (api_infer_measured) */
+        json_t *mc = json_object_get(mm, "config");
+        if (json_is_object(mc) && !json_object_get(mc, "mbs") && !json_object_get(mc, "grad_accum"))
+            json_object_set_new(mc, "mbs", json_integer(1));
         x->runs[i].layer = 1;
     }
     int rc = cal_load_parsed(x, run, req, i, rp, meas, use, &s1, st);

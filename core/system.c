@@ -432,11 +432,27 @@ static void attn_part(const mfu_system *sys, const mfu_shape *s, int r, const mf
     part_ops(sys, ops, 0, k, effs, np, a);
 }
 
+/* A dense run r's layer at shape s into out[p]'s averages. */
+static void dense_layer(const mfu_system *sys, const mfu_shape *s, int r, const mfu_efficiency *const *effs, int np,
+                        mfu_op *ops, mfu_shape_cost *out)
+{
+    mfu_layer_part a;
+    memset(&a, 0, sizeof a);
+    /* never more than MFU_MAX_LAYER_OPS <= MFU_SCRATCH_OPS (ops.h) */
+    int n = mfu_ops_layer(sys->model, r, s, ops, MFU_SCRATCH_OPS);
+    part_ops(sys, ops, 0, n, effs, np, &a);
+    part_finish(sys, shape_ab(s), shape_te(s), effs, np, &a);
+    add_layer(sys, r, np, &a, out);
+}
+
 /* Stage 1 of a shape's costs, what no expert axis changes (F-SEARCH-MEMO):
- * the dense runs' layers, the embedding, the head and the logits, and the
- * attention blocks of the first MFU_DENSE_MOE_RUNS MoE runs, computed at
- * ep = etp = 1 so that the answer cannot depend on them; d->two[p] for
- * effs[p], everything else zero. */
+ * the dense runs before the first MoE run, the embedding, the head and the
+ * logits, and the attention blocks of the first MFU_DENSE_MOE_RUNS MoE
+ * runs, computed at ep = etp = 1 so that the answer cannot depend on them;
+ * d->two[p] for effs[p], everything else zero. The layers' averages are
+ * sums in run order (floating-point addition is not associative), so a
+ * dense run after an MoE run is left to stage 2, which continues from
+ * d->first_moe. */
 static void shape_costs_dense(const mfu_system *sys, const mfu_shape *s0, const mfu_efficiency *const *effs,
                               int np, mfu_op *ops, mfu_shape_dense *d)
 {
@@ -449,18 +465,14 @@ static void shape_costs_dense(const mfu_system *sys, const mfu_shape *s0, const 
     double T = s->mbs * (double)s->seq / (double)s->cp;
     for (int p = 0; p < np; p++) memset(&out[p], 0, sizeof out[p]);
     d->n_attn = 0;
+    d->first_moe = m->n_runs;
     for (int r = 0; r < m->n_runs; r++) {
         if (m->runs[r].mlp.kind == MFU_MLP_MOE) {
+            if (d->first_moe == m->n_runs) d->first_moe = r;
             if (d->n_attn < MFU_DENSE_MOE_RUNS) attn_part(sys, s, r, effs, np, ops, &d->attn[d->n_attn++]);
-            continue;
+        } else if (d->first_moe == m->n_runs) {
+            dense_layer(sys, s, r, effs, np, ops, out);
         }
-        mfu_layer_part a;
-        memset(&a, 0, sizeof a);
-        /* never more than MFU_MAX_LAYER_OPS <= MFU_SCRATCH_OPS (ops.h) */
-        int n = mfu_ops_layer(m, r, s, ops, MFU_SCRATCH_OPS);
-        part_ops(sys, ops, 0, n, effs, np, &a);
-        part_finish(sys, ab, shape_te(s), effs, np, &a);
-        add_layer(sys, r, np, &a, out);
     }
     int n = mfu_ops_embed(m, s, ops, MFU_SCRATCH_OPS);
     for (int p = 0; p < np; p++)
@@ -502,10 +514,11 @@ static void shape_costs_dense(const mfu_system *sys, const mfu_shape *s0, const 
         out[p].logits_transient = tiles > 1 ? (ab + soft) * nl / (double)tiles : one * nl;
 }
 
-/* Stage 2: the MoE runs' layers and the shape's buffers, added to stage
- * 1's answer d for the same shape (whatever its ep and etp): each MoE
- * run's attention block from d (or, past its first MFU_DENSE_MOE_RUNS,
- * from the same computation), its MLP block at s. */
+/* Stage 2: the runs from the first MoE run on, in run order, and the
+ * shape's buffers, added to stage 1's answer d for the same shape
+ * (whatever its ep and etp): each MoE run's attention block from d (or,
+ * past its first MFU_DENSE_MOE_RUNS, from the same computation) and its
+ * MLP block at s; a dense run as stage 1 weighs one. */
 static void shape_costs_moe(const mfu_system *sys, const mfu_shape *s, const mfu_efficiency *const *effs,
                             int np, mfu_op *ops, const mfu_shape_dense *d, mfu_shape_cost *out)
 {
@@ -520,8 +533,11 @@ static void shape_costs_moe(const mfu_system *sys, const mfu_shape *s, const mfu
     }
     mfu_shape s1 = *s;
     s1.ep = s1.etp = 1;
-    for (int r = 0, q = 0; r < m->n_runs; r++) {
-        if (m->runs[r].mlp.kind != MFU_MLP_MOE) continue;
+    for (int r = d->first_moe, q = 0; r < m->n_runs; r++) {
+        if (m->runs[r].mlp.kind != MFU_MLP_MOE) {
+            dense_layer(sys, &s1, r, effs, np, ops, out); /* after an MoE run: in run order */
+            continue;
+        }
         mfu_layer_part a;
         if (q < d->n_attn) a = d->attn[q];
         else attn_part(sys, &s1, r, effs, np, ops, &a);

@@ -443,7 +443,8 @@ void mfu_shape_costs(const mfu_system *sys, const mfu_shape *s, const mfu_effici
 void mfu_shape_costs2(const mfu_system *sys, const mfu_shape *s, mfu_op *ops, mfu_shape_cost *bound,
                       mfu_shape_cost *expected);
 /* The same in two stages (F-SEARCH-MEMO): _dense, what neither ep nor etp
- * changes (dense runs, embedding, head, the MoE runs' attention blocks;
+ * changes (the dense runs before the first MoE run, embedding, head, the
+ * MoE runs' attention blocks;
  * two[0] bound, two[1] expected), then _moe, the MoE runs and buffers of a
  * shape s on top of _dense's answer for any shape that differs from s in
  * ep and etp alone. _dense then _moe is mfu_shape_costs2, to the bit. */
@@ -455,6 +456,8 @@ typedef struct mfu_layer_part { /* a layer's totals part way through its ops */
 #define MFU_DENSE_MOE_RUNS 4     /* MoE runs whose attention block _dense keeps */
 typedef struct mfu_shape_dense {
     mfu_shape_cost two[2];
+    int first_moe;               /* the first MoE run (n_runs: none); stage 1 holds the
+                                  * dense runs before it */
     int n_attn;                  /* the first MoE runs' attention blocks, in run order */
     mfu_layer_part attn[MFU_DENSE_MOE_RUNS];
 } mfu_shape_dense;

@@ -174,6 +174,39 @@ static void t_recover(void)
     json_decref(preset);
 }
 
+/* A layer's measurement (measured.layer_time_s) is one micro-batch's, so a
+ * layer run that gives no micro-batch is weighed at mbs 1, as one that
+ * gives mbs 1: never at the fastest fitting micro-batch a step's run that
+ * gives none is taken at (tp 4 over 8 H100s, 32 sequences a replica: as a
+ * step's run it is taken at mbs 8, which would weigh a layer of 8
+ * sequences against a time measured for one). */
+static void t_layer_run_mbs(void)
+{
+    json_t *preset = json_pack("{s:s}", "preset", "h100-sxm");
+    double before[2];
+    for (int k = 0; k < 2; k++) {
+        json_t *layer = run_req(preset, 8, 4, 1, 1, 64, 0.02);
+        json_t *m = json_object_get(layer, "measured");
+        json_object_set_new(m, "layer_time_s", json_real(0.02));
+        json_object_del(m, "step_time_s");
+        if (k == 0) json_object_del(json_object_get(m, "config"), "mbs");
+        json_t *doc = json_pack("{s:[{s:o},{s:o},{s:o}],s:[s]}", "runs", "request", run_req(preset, 8, 1, 1, 1, 64, 1.0),
+                                "request", run_req(preset, 16, 2, 1, 1, 128, 1.2), "request", layer,
+                                "parameters", "gemm_scale");
+        api_status st;
+        api_status_init(&st);
+        json_t *cal = api_calibrate(doc, &st);
+        CHECK(cal != NULL);
+        json_t *r2 = json_array_get(json_object_get(cal, "runs"), 2);
+        before[k] = json_number_value(json_object_get(r2, "predicted_before_s"));
+        json_decref(cal);
+        json_decref(doc);
+    }
+    CHECK(before[1] > 0);
+    CHECK(before[0] == before[1]);
+    json_decref(preset);
+}
+
 /* "prior": "components": the fit starts from the preset's component-
  * benchmark profile (efficiency_components in presets/hardware/
  * h100-sxm.json: gemm_scale 1, step_overhead_s 0.02), not from its shipped
@@ -401,6 +434,7 @@ static void t_trace(void)
 static const check_case cases[] = {
     CHECK_CASE(t_toy),
     CHECK_CASE(t_recover),
+    CHECK_CASE(t_layer_run_mbs),
     CHECK_CASE(t_recover_fp8),
     CHECK_CASE(t_prior_components),
     CHECK_CASE(t_trace),

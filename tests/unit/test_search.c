@@ -518,86 +518,96 @@ static int same_costs(const mfu_shape_cost *a, const mfu_shape_cost *b)
     return memcmp((const char *)a + off, (const char *)b + off, sizeof *a - off) == 0;
 }
 
+/* The layers' average forward as the one-pass inventory sums it: each
+ * run's forward ops in order, the runs in order, each weighed by its share
+ * of the layers (add_cost: avg += count / layers x the layer's). */
+static double avg_fwd_one_pass(const mfu_system *s, const mfu_shape *sh, const mfu_efficiency *eff)
+{
+    double avg = 0.0;
+    for (int r = 0; r < s->model->n_runs; r++) {
+        int n = mfu_ops_layer(s->model, r, sh, ops, MFU_MAX_OPS);
+        double f = 0.0;
+        for (int i = 0; i < n; i++)
+            if (ops[i].phase == MFU_FWD) f += mfu_op_time(&ops[i], s->hw, s->train.dtype, eff);
+        avg += (double)s->model->runs[r].count / (double)s->layers * f;
+    }
+    return avg;
+}
+
 /* F-SEARCH-MEMO: the search builds an MoE shape's costs on a dense part
- * (the dense runs, embedding, head and the MoE runs' attention blocks)
- * built once per (tp, cp, sp, mbs) and shared by that shape's ep x etp
- * variants. The answer must be the one-shot inventory's to the bit,
- * whichever variant built the shared part, also past the
- * MFU_DENSE_MOE_RUNS MoE runs the part keeps (DeepSeek-V3 with its 58 MoE
- * layers cut into six runs), and what the search ranks must be what
- * mfu_evaluate says of the same configuration. */
+ * (the dense runs before the first MoE run, embedding, head and the MoE
+ * runs' attention blocks) built once per (tp, cp, sp, mbs) and shared by
+ * that shape's ep x etp variants. The answer must be the one-shot
+ * inventory's to the bit, whichever variant built the shared part: on
+ * DeepSeek-V3, on it with its 58 MoE layers cut into six runs (past the
+ * MFU_DENSE_MOE_RUNS the part keeps) and with dense and MoE runs
+ * interleaved (D1 M20 D1 M20 D1 M18: a dense run after an MoE run is
+ * summed in run order), against an independent sum of the inventory's
+ * forward ops in run order. */
 static void t_moe_dense_memo_exact(void)
 {
-    static mfu_model ds, ds6;
+    static mfu_model ds, ds6, dsi;
     static mfu_hardware h800;
-    static mfu_system s1, s6;
+    static mfu_system s1, s6, si;
     static mfu_training trm = {4096, 4096.0 * 1024, MFU_DT_BF16, MFU_ATTN_FLASH, MFU_CONV_CAUSAL, 0, 0, 0};
     CHECK(load_model("deepseek-v3", &ds) == 0);
     CHECK(load_hw("h800", &h800) == 0);
     CHECK(h800.has_profile);
     CHECK(ds.n_runs == 2 && ds.runs[1].mlp.kind == MFU_MLP_MOE && ds.runs[1].count == 58);
-    ds6 = ds;
+    ds6 = dsi = ds;
     static const int64_t counts[6] = {10, 10, 10, 10, 10, 8}; /* 58 */
     for (int k = 0; k < 6; k++) {
         ds6.runs[1 + k] = ds.runs[1];
         ds6.runs[1 + k].count = counts[k];
+        dsi.runs[k] = ds.runs[k % 2];
+        dsi.runs[k].count = k % 2 ? (k == 5 ? 18 : 20) : 1; /* 3 dense, 58 MoE */
     }
     ds6.n_runs = 7;
+    dsi.n_runs = 6;
     CHECK(mfu_system_init(&s1, &ds, &h800, &trm, 256, 0, ops) == MFU_OK);
     CHECK(mfu_system_init(&s6, &ds6, &h800, &trm, 256, 0, ops) == MFU_OK);
-    const mfu_system *systems[2] = {&s1, &s6};
+    CHECK(mfu_system_init(&si, &dsi, &h800, &trm, 256, 0, ops) == MFU_OK);
+    const mfu_system *systems[3] = {&s1, &s6, &si};
     static const int64_t eps[3] = {1, 8, 32};
     int compared = 0, wrong = 0, ep_matters = 0;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 3; k++)
         for (int64_t tp = 1; tp <= 4; tp *= 2)
             for (int sp = 0; sp <= (tp > 1); sp++)
-                for (int64_t mbs = 1; mbs <= 3; mbs += 2)
-                    for (int64_t cp = 1; cp <= 2; cp++) {
-                        mfu_config c;
-                        memset(&c, 0, sizeof c);
-                        c.ax[MFU_AX_TP] = tp;
-                        c.ax[MFU_AX_CP] = cp;
-                        c.sp = sp;
-                        c.mbs = mbs;
-                        /* the shared part built by the last variant */
-                        c.ax[MFU_AX_EP] = 32;
-                        c.etp = tp;
-                        mfu_shape s0;
-                        mfu_config_shape(systems[k], &c, &s0);
-                        static mfu_shape_dense d;
-                        mfu_shape_costs2_dense(systems[k], &s0, ops, &d);
-                        double fwd_ep1 = 0;
-                        for (int e = 0; e < 3; e++)
-                            for (int64_t etp = 1; etp <= tp; etp = etp == 1 && tp > 1 ? tp : tp + 1) {
-                                c.ax[MFU_AX_EP] = eps[e];
-                                c.etp = etp;
-                                mfu_shape sh;
-                                mfu_config_shape(systems[k], &c, &sh);
-                                mfu_shape_cost b, x, b2, x2, b1, x1;
-                                mfu_shape_costs2_moe(systems[k], &sh, ops, &d, &b, &x);
-                                mfu_shape_costs2(systems[k], &sh, ops, &b2, &x2);
-                                mfu_shape_costs(systems[k], &sh, NULL, ops, &b1);
-                                mfu_shape_costs(systems[k], &sh, &h800.eff, ops, &x1);
-                                wrong += !same_costs(&b, &b2) + !same_costs(&x, &x2);
-                                wrong += !same_costs(&b, &b1) + !same_costs(&x, &x1);
-                                if (k == 0) {
-                                    /* one MoE run of 58 layers: its average is
-                                     * its layer, whose forward is the sum of
-                                     * its inventory's forward ops, in order */
-                                    int n = mfu_ops_layer(&ds, 1, &sh, ops, MFU_MAX_OPS);
-                                    double fb = 0, fx = 0;
-                                    for (int i = 0; i < n; i++)
-                                        if (ops[i].phase == MFU_FWD) {
-                                            fb += mfu_op_time(&ops[i], &h800, trm.dtype, NULL);
-                                            fx += mfu_op_time(&ops[i], &h800, trm.dtype, &h800.eff);
-                                        }
-                                    wrong += fb != b.avg_moe.fwd_s || fx != x.avg_moe.fwd_s;
-                                }
-                                if (e == 0 && etp == 1) fwd_ep1 = x.avg_moe.fwd_s;
-                                if (e == 2 && etp == 1) ep_matters += x.avg_moe.fwd_s != fwd_ep1;
-                                compared++;
-                            }
-                    }
+                for (int64_t mbs = 1; mbs <= 3; mbs += 2) {
+                    mfu_config c;
+                    memset(&c, 0, sizeof c);
+                    c.ax[MFU_AX_TP] = tp;
+                    c.ax[MFU_AX_CP] = 1 + (int64_t)(mbs == 3);
+                    c.sp = sp;
+                    c.mbs = mbs;
+                    /* the shared part built by the last variant */
+                    c.ax[MFU_AX_EP] = 32;
+                    c.etp = tp;
+                    mfu_shape s0;
+                    mfu_config_shape(systems[k], &c, &s0);
+                    static mfu_shape_dense d;
+                    mfu_shape_costs2_dense(systems[k], &s0, ops, &d);
+                    double fwd_ep1 = 0;
+                    for (int e = 0; e < 3; e++)
+                        for (int64_t etp = 1; etp <= tp; etp = etp == 1 && tp > 1 ? tp : tp + 1) {
+                            c.ax[MFU_AX_EP] = eps[e];
+                            c.etp = etp;
+                            mfu_shape sh;
+                            mfu_config_shape(systems[k], &c, &sh);
+                            mfu_shape_cost b, x, b2, x2, b1, x1;
+                            mfu_shape_costs2_moe(systems[k], &sh, ops, &d, &b, &x);
+                            mfu_shape_costs2(systems[k], &sh, ops, &b2, &x2);
+                            mfu_shape_costs(systems[k], &sh, NULL, ops, &b1);
+                            mfu_shape_costs(systems[k], &sh, &h800.eff, ops, &x1);
+                            wrong += !same_costs(&b, &b2) + !same_costs(&x, &x2);
+                            wrong += !same_costs(&b, &b1) + !same_costs(&x, &x1);
+                            wrong += b.avg.fwd_s != avg_fwd_one_pass(systems[k], &sh, NULL);
+                            wrong += x.avg.fwd_s != avg_fwd_one_pass(systems[k], &sh, &h800.eff);
+                            if (e == 0 && etp == 1) fwd_ep1 = x.avg_moe.fwd_s;
+                            if (e == 2 && etp == 1) ep_matters += x.avg_moe.fwd_s != fwd_ep1;
+                            compared++;
+                        }
+                }
     CHECK(compared > 100);
     CHECK_EQ_I(wrong, 0);
     CHECK(ep_matters > 0); /* the MoE part does follow ep */
