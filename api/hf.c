@@ -52,7 +52,8 @@
 
 #define HF_SUPPORTED                                                                  \
     "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, "      \
-    "deepseek_v3, gla, gemma, gemma2, gemma3_text, phi3, gpt_oss, llama4, qwen3_next"
+    "deepseek_v3, gla, gemma, gemma2, gemma3_text, phi3, gpt_oss, llama4, qwen3_next, "      \
+    "gpt2, gpt_bigcode, opt, gpt_neox"
 
 
 
@@ -315,6 +316,17 @@ json_t *api_hf_to_ir(json_t *hf, const char *ptr, api_status *st)
         snprintf(c.cfg_ptr, sizeof c.cfg_ptr, "%.190s/text_config", ptr);
     }
 
+    /* the pre-Llama families (api/hf_classic.c) */
+    {
+        char p[256];
+        const char *t = json_string_value(hf_lookup(&c, "model_type", p, sizeof p));
+        int ci = t ? hf_classic_index(t) : -1;
+        if (ci >= 0) {
+            json_t *ir = hf_classic_ir(&c, hf, t, ci);
+            json_decref(c.approx);
+            return c.failed ? (json_decref(ir), NULL) : ir;
+        }
+    }
     const char *mts = NULL;
     int fi = hf_family_index(&c, &mts, st);
     if (fi < 0) return NULL;

@@ -83,4 +83,10 @@ void hf_gla_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls, int *any_soft
 void hf_llama4_layers(hf_ctx *c, const hf_common *cm, layer_spec *ls);
 void hf_qwen3_next_linear(hf_ctx *c, const hf_common *cm, layer_spec *ls);
 
+/* api/hf_classic.c: gpt2, gpt_bigcode, opt, gpt_neox (one kind of layer,
+ * LayerNorm, biases, a plain MLP): the family's index for model_type, or
+ * -1; its IR (NULL on failure, recorded in c). */
+int hf_classic_index(const char *model_type);
+json_t *hf_classic_ir(hf_ctx *c, json_t *hf, const char *mts, int idx);
+
 #endif

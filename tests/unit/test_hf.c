@@ -574,7 +574,7 @@ static void test_bad_configs(void)
 {
     /* Unsupported / missing model_type lists what is supported. */
     json_t *hf = load("llama3-8b");
-    json_object_set_new(hf, "model_type", json_string("gpt2"));
+    json_object_set_new(hf, "model_type", json_string("bloom"));
     api_status st;
     api_status_init(&st);
     json_t *ir = api_hf_to_ir(hf, PTR, &st);
@@ -583,7 +583,8 @@ static void test_bad_configs(void)
     CHECK_STR(st.errors[0].pointer, PTR "/model_type");
     CHECK(strstr(st.errors[0].detail, "supported: llama, mistral, mixtral, qwen2, qwen2_moe, "
                                       "qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gla, gemma, "
-                                      "gemma2, gemma3_text, phi3, gpt_oss, llama4, qwen3_next") != NULL);
+                                      "gemma2, gemma3_text, phi3, gpt_oss, llama4, qwen3_next, "
+                                      "gpt2, gpt_bigcode, opt, gpt_neox") != NULL);
     json_object_del(hf, "model_type");
     EXPECT_422(hf, PTR "/model_type");
     json_object_set_new(hf, "model_type", json_integer(7));
@@ -1195,6 +1196,87 @@ static void test_gemma3(void)
     json_decref(hf);
 }
 
+/* One classic config's parameters and IR (api/hf_classic.c). */
+static void classic_case(const char *text, double want_params, int tie, int dropout, int64_t kv_heads,
+                         int64_t rotary_dim, const char *approx)
+{
+    json_t *hf = json_loads(text, 0, NULL);
+    CHECK(hf != NULL);
+    mfu_model m;
+    json_t *ir = resolve(hf, &m);
+    CHECK(ir != NULL);
+    if (ir) {
+        mfu_params p;
+        mfu_model_params(&m, &p);
+        CHECK_NEAR(p.total, want_params, 1e-12);
+        CHECK_EQ_I(m.tie_embeddings, tie);
+        CHECK_EQ_I(m.dropout, dropout);
+        CHECK(m.norm == MFU_NORM_LAYER && m.bias && m.n_runs == 1);
+        CHECK(!m.runs[0].mlp.gated);
+        CHECK_EQ_I(m.runs[0].attn.n_kv_heads, kv_heads);
+        CHECK_EQ_I(m.runs[0].attn.rotary_dim, rotary_dim);
+        json_t *ap = json_object_get(ir, "approximations");
+        int named = 0;
+        for (size_t i = 0; i < json_array_size(ap); i++)
+            named |= approx && strstr(json_string_value(json_array_get(ap, i)), approx) != NULL;
+        CHECK_EQ_I(named, approx != NULL);
+    }
+    json_decref(ir);
+    json_decref(hf);
+}
+
+/* The pre-Llama families, each against its published parameter count.
+ * GPT-2 small (openai-community/gpt2's config.json): 124,439,808, the
+ * figure every GPT-2 reimplementation reports: wte 50,257 x 768 =
+ * 38,597,376, wpe 1,024 x 768 = 786,432, a layer 2 LayerNorms 2 x 1,536,
+ * c_attn 768 x 2,304 + 2,304, c_proj 768 x 768 + 768, c_fc 768 x 3,072 +
+ * 3,072, its c_proj 3,072 x 768 + 768 = 7,087,872, x 12 = 85,054,464, the
+ * final LayerNorm 1,536; tied.
+ * OPT-125m (facebook/opt-125m): the same shapes with vocab 50,272 and 2,048
+ * positions: 38,608,896 + 1,572,864 + 85,054,464 + 1,536 = 125,237,760
+ * (the checkpoint's 125,239,296 less the position table's 2 offset rows,
+ * 2 x 768, which the IR does not count and the answer names); ReLU.
+ * StarCoder (bigcode/starcoder): multi-query attention, one KV head of
+ * 128: c_attn 6,144 x (6,144 + 256) + 6,400 = 39,328,000, c_proj
+ * 37,754,880, c_fc 6,144 x 24,576 + 24,576 = 151,019,520, its c_proj
+ * 151,001,088, LayerNorms 24,576: 379,128,064 a layer, x 40 =
+ * 15,165,122,560; wte 49,152 x 6,144 = 301,989,888, wpe 8,192 x 6,144 =
+ * 50,331,648, final LayerNorm 12,288: 15,517,456,384 ("15.5B").
+ * GPT-NeoX-20B (EleutherAI/gpt-neox-20b): 20,554,567,680, as Black et al.
+ * 2022 (arXiv 2204.06745) count it: query_key_value 6,144 x 18,432 +
+ * 18,432, dense 37,754,880, the MLP 151,019,520 + 151,001,088, LayerNorms
+ * 24,576: 453,064,704 a layer, x 44 = 19,934,846,976; untied embedding
+ * and head 2 x 50,432 x 6,144 = 619,708,416; final LayerNorm 12,288. A
+ * quarter of each 96-wide head rotated (rotary_pct): 24; the parallel
+ * residual named as approximated. */
+static void test_classic_families(void)
+{
+    classic_case("{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_head\": 12, \"n_layer\": 12, "
+                 "\"n_positions\": 1024, \"vocab_size\": 50257, \"activation_function\": \"gelu_new\", "
+                 "\"resid_pdrop\": 0.1}",
+                 124439808.0, 1, 1, 12, 64, NULL);
+    classic_case("{\"model_type\": \"opt\", \"hidden_size\": 768, \"num_attention_heads\": 12, "
+                 "\"num_hidden_layers\": 12, \"ffn_dim\": 3072, \"vocab_size\": 50272, "
+                 "\"max_position_embeddings\": 2048, \"activation_function\": \"relu\", \"dropout\": 0.1, "
+                 "\"do_layer_norm_before\": true, \"word_embed_proj_dim\": 768}",
+                 125237760.0, 1, 1, 12, 64, "offset rows");
+    classic_case("{\"model_type\": \"gpt_bigcode\", \"n_embd\": 6144, \"n_head\": 48, \"n_inner\": 24576, "
+                 "\"n_layer\": 40, \"n_positions\": 8192, \"vocab_size\": 49152, \"multi_query\": true, "
+                 "\"activation_function\": \"gelu_pytorch_tanh\", \"resid_pdrop\": 0.1}",
+                 15517456384.0, 1, 1, 1, 128, NULL);
+    classic_case("{\"model_type\": \"gpt_neox\", \"hidden_size\": 6144, \"num_attention_heads\": 64, "
+                 "\"num_hidden_layers\": 44, \"intermediate_size\": 24576, \"vocab_size\": 50432, "
+                 "\"max_position_embeddings\": 2048, \"rotary_pct\": 0.25, \"hidden_act\": \"gelu_fast\", "
+                 "\"tie_word_embeddings\": false, \"use_parallel_residual\": true}",
+                 20554567680.0, 0, 0, 64, 24, "parallel residual");
+    /* OPT-350m's embedding projection is refused at its field */
+    json_t *bad = json_loads("{\"model_type\": \"opt\", \"hidden_size\": 1024, \"num_attention_heads\": 16, "
+                             "\"num_hidden_layers\": 24, \"ffn_dim\": 4096, \"vocab_size\": 50272, "
+                             "\"word_embed_proj_dim\": 512}", 0, NULL);
+    EXPECT_422(bad, PTR "/word_embed_proj_dim");
+    json_decref(bad);
+}
+
 /* Gemma 2's four RMSNorms a layer and soft-capped logits
  * (modeling_gemma2.py Gemma2DecoderLayer, Gemma2ForCausalLM): the importer
  * sets post_norms and logit_softcap (F-OP-POSTNORM, F-OP-SOFTCAP), and
@@ -1254,6 +1336,7 @@ static const check_case cases[] = {
     CHECK_CASE(test_roundtrips),
     CHECK_CASE(test_gemma2_approx),
     CHECK_CASE(test_gemma3),
+    CHECK_CASE(test_classic_families),
     CHECK_CASE(test_deepseek_published),
     CHECK_CASE(test_llama_ir),
     CHECK_CASE(test_trap_explicit_head_dim),
