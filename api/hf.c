@@ -53,7 +53,7 @@
 #define HF_SUPPORTED                                                                  \
     "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, "      \
     "deepseek_v3, gla, gemma, gemma2, gemma3_text, phi3, gpt_oss, llama4, qwen3_next, "      \
-    "gpt2, gpt_bigcode, opt, gpt_neox"
+    "gpt2, gpt_bigcode, opt, gpt_neox, bloom, falcon"
 
 
 

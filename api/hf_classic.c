@@ -1,5 +1,6 @@
 /* api/hf_classic.c -- the HuggingFace importer's pre-Llama families:
- * GPT-2 (gpt2), StarCoder (gpt_bigcode), OPT (opt) and GPT-NeoX (gpt_neox).
+ * GPT-2 (gpt2), StarCoder (gpt_bigcode), OPT (opt), GPT-NeoX (gpt_neox),
+ * BLOOM (bloom) and Falcon (falcon).
  * One kind of layer each: LayerNorm, biases, a plain (not gated) MLP, the
  * families' published runs (OPT-175B, GPT-NeoX-20B, StarCoder 15.5B) being
  * what their configs describe. Fields and defaults from transformers'
@@ -8,13 +9,14 @@
 #include "hf_int.h"
 
 /* The families this file reads. */
-typedef enum { C_GPT2, C_BIGCODE, C_OPT, C_NEOX } classic_family;
+typedef enum { C_GPT2, C_BIGCODE, C_OPT, C_NEOX, C_BLOOM, C_FALCON } classic_family;
 
 static const struct {
     const char *name;
     classic_family fam;
 } classic_families[] = {
-    {"gpt2", C_GPT2}, {"gpt_bigcode", C_BIGCODE}, {"opt", C_OPT}, {"gpt_neox", C_NEOX},
+    {"gpt2", C_GPT2}, {"gpt_bigcode", C_BIGCODE}, {"opt", C_OPT},
+    {"gpt_neox", C_NEOX}, {"bloom", C_BLOOM}, {"falcon", C_FALCON},
 };
 
 int hf_classic_index(const char *model_type)
@@ -77,13 +79,14 @@ static int read_gpt2(hf_ctx *c, int bigcode, classic_sizes *z)
 
 /* The sizes OPT and GPT-NeoX name as Llama does (hidden_size,
  * num_hidden_layers, num_attention_heads, vocab_size,
- * max_position_embeddings, default 2,048), the MLP's width under ffn_key. */
+ * max_position_embeddings, default 2,048), the MLP's width under ffn_key
+ * (NULL: none). */
 static int read_llama_keys(hf_ctx *c, const char *ffn_key, classic_sizes *z)
 {
     if (hf_int(c, "hidden_size", 1, 0, 1, API_MAX_DIM, &z->h) < 0 ||
         hf_int(c, "num_hidden_layers", 1, 0, 1, API_MAX_LAYERS, &z->layers) < 0 ||
         hf_int(c, "num_attention_heads", 1, 0, 1, API_MAX_DIM, &z->heads) < 0 ||
-        hf_int(c, ffn_key, 1, 0, 1, API_MAX_DIM, &z->ffn) < 0 ||
+        (ffn_key && hf_int(c, ffn_key, 1, 0, 1, API_MAX_DIM, &z->ffn) < 0) ||
         hf_int(c, "vocab_size", 1, 0, 1, API_MAX_DIM, &z->vocab) < 0 ||
         hf_int(c, "max_position_embeddings", 0, 2048, 1, API_MAX_SEQ, &z->maxpos) < 0)
         return -1;
@@ -156,17 +159,86 @@ static int read_neox(hf_ctx *c, classic_sizes *z)
     return 0;
 }
 
+/* BloomConfig: hidden_size (n_embed), n_layer, n_head, vocab_size; a 4h
+ * GeLU MLP, biases, tied embeddings (BloomForCausalLM), hidden_dropout
+ * (0). No position table: ALiBi adds a per-head linear bias to the scores
+ * inside the attention kernel (one add a score, named as not counted), and
+ * the embeddings' own LayerNorm (word_embeddings_layernorm, 2 h
+ * parameters) is named as not counted either. */
+static int read_bloom(hf_ctx *c, classic_sizes *z)
+{
+    char p[256];
+    const char *hk = hf_lookup(c, "hidden_size", p, sizeof p) ? "hidden_size" : "n_embed";
+    if (hf_int(c, hk, 1, 0, 1, API_MAX_DIM, &z->h) < 0 ||
+        hf_int(c, "n_layer", 1, 0, 1, API_MAX_LAYERS, &z->layers) < 0 ||
+        hf_int(c, "n_head", 1, 0, 1, API_MAX_DIM, &z->heads) < 0 ||
+        hf_int(c, "vocab_size", 1, 0, 1, API_MAX_DIM, &z->vocab) < 0 ||
+        read_dropout(c, "hidden_dropout", 0.0, &z->dropout) < 0)
+        return -1;
+    z->kv_heads = z->heads;
+    z->ffn = 4 * z->h;
+    z->act = "gelu";
+    z->tie = 1;
+    z->bias = z->qkv_bias = 1;
+    z->position = "none";
+    hf_approx(c, "bloom: ALiBi's bias on the attention scores (inside the kernel) is not counted");
+    hf_approx(c, "bloom: the embeddings' LayerNorm (word_embeddings_layernorm) is not counted");
+    return 0;
+}
+
+/* FalconConfig: hidden_size, num_hidden_layers, num_attention_heads,
+ * num_kv_heads (with new_decoder_architecture; else multi_query: one KV
+ * head, default true), ffn_hidden_size (null: 4 h), bias (false), alibi
+ * (false: RoPE over the whole head), parallel_attn (true: attention and
+ * MLP from one input, named as modelled sequentially; the older layout,
+ * new_decoder_architecture false, has one LayerNorm where the IR counts
+ * two), tie_word_embeddings (true), hidden_dropout (0). */
+static int read_falcon(hf_ctx *c, classic_sizes *z)
+{
+    char p[256];
+    int newarch = 0, mq = 1, alibi = 0, par = 1;
+    json_t *ffn = hf_lookup(c, "ffn_hidden_size", p, sizeof p);
+    if (read_llama_keys(c, NULL, z) < 0 || hf_bool(c, "new_decoder_architecture", 0, &newarch) < 0 ||
+        hf_bool(c, "multi_query", 1, &mq) < 0 || hf_bool(c, "bias", 0, &z->bias) < 0 ||
+        hf_bool(c, "alibi", 0, &alibi) < 0 || hf_bool(c, "parallel_attn", 1, &par) < 0 ||
+        hf_bool(c, "tie_word_embeddings", 1, &z->tie) < 0 || read_dropout(c, "hidden_dropout", 0.0, &z->dropout) < 0)
+        return -1;
+    z->ffn = 4 * z->h;
+    if (ffn && !json_is_null(ffn) && hf_int(c, "ffn_hidden_size", 1, 0, 1, API_MAX_DIM, &z->ffn) < 0) return -1;
+    z->kv_heads = mq ? 1 : z->heads;
+    if (newarch && hf_int(c, "num_kv_heads", 0, z->heads, 1, API_MAX_DIM, &z->kv_heads) < 0) return -1;
+    if (z->kv_heads > z->heads || z->heads % z->kv_heads) {
+        hf_lookup(c, newarch ? "num_kv_heads" : "multi_query", p, sizeof p);
+        hf_fail(c, p, "the KV heads (%lld) must divide the heads (%lld)", z->kv_heads, z->heads);
+        return -1;
+    }
+    z->act = hf_activation(c, "activation", "gelu");
+    z->qkv_bias = z->bias;
+    z->position = alibi ? "none" : "rope";
+    if (alibi) hf_approx(c, "falcon: ALiBi's bias on the attention scores (inside the kernel) is not counted");
+    if (par)
+        hf_approx(c, "falcon: the parallel attention and MLP (parallel_attn) is modelled as sequential blocks");
+    if (par && !newarch)
+        hf_approx(c, "falcon: the one LayerNorm a layer of the older layout (new_decoder_architecture false) is "
+                     "counted as two");
+    return 0;
+}
+
 /* The model description of a classic family's config. */
 json_t *hf_classic_ir(hf_ctx *c, json_t *hf, const char *mts, int idx)
 {
     classic_sizes z;
     memset(&z, 0, sizeof z);
     classic_family fam = classic_families[idx].fam;
-    int rc = fam == C_OPT ? read_opt(c, &z) : fam == C_NEOX ? read_neox(c, &z) : read_gpt2(c, fam == C_BIGCODE, &z);
+    int rc = fam == C_OPT      ? read_opt(c, &z)
+             : fam == C_NEOX   ? read_neox(c, &z)
+             : fam == C_BLOOM  ? read_bloom(c, &z)
+             : fam == C_FALCON ? read_falcon(c, &z)
+                               : read_gpt2(c, fam == C_BIGCODE, &z);
     if (rc < 0 || c->failed) return NULL;
     char p[256];
     if (z.h % z.heads) {
-        hf_lookup(c, fam == C_OPT || fam == C_NEOX ? "num_attention_heads" : "n_head", p, sizeof p);
+        hf_lookup(c, fam == C_OPT || fam == C_NEOX || fam == C_FALCON ? "num_attention_heads" : "n_head", p, sizeof p);
         hf_fail(c, p, "the heads (%lld) must divide the hidden size (%lld)", z.heads, z.h);
         return NULL;
     }
@@ -183,11 +255,12 @@ json_t *hf_classic_ir(hf_ctx *c, json_t *hf, const char *mts, int idx)
     snprintf(name, sizeof name, "%s", (np && *np) ? np : mts);
     json_t *jname = json_string(name);
     if (!jname) jname = json_string(mts);
-    json_t *ir = json_pack("{s:o,s:I,s:I,s:b,s:s,s:s,s:I,s:b,s:b,s:[{s:I,s:o,s:o}]}", "name", jname, "d_model",
+    json_t *ir = json_pack("{s:o,s:I,s:I,s:b,s:s,s:s,s:b,s:b,s:[{s:I,s:o,s:o}]}", "name", jname, "d_model",
                            (json_int_t)z.h, "vocab", (json_int_t)z.vocab, "tie_embeddings", z.tie, "norm",
-                           "layernorm", "position", z.position, "max_positions", (json_int_t)z.maxpos, "bias",
-                           z.bias, "dropout", z.dropout, "layers", "count", (json_int_t)z.layers, "attention", attn, "mlp",
-                           mlp);
+                           "layernorm", "position", z.position, "bias", z.bias, "dropout", z.dropout, "layers",
+                           "count", (json_int_t)z.layers, "attention", attn, "mlp", mlp);
+    /* the learned table's rows; informative where positions are RoPE */
+    if (ir && z.maxpos > 0) json_object_set_new(ir, "max_positions", json_integer(z.maxpos));
     if (ir && c->approx) json_object_set(ir, "approximations", c->approx);
     return ir;
 }

@@ -574,7 +574,7 @@ static void test_bad_configs(void)
 {
     /* Unsupported / missing model_type lists what is supported. */
     json_t *hf = load("llama3-8b");
-    json_object_set_new(hf, "model_type", json_string("bloom"));
+    json_object_set_new(hf, "model_type", json_string("mpt"));
     api_status st;
     api_status_init(&st);
     json_t *ir = api_hf_to_ir(hf, PTR, &st);
@@ -584,7 +584,7 @@ static void test_bad_configs(void)
     CHECK(strstr(st.errors[0].detail, "supported: llama, mistral, mixtral, qwen2, qwen2_moe, "
                                       "qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gla, gemma, "
                                       "gemma2, gemma3_text, phi3, gpt_oss, llama4, qwen3_next, "
-                                      "gpt2, gpt_bigcode, opt, gpt_neox") != NULL);
+                                      "gpt2, gpt_bigcode, opt, gpt_neox, bloom, falcon") != NULL);
     json_object_del(hf, "model_type");
     EXPECT_422(hf, PTR "/model_type");
     json_object_set_new(hf, "model_type", json_integer(7));
@@ -1197,7 +1197,7 @@ static void test_gemma3(void)
 }
 
 /* One classic config's parameters and IR (api/hf_classic.c). */
-static void classic_case(const char *text, double want_params, int tie, int dropout, int64_t kv_heads,
+static void classic_case(const char *text, double want_params, int tie, int bias, int64_t kv_heads,
                          int64_t rotary_dim, const char *approx)
 {
     json_t *hf = json_loads(text, 0, NULL);
@@ -1210,8 +1210,8 @@ static void classic_case(const char *text, double want_params, int tie, int drop
         mfu_model_params(&m, &p);
         CHECK_NEAR(p.total, want_params, 1e-12);
         CHECK_EQ_I(m.tie_embeddings, tie);
-        CHECK_EQ_I(m.dropout, dropout);
-        CHECK(m.norm == MFU_NORM_LAYER && m.bias && m.n_runs == 1);
+        CHECK_EQ_I(m.bias, bias);
+        CHECK(m.norm == MFU_NORM_LAYER && m.n_runs == 1);
         CHECK(!m.runs[0].mlp.gated);
         CHECK_EQ_I(m.runs[0].attn.n_kv_heads, kv_heads);
         CHECK_EQ_I(m.runs[0].attn.rotary_dim, rotary_dim);
@@ -1248,9 +1248,36 @@ static void classic_case(const char *text, double want_params, int tie, int drop
  * 24,576: 453,064,704 a layer, x 44 = 19,934,846,976; untied embedding
  * and head 2 x 50,432 x 6,144 = 619,708,416; final LayerNorm 12,288. A
  * quarter of each 96-wide head rotated (rotary_pct): 24; the parallel
- * residual named as approximated. */
+ * residual named as approximated.
+ * BLOOM (bigscience/bloom): 176,247,271,424 as published, less the
+ * embeddings' LayerNorm 2 x 14,336 the IR does not count (named):
+ * query_key_value 14,336 x 43,008 + 43,008 = 616,605,696, dense
+ * 205,535,232, the MLP 822,140,928 + 822,097,920, LayerNorms 57,344:
+ * 2,466,437,120 a layer, x 70 = 172,650,598,400; the tied embedding
+ * 250,880 x 14,336 = 3,596,615,680; final LayerNorm 28,672:
+ * 176,247,242,752. No position table (ALiBi, named).
+ * Falcon-180B (tiiuae/falcon-180B): no biases, 8 KV heads of 64:
+ * query_key_value 14,848 x (14,848 + 1,024) = 235,667,456, dense 14,848^2
+ * = 220,463,104, the MLP 2 x 14,848 x 59,392 = 1,763,704,832, ln_attn and
+ * ln_mlp 4 x 14,848: 2,219,894,784 a layer, x 80 = 177,591,582,720; tied
+ * embedding 65,024 x 14,848 = 965,476,352; final LayerNorm 29,696:
+ * 178,557,088,768. RoPE over the whole head (64). */
 static void test_classic_families(void)
 {
+    /* dropout where the block's probability is > 0: GPT-2's resid_pdrop
+     * (default 0.1) on, NeoX's hidden_dropout (default 0) off */
+    json_t *g = json_loads("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_head\": 4, \"n_layer\": 2, "
+                           "\"vocab_size\": 100}", 0, NULL);
+    json_t *nx = json_loads("{\"model_type\": \"gpt_neox\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+                            "\"num_hidden_layers\": 2, \"intermediate_size\": 256, \"vocab_size\": 100}", 0, NULL);
+    mfu_model mg, mn;
+    json_t *ig = resolve(g, &mg), *in = resolve(nx, &mn);
+    CHECK(ig && in);
+    if (ig && in) CHECK(mg.dropout && !mn.dropout);
+    json_decref(ig);
+    json_decref(in);
+    json_decref(g);
+    json_decref(nx);
     classic_case("{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_head\": 12, \"n_layer\": 12, "
                  "\"n_positions\": 1024, \"vocab_size\": 50257, \"activation_function\": \"gelu_new\", "
                  "\"resid_pdrop\": 0.1}",
@@ -1268,7 +1295,14 @@ static void test_classic_families(void)
                  "\"num_hidden_layers\": 44, \"intermediate_size\": 24576, \"vocab_size\": 50432, "
                  "\"max_position_embeddings\": 2048, \"rotary_pct\": 0.25, \"hidden_act\": \"gelu_fast\", "
                  "\"tie_word_embeddings\": false, \"use_parallel_residual\": true}",
-                 20554567680.0, 0, 0, 64, 24, "parallel residual");
+                 20554567680.0, 0, 1, 64, 24, "parallel residual");
+    classic_case("{\"model_type\": \"bloom\", \"hidden_size\": 14336, \"n_head\": 112, \"n_layer\": 70, "
+                 "\"vocab_size\": 250880, \"hidden_dropout\": 0.0}",
+                 176247242752.0, 1, 1, 112, 128, "ALiBi");
+    classic_case("{\"model_type\": \"falcon\", \"hidden_size\": 14848, \"num_attention_heads\": 232, "
+                 "\"num_hidden_layers\": 80, \"num_kv_heads\": 8, \"new_decoder_architecture\": true, "
+                 "\"parallel_attn\": true, \"bias\": false, \"alibi\": false, \"vocab_size\": 65024}",
+                 178557088768.0, 1, 0, 8, 64, "parallel attention");
     /* OPT-350m's embedding projection is refused at its field */
     json_t *bad = json_loads("{\"model_type\": \"opt\", \"hidden_size\": 1024, \"num_attention_heads\": 16, "
                              "\"num_hidden_layers\": 24, \"ffn_dim\": 4096, \"vocab_size\": 50272, "
