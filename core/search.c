@@ -7,9 +7,10 @@
  *
  * Per-shape op inventories depend only on (tp, cp, ep, etp, sp, mbs); they
  * are built once per shape and kept in a small cache the caller provides.
- * Their dense part (dense runs, embedding, head) depends on (tp, cp, sp,
- * mbs) alone and is kept apart, for the ep and etp variants of an MoE
- * model's shape (F-SEARCH-MEMO).
+ * Their part no expert axis changes (the dense runs before the first MoE
+ * run, embedding, head, the MoE runs' attention blocks) depends on (tp,
+ * cp, sp, mbs) alone and is kept apart, for the ep and etp variants of an
+ * MoE model's shape (F-SEARCH-MEMO).
  *
  * Over 600 lines on purpose: one translation unit, so the enumeration's
  * inner loop can inline the shape cache, ranking and option helpers it
@@ -753,9 +754,6 @@ static void batch_loop(ctx *x, mfu_config *c, const cache_entry *ce)
     }
 }
 
-/* Experts per layout: ep and etp fold over dp * fsdp * cp * tp (Megatron-
- * Core parallel folding); etp is 1 or tp (torchtitan's two; Megatron's
- * default is tp). */
 /* The switches below the shape at their first values: with them only the
  * axes and the shape can fail the rules. */
 static void shape_defaults(mfu_config *c)
@@ -770,6 +768,9 @@ static void shape_defaults(mfu_config *c)
     c->recompute_layers = -1;
 }
 
+/* Experts per layout: ep and etp fold over dp * fsdp * cp * tp (Megatron-
+ * Core parallel folding); etp is 1 or tp (torchtitan's two; Megatron's
+ * default is tp). */
 static void mbs_loop(ctx *x, mfu_config *c)
 {
     const mfu_search_opts *o = x->o;

@@ -275,10 +275,10 @@ static void policy_op(const mfu_system *sys, const int *live, int n_live, const 
     for (int q = 0; q < n_live; q++) {
         int j = live[q];
         const mfu_rc_policy *rp = &sys->rc[j];
-        double again = 0.0; /* the share of the op that runs again */
+        int again = 0; /* the whole op runs again */
         if (rp->kind == MFU_RCK_FULL) {
             if (dead && sys->hw->platform == MFU_PLATFORM_TPU) continue;
-            again = 1.0;
+            again = 1;
         } else if (rp->op_sac && o->sac_rerun >= 0) {
             /* F-RC-OP-SAC: what torchtitan keeps of this op, and how much
              * of it runs again */
@@ -300,7 +300,7 @@ static void policy_op(const mfu_system *sys, const int *live, int n_live, const 
             if (!(o->rc_free & rp->modules)) saved[j] += o->saved_bytes;
             again = (o->rc_rerun & rp->modules) != 0;
         }
-        if (again != 0.0)
+        if (again)
             for (int p = 0; p < np; p++) {
                 lc[p].rc_s[j] += t[p];
                 lc[p].rc_flops[j] += o->flops;
